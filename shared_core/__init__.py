@@ -1,0 +1,80 @@
+"""Elastic Atlas core: an in-process, self-managing memory graph for LLM agents.
+
+>>> from shared_core import ElasticMemoryAtlas, AtlasConfig
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from .atlas import ElasticMemoryAtlas
+from .backend import Backend, InProcessBackend, Partition
+from .clock import Clock, ManualClock, SystemClock
+from .config import AtlasConfig
+from .embedding import Embedder, HashingEmbedder, MiniLMEmbedder, as_embedder
+from .errors import (
+    AtlasError,
+    BackendError,
+    CorruptFileError,
+    InvalidEmbeddingError,
+    InvalidInputError,
+    InvalidMemoryError,
+    InvalidRelationError,
+    MemoryNotFoundError,
+    MissingDependencyError,
+    NamespaceViolationError,
+)
+from .events import AtlasEvent, EventLog
+from .graph_store import GraphStore, NetworkXGraphStore
+from .keyword_index import FTS5KeywordIndex, KeywordIndex
+from .lifecycle import AtlasStats
+from .model import Context, MemoryEdge, MemoryNode, Relation, ScoredMemory
+from .tokens import TiktokenCounter, TokenCounter
+from .vector_index import NumpyVectorIndex, VectorIndex
+
+try:
+    __version__ = version("elastic-atlas")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree
+    __version__ = "0.0.0"
+
+__all__ = [
+    "AtlasConfig",
+    "AtlasError",
+    "AtlasEvent",
+    "AtlasStats",
+    "Backend",
+    "BackendError",
+    "Clock",
+    "Context",
+    "CorruptFileError",
+    "ElasticMemoryAtlas",
+    "Embedder",
+    "EventLog",
+    "FTS5KeywordIndex",
+    "GraphStore",
+    "HashingEmbedder",
+    "InProcessBackend",
+    "InvalidEmbeddingError",
+    "InvalidInputError",
+    "InvalidMemoryError",
+    "InvalidRelationError",
+    "KeywordIndex",
+    "ManualClock",
+    "MemoryEdge",
+    "MemoryNode",
+    "MemoryNotFoundError",
+    "MiniLMEmbedder",
+    "MissingDependencyError",
+    "NamespaceViolationError",
+    "NetworkXGraphStore",
+    "NumpyVectorIndex",
+    "Partition",
+    "Relation",
+    "ScoredMemory",
+    "SystemClock",
+    "TiktokenCounter",
+    "TokenCounter",
+    "VectorIndex",
+    "__version__",
+    "as_embedder",
+]

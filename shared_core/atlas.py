@@ -1,0 +1,617 @@
+"""`ElasticMemoryAtlas`: the public face of the engine.
+
+The atlas validates input, embeds outside its lock, then applies each write to the namespace's
+partition under one re-entrant lock, so threads and asyncio tasks can share it. Formulas live in
+`decay`, `scoring` and `budget`; recall in `recall`; rendering in `context`; eviction, expiry and
+statistics in `lifecycle`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from . import _validate as check
+from .backend import Backend, InProcessBackend, Partition
+from .clock import Clock, SystemClock
+from .config import AtlasConfig
+from .context import STYLES, build_context_block
+from .decay import reinforced_weight
+from .embedding import Embedder, as_embedder, normalize_rows
+from .errors import (
+    InvalidInputError,
+    InvalidMemoryError,
+    MemoryNotFoundError,
+    NamespaceViolationError,
+)
+from .events import AtlasEvent, EventLog
+from .filters import compile_filters
+from .lifecycle import AtlasStats, Lifecycle
+from .model import Context, MemoryEdge, MemoryNode, Relation, ScoredMemory
+from .recall import RecallRequest, effective_weight, recall
+from .tokens import TokenCounter, as_token_counter
+
+__all__ = ["ElasticMemoryAtlas"]
+
+logger = logging.getLogger("shared_core")
+LinkSpec = str | tuple[str, str] | tuple[str, str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class _Spec:
+    """A validated memory, ready to insert."""
+
+    content: str
+    namespace: str
+    session_id: str | None
+    timestamp: float | None
+    metadata: dict[str, Any]
+    importance: float
+    pinned: bool
+    ttl: float | None
+    links: tuple[tuple[str, Relation, float], ...]
+    embedding: npt.NDArray[np.float32] | None
+    kind: str = "memory"
+
+
+class ElasticMemoryAtlas:
+    """An in-process memory graph for agents: elastic weights, hybrid recall, token budgets.
+
+    >>> from shared_core import ElasticMemoryAtlas, HashingEmbedder
+    >>> atlas = ElasticMemoryAtlas(embedder=HashingEmbedder())
+    >>> node = atlas.add_memory("User prefers oat milk", namespace="alice", session_id="s1")
+    >>> atlas.retrieve("which milk?", namespace="alice", top_k=1)[0].node.content
+    'User prefers oat milk'
+    >>> atlas.retrieve("which milk?", namespace="bob")
+    []
+    """
+
+    def __init__(self, *, config: AtlasConfig | None = None, embedder: object | None = None,
+                 token_counter: TokenCounter | Callable[[str], int] | None = None,
+                 clock: Clock | None = None, backend: Backend | str | None = None,
+                 event_log_size: int = 10_000) -> None:
+        if config is not None and not isinstance(config, AtlasConfig):
+            raise InvalidInputError(f"config must be an AtlasConfig, got {type(config).__name__}")
+        if clock is not None and not isinstance(clock, Clock):
+            raise InvalidInputError(f"clock must have a now() -> float method, got {clock!r}")
+        self.config = config or AtlasConfig()
+        self.embedder: Embedder = as_embedder(embedder)
+        self._token_counter_arg = token_counter
+        self._counter: TokenCounter | None = None if token_counter is None else as_token_counter(token_counter)
+        self.clock: Clock = clock or SystemClock()
+        self.events = EventLog(maxlen=event_log_size)
+        self._lock = threading.RLock()
+        self._where: dict[str, str] = {}
+        self._backend_arg = backend
+        self._backend: Backend | None = None if backend is None or isinstance(backend, str) else backend
+        if isinstance(backend, str):
+            self._backend = _backend_from_url(backend, self)
+        self._life = Lifecycle(self)
+
+    # -- plumbing -----------------------------------------------------------------------------
+    @property
+    def token_counter(self) -> TokenCounter:
+        if self._counter is None:  # tiktoken's table takes ~0.5 s to build: only when needed
+            self._counter = as_token_counter(None)
+        return self._counter
+
+    @property
+    def backend(self) -> Backend:
+        if self._backend is None:
+            with self._lock:
+                if self._backend is None:
+                    self._backend = InProcessBackend(dim=self.embedder.dim)
+        return self._backend
+
+    def count_tokens(self, text: str) -> int:
+        """Exact tokens of ``text`` with the atlas's counter (cl100k_base by default)."""
+        return self.token_counter.count(text)
+
+    def _embed(self, texts: Sequence[str], *, progress: bool = False) -> npt.NDArray[np.float32]:
+        dim = self.embedder.dim
+        if not progress:
+            return normalize_rows(self.embedder.embed(list(texts)), dim=dim)
+        from tqdm.auto import tqdm
+
+        out = np.empty((len(texts), dim), dtype=np.float32)
+        step = 64
+        with tqdm(total=len(texts), desc="embedding memories", unit="mem") as bar:
+            for start in range(0, len(texts), step):
+                chunk = texts[start:start + step]
+                out[start:start + len(chunk)] = normalize_rows(self.embedder.embed(list(chunk)), dim=dim)
+                bar.update(len(chunk))
+        return out
+
+    def _part(self, namespace: str) -> Partition | None:
+        return self.backend.partition(namespace)
+
+    def _locate(self, node_id: object, namespace: str | None, name: str = "node_id"
+                ) -> tuple[Partition, MemoryNode]:
+        node_id = check.node_id(node_id, name)
+        ns = self._where.get(node_id)
+        if ns is None or (namespace is not None and ns != namespace):
+            raise MemoryNotFoundError(f"no memory with id {node_id!r}"
+                                      + (f" in namespace {namespace!r}" if namespace else ""))
+        part = self._part(ns)
+        node = part.graph.get_node(node_id) if part else None
+        if part is None or node is None:
+            raise MemoryNotFoundError(f"no memory with id {node_id!r}")
+        return part, node
+
+    def _public(self, part: Partition, node: MemoryNode) -> MemoryNode:
+        return replace(node, embedding=part.vectors.get(node.id))
+
+    # -- writes -------------------------------------------------------------------------------
+    def _spec(self, content: object, *, namespace: object, session_id: object = None,
+              timestamp: object = None, metadata: object = None, importance: object = 1.0,
+              pinned: object = False, ttl: object = None, links_to: object = (),
+              embedding: object = None, kind: str = "memory") -> _Spec:
+        text = check.content(content, max_chars=self.config.max_content_chars)
+        ns = check.namespace(namespace)
+        links: list[tuple[str, Relation, float]] = []
+        if isinstance(links_to, (str, bytes)) or not isinstance(links_to, Iterable):
+            raise InvalidMemoryError(f"links_to must be a sequence of ids, got {links_to!r}")
+        for link in links_to:
+            if isinstance(link, str):
+                links.append((link, Relation.RELATED_TO, 1.0))
+            elif isinstance(link, tuple) and len(link) in (2, 3):
+                strength = check.number(link[2], "link strength", minimum=0.0) if len(link) == 3 else 1.0
+                links.append((check.node_id(link[0], "links_to id"), Relation.parse(link[1]), strength))
+            else:
+                raise InvalidMemoryError(f"links_to items must be an id or (id, relation[, strength]), got {link!r}")
+        vector = None
+        if embedding is not None:
+            vector = normalize_rows(embedding, dim=self.embedder.dim)
+            if vector.shape[0] != 1:
+                raise InvalidMemoryError(f"embedding must be one vector, got shape {vector.shape}")
+            vector = vector[0]
+        ttl_value = None if ttl is None else check.number(ttl, "ttl", positive=True)
+        return _Spec(text, ns, check.session(session_id), check.timestamp(timestamp),
+                     check.metadata(metadata), check.number(importance, "importance", minimum=0.0, maximum=1e6),
+                     check.flag(pinned, "pinned"), ttl_value if ttl_value is not None else self.config.default_ttl,
+                     tuple(links), vector, kind)
+
+    def add_memory(self, content: str, *, namespace: str, session_id: str | None = None,
+                   timestamp: Any = None, metadata: Mapping[str, Any] | None = None,
+                   importance: float = 1.0, pinned: bool = False, ttl: float | None = None,
+                   links_to: Sequence[LinkSpec] = (), embedding: Any = None) -> MemoryNode:
+        """Store one memory and link it: ``before`` from the session's previous memory,
+        ``similar_to`` to the closest memories of the namespace, and any ``links_to`` given.
+
+        ``timestamp`` is when the remembered thing happened (default: now); ``ttl`` seconds
+        until it expires; ``embedding`` skips the model. Returns the stored node.
+        """
+        spec = self._spec(content, namespace=namespace, session_id=session_id, timestamp=timestamp,
+                          metadata=metadata, importance=importance, pinned=pinned, ttl=ttl,
+                          links_to=links_to, embedding=embedding)
+        return self._write([spec], progress=False)[0]
+
+    def add_memories(self, items: Sequence[str | Mapping[str, Any]], *, namespace: str,
+                     session_id: str | None = None, progress: bool | None = None) -> list[MemoryNode]:
+        """Store many memories with one embedding call; all or nothing.
+
+        Items are strings or dicts with the keyword arguments of `add_memory` (``content``
+        required; ``namespace`` and ``session_id`` default to this call's). A progress bar shows
+        by default for 256+ items in a terminal or notebook.
+        """
+        if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
+            raise InvalidInputError(f"items must be a sequence of strings or dicts, got {type(items).__name__}")
+        specs: list[_Spec] = []
+        allowed = {"content", "namespace", "session_id", "timestamp", "metadata", "importance",
+                   "pinned", "ttl", "links_to", "embedding"}
+        for i, item in enumerate(items):
+            try:
+                if isinstance(item, str):
+                    specs.append(self._spec(item, namespace=namespace, session_id=session_id))
+                elif isinstance(item, Mapping):
+                    unknown = set(item) - allowed
+                    if unknown:
+                        raise InvalidMemoryError(f"unknown field(s) {sorted(unknown)}")
+                    if "content" not in item:
+                        raise InvalidMemoryError("missing 'content'")
+                    fields = {"namespace": namespace, "session_id": session_id, **item}
+                    specs.append(self._spec(**fields))
+                else:
+                    raise InvalidMemoryError(f"expected a string or a dict, got {type(item).__name__}")
+            except InvalidInputError as exc:
+                raise type(exc)(f"item {i}: {exc}") from None
+        if progress is None:
+            progress = len(specs) >= 256 and (sys.stderr.isatty() or "ipykernel" in sys.modules)
+        return self._write(specs, progress=bool(progress))
+
+    def _write(self, specs: Sequence[_Spec], *, progress: bool) -> list[MemoryNode]:
+        missing = [i for i, s in enumerate(specs) if s.embedding is None]
+        vectors: dict[int, npt.NDArray[np.float32]] = {}
+        if missing:
+            embedded = self._embed([specs[i].content for i in missing], progress=progress)
+            vectors = dict(zip(missing, embedded, strict=True))
+        with self._lock:
+            self._check_links(specs)
+            now = self.clock.now()
+            written: list[tuple[Partition, MemoryNode]] = []
+            try:
+                for i, spec in enumerate(specs):
+                    vec = spec.embedding if spec.embedding is not None else vectors[i]
+                    written.append(self._insert(spec, vec, now))
+            except BaseException:
+                for part, node in reversed(written):
+                    self._life.remove(part, node, kind=None, reason="rollback")
+                raise
+            for part, node in written:
+                self.events.emit("add", namespace=part.namespace, node_id=node.id, at=now,
+                                 reason="add_memory", session_id=node.session_id)
+            protect = {node.id for _, node in written}
+            self._life.after_write(now, protect=protect)
+            return [self._public(part, part.graph.get_node(node.id) or node)
+                    for part, node in written if node.id in self._where]
+
+    def _check_links(self, specs: Sequence[_Spec]) -> None:
+        for spec in specs:
+            for target, _, _ in spec.links:
+                ns = self._where.get(target)
+                if ns is None:
+                    raise MemoryNotFoundError(f"links_to: no memory with id {target!r}")
+                if ns != spec.namespace:
+                    raise NamespaceViolationError(
+                        f"links_to: memory {target!r} is not in namespace {spec.namespace!r}")
+
+    def _insert(self, spec: _Spec, vec: npt.NDArray[np.float32], now: float) -> tuple[Partition, MemoryNode]:
+        cfg = self.config
+        part = self.backend.partition(spec.namespace, create=True)
+        assert part is not None
+        part.turn += 1
+        node = MemoryNode(
+            id=uuid.uuid4().hex, content=spec.content, namespace=spec.namespace,
+            session_id=spec.session_id, weight=spec.importance if spec.importance > 0 else cfg.weight_floor,
+            importance=spec.importance, timestamp=spec.timestamp if spec.timestamp is not None else now,
+            created_at=now, last_accessed_at=now, turn=part.turn, metadata=spec.metadata,
+            pinned=spec.pinned, expires_at=None if spec.ttl is None else now + spec.ttl,
+            valid_from=now, kind=spec.kind,
+        )
+        similar: list[tuple[str, float]] = []
+        if cfg.similar_top > 0:
+            for other, sim in part.vectors.search(vec, cfg.similar_top + len(part.inactive) % 8 + 1):
+                if sim >= cfg.similar_threshold and other not in part.inactive and len(similar) < cfg.similar_top:
+                    similar.append((other, sim))
+        previous = part.latest(spec.session_id, 1) if cfg.link_temporal else []
+        part.graph.put_node(node)
+        self._where[node.id] = spec.namespace
+        try:
+            part.vectors.add([node.id], vec[None, :])
+            part.keywords.add(node.id, spec.content, session_id=spec.session_id)
+            part.track(node.id, spec.session_id, node.timestamp)
+            if previous:
+                part.graph.put_edge(MemoryEdge(source=previous[0], target=node.id,
+                                               relation=Relation.BEFORE, strength=1.0, created_at=now))
+            for other, sim in similar:
+                part.graph.put_edge(MemoryEdge(source=node.id, target=other, relation=Relation.SIMILAR_TO,
+                                               strength=float(sim), created_at=now))
+            for target, relation, strength in spec.links:
+                part.graph.put_edge(MemoryEdge(source=node.id, target=target, relation=relation,
+                                               strength=strength, created_at=now))
+        except BaseException:
+            self._life.remove(part, node, kind=None, reason="rollback")
+            raise
+        if node.expires_at is not None:
+            self._life.schedule_expiry(node)
+        return part, node
+
+    def link(self, source: str, target: str, *, relation: str | Relation = "related_to",
+             strength: float = 1.0, metadata: Mapping[str, Any] | None = None,
+             namespace: str | None = None) -> MemoryEdge:
+        """Add (or replace) a typed edge between two memories of the same namespace."""
+        rel = Relation.parse(relation)
+        strength = check.number(strength, "strength", minimum=0.0)
+        meta = check.metadata(metadata)
+        with self._lock:
+            part, _ = self._locate(source, namespace, "source")
+            ns_target = self._where.get(check.node_id(target, "target"))
+            if ns_target is None:
+                raise MemoryNotFoundError(f"no memory with id {target!r}")
+            if ns_target != part.namespace:
+                raise NamespaceViolationError(
+                    f"cannot link {source!r} to {target!r}: they are in different namespaces")
+            if source == target:
+                raise InvalidInputError(f"cannot link memory {source!r} to itself")
+            now = self.clock.now()
+            edge = MemoryEdge(source=source, target=target, relation=rel, strength=strength,
+                              created_at=now, metadata=meta)
+            part.graph.put_edge(edge)
+            self.events.emit("link", namespace=part.namespace, node_id=source, at=now,
+                             reason=rel.value, target=target)
+            return edge
+
+    def update_memory(self, node_id: str, content: str, *, metadata: Mapping[str, Any] | None = None,
+                      importance: float | None = None, embedding: Any = None,
+                      namespace: str | None = None, reason: str = "update") -> MemoryNode:
+        """Store a corrected version: a new node that ``supersedes`` the old one.
+
+        The old node is kept, with ``valid_to`` set, and leaves recall unless
+        ``include_history=True``; `history` returns the chain. Metadata merges into the old.
+        """
+        with self._lock:
+            part, old = self._locate(node_id, namespace)
+            if old.valid_to is not None:
+                raise InvalidInputError(f"memory {node_id!r} was already superseded; update its newest version")
+            merged = {**old.metadata, **check.metadata(metadata)}
+            spec = self._spec(content, namespace=old.namespace, session_id=old.session_id,
+                              metadata=merged, importance=old.importance if importance is None else importance,
+                              pinned=old.pinned, embedding=embedding)
+        vec = spec.embedding if spec.embedding is not None else self._embed([spec.content])[0]
+        with self._lock:
+            part, old = self._locate(node_id, namespace)
+            if old.valid_to is not None:
+                raise InvalidInputError(f"memory {node_id!r} was already superseded; update its newest version")
+            now = self.clock.now()
+            new_part, new = self._insert(spec, vec, now)
+            part.graph.put_edge(MemoryEdge(source=new.id, target=old.id, relation=Relation.SUPERSEDES,
+                                           strength=1.0, created_at=now))
+            part.graph.put_node(replace(old, valid_to=now))
+            part.inactive.add(old.id)
+            self.events.emit("update", namespace=part.namespace, node_id=new.id, at=now,
+                             reason=reason, supersedes=old.id)
+            self._life.after_write(now, protect={new.id})
+            return self._public(new_part, new)
+
+    def forget(self, node_id: str, *, namespace: str | None = None) -> None:
+        """Delete a memory and its edges for good (unlike `update_memory`, which keeps history)."""
+        with self._lock:
+            part, node = self._locate(node_id, namespace)
+            self._life.remove(part, node, kind="forget", reason="forget")
+
+    def end_session(self, session_id: str, *, namespace: str, mode: str = "fade",
+                    fade_factor: float = 0.5) -> int:
+        """End a session: ``"delete"`` its memories (pinned ones stay) or ``"fade"`` their weights.
+
+        Returns the number of memories deleted or faded.
+        """
+        session = check.session(session_id)
+        ns = check.namespace(namespace)
+        if mode not in ("delete", "fade"):
+            raise InvalidInputError(f"mode must be 'delete' or 'fade', got {mode!r}")
+        factor = check.number(fade_factor, "fade_factor", minimum=0.0, maximum=1.0)
+        with self._lock:
+            part = self._part(ns)
+            if part is None or session not in part.sessions:
+                return 0
+            now = self.clock.now()
+            touched = 0
+            for nid in list(part.sessions[session]):
+                node = part.graph.get_node(nid)
+                if node is None or node.pinned:
+                    continue
+                if mode == "delete":
+                    self._life.remove(part, node, kind="forget", reason="end_session")
+                else:
+                    w = effective_weight(node, now=now, turn=part.turn, config=self.config)
+                    part.graph.put_node(replace(node, weight=max(self.config.weight_floor, w * factor),
+                                                last_accessed_at=now, turn=part.turn))
+                    self.events.emit("fade", namespace=ns, node_id=nid, at=now, reason="end_session")
+                touched += 1
+            self.events.emit("end_session", namespace=ns, node_id=None, at=now, reason=mode,
+                             session_id=session, count=touched)
+            return touched
+
+    # -- reads --------------------------------------------------------------------------------
+    def get(self, node_id: str, *, namespace: str | None = None) -> MemoryNode:
+        """The memory with this id (in ``namespace``, when given), embedding included."""
+        with self._lock:
+            part, node = self._locate(node_id, namespace)
+            return self._public(part, node)
+
+    def edges(self, node_id: str, *, namespace: str | None = None) -> list[MemoryEdge]:
+        with self._lock:
+            part, _ = self._locate(node_id, namespace)
+            return part.graph.edges(node_id)
+
+    def history(self, node_id: str, *, namespace: str | None = None) -> list[MemoryNode]:
+        """Every version of a memory, oldest first, following ``supersedes`` edges both ways."""
+        with self._lock:
+            part, node = self._locate(node_id, namespace)
+            newest = node
+            while True:
+                newer = [e.source for e in part.graph.edges(newest.id)
+                         if e.relation is Relation.SUPERSEDES and e.target == newest.id]
+                if not newer or (n := part.graph.get_node(newer[0])) is None:
+                    break
+                newest = n
+            chain = [newest]
+            while True:
+                older = [e.target for e in part.graph.edges(chain[-1].id)
+                         if e.relation is Relation.SUPERSEDES and e.source == chain[-1].id]
+                if not older or (n := part.graph.get_node(older[0])) is None:
+                    break
+                chain.append(n)
+            return [self._public(part, n) for n in reversed(chain)]
+
+    def memories(self, *, namespace: str, session_id: str | None = None,
+                 include_history: bool = False) -> list[MemoryNode]:
+        """The memories of a namespace (or one of its sessions) in the order they were written."""
+        ns = check.namespace(namespace)
+        with self._lock:
+            part = self._part(ns)
+            if part is None:
+                return []
+            now = self.clock.now()
+            ids: Iterable[str]
+            if session_id is None:
+                ids = sorted((n.id for n in part.graph.nodes()),
+                             key=lambda i: (part.graph.get_node(i).turn))  # type: ignore[union-attr]
+            else:
+                ids = list(part.sessions.get(check.session(session_id), ()))
+            out = []
+            for nid in ids:
+                node = part.graph.get_node(nid)
+                if node is not None and (include_history or (nid not in part.inactive and node.is_current(now))):
+                    out.append(self._public(part, node))
+            return out
+
+    def sessions(self, *, namespace: str) -> list[str | None]:
+        with self._lock:
+            part = self._part(check.namespace(namespace))
+            return [] if part is None else list(part.sessions)
+
+    def namespaces(self) -> list[str]:
+        """Every namespace that holds memories (an administrative, cross-tenant listing)."""
+        with self._lock:
+            return [ns for ns in self.backend.namespaces()
+                    if (p := self._part(ns)) is not None and p.graph.node_count() > 0]
+
+    def count(self, *, namespace: str) -> int:
+        with self._lock:
+            part = self._part(check.namespace(namespace))
+            return 0 if part is None else part.graph.node_count()
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+    def retrieve(self, query: str, *, namespace: str, session_id: str | None = None, top_k: int = 5,
+                 filters: Mapping[str, Any] | None = None, reinforce: bool = True,
+                 include_history: bool = False, explain: bool = False,
+                 cross_session: bool | None = None) -> list[ScoredMemory]:
+        """Hybrid recall within ``namespace``; see `shared_core.recall` for the paths.
+
+        With ``session_id``, only that session is searched unless ``cross_session`` (default
+        from the config) lets the namespace's other sessions in, with a penalty and labelled
+        ``other_session``. Recalled memories are reinforced unless ``reinforce=False``.
+        """
+        text = check.query(query)
+        ns = check.namespace(namespace)
+        session = check.session(session_id)
+        k = check.count(top_k, "top_k")
+        predicate = compile_filters(filters)
+        for name, value in (("reinforce", reinforce), ("include_history", include_history),
+                            ("explain", explain)):
+            check.flag(value, name)
+        cross = self.config.cross_session if cross_session is None else check.flag(cross_session, "cross_session")
+        if k == 0:
+            return []
+        vector = self._embed([text])[0]
+        with self._lock:
+            part = self._part(ns)
+            if part is None:
+                return []
+            now = self.clock.now()
+            request = RecallRequest(query=text, vector=vector, now=now, session_id=session, top_k=k,
+                                    predicate=predicate, include_history=include_history,
+                                    cross_session=cross, explain=explain)
+            hits = recall(part, request, self.config)
+            if reinforce:
+                hits = self._reinforce(part, hits, now)
+            return [replace(h, node=self._public(part, h.node)) for h in hits]
+
+    def _reinforce(self, part: Partition, hits: Sequence[ScoredMemory], now: float) -> list[ScoredMemory]:
+        out = []
+        for hit in hits:
+            node = part.graph.get_node(hit.node.id) or hit.node
+            current = effective_weight(node, now=now, turn=part.turn, config=self.config)
+            weight = reinforced_weight(current, factor=self.config.reinforce_factor, cap=self.config.weight_cap)
+            updated = replace(node, weight=weight, last_accessed_at=now, access_count=node.access_count + 1,
+                              turn=part.turn)
+            part.graph.put_node(updated)
+            self.events.emit("reinforce", namespace=part.namespace, node_id=node.id, at=now,
+                             reason="recalled", weight=weight)
+            out.append(replace(hit, node=updated))
+        return out
+
+    def build_context(self, query: str, *, namespace: str, session_id: str | None = None,
+                      token_budget: int, style: str = "timeline", working_memory: int | None = None,
+                      reinforce: bool = True, filters: Mapping[str, Any] | None = None,
+                      cross_session: bool | None = None, llm: Any = None) -> Context:
+        """The context an LLM should see for ``query``, within ``token_budget`` exact tokens.
+
+        Tiers in priority order: the session's last ``working_memory`` memories, recalled
+        memories by score, then summaries. ``style`` is ``"timeline"``, ``"bullet"`` or
+        ``"narrative"``; for the narrative, an optional ``llm`` (LangChain chat model, LlamaIndex
+        LLM or ``str -> str`` callable) rewrites the extractive paragraph, kept only if it fits.
+        """
+        text = check.query(query)
+        ns = check.namespace(namespace)
+        session = check.session(session_id)
+        budget = check.count(token_budget, "token_budget")
+        if style not in STYLES:
+            raise InvalidInputError(f"style must be one of {', '.join(STYLES)}; got {style!r}")
+        wm = self.config.working_memory if working_memory is None else check.count(working_memory, "working_memory")
+        check.flag(reinforce, "reinforce")
+        predicate = compile_filters(filters)
+        cross = self.config.cross_session if cross_session is None else check.flag(cross_session, "cross_session")
+        counter = self.token_counter
+        if budget == 0:
+            return Context("", 0, (), (), 0, style)
+        vector = self._embed([text])[0]
+        with self._lock:
+            part = self._part(ns)
+            if part is None:
+                return Context("", 0, (), (), budget, style)
+            now = self.clock.now()
+            working: list[ScoredMemory] = []
+            if session is not None and wm > 0:
+                for nid in part.latest(session, wm + len(part.inactive) % 16):
+                    node = part.graph.get_node(nid)
+                    if node is not None and nid not in part.inactive and node.is_current(now) \
+                            and (predicate is None or predicate(node)) and len(working) < wm:
+                        working.append(ScoredMemory(node, 1.0, {"working": 1.0}, ("working",)))
+            top_k = min(400, max(20, budget // 10))
+            request = RecallRequest(query=text, vector=vector, now=now, session_id=session, top_k=top_k,
+                                    predicate=predicate, cross_session=cross, candidate_k=max(top_k, 60))
+            hits = recall(part, request, self.config)
+            recalled = [h for h in hits if h.node.kind != "summary"]
+            summaries = [h for h in hits if h.node.kind == "summary"]
+            ctx = build_context_block(working, recalled, summaries, style=style, budget=budget,
+                                      count=counter.count, marker=self.config.truncation_marker)
+            if reinforce and ctx.memories:
+                reinforced = {h.node.id: h for h in self._reinforce(part, ctx.memories, now)}
+                ctx = replace(ctx, memories=tuple(reinforced.get(m.node.id, m) for m in ctx.memories))
+        if llm is not None and style == "narrative" and ctx.text:
+            from .llm import rewrite_narrative
+
+            ctx = rewrite_narrative(ctx, llm, count=counter.count)
+        return ctx
+
+    def stats(self, *, namespace: str | None = None) -> AtlasStats:
+        """Counts by kind and relation, the weight histogram, evictions and bytes used."""
+        with self._lock:
+            return self._life.stats(None if namespace is None else check.namespace(namespace))
+
+    def subscribe(self, callback: Callable[[AtlasEvent], None]) -> Callable[[], None]:
+        """Follow the event log; returns a function that unsubscribes."""
+        return self.events.subscribe(callback)
+
+    # -- async forms --------------------------------------------------------------------------
+    async def aadd_memory(self, content: str, **kwargs: Any) -> MemoryNode:
+        return await asyncio.to_thread(lambda: self.add_memory(content, **kwargs))
+
+    async def aadd_memories(self, items: Sequence[str | Mapping[str, Any]], **kwargs: Any) -> list[MemoryNode]:
+        return await asyncio.to_thread(lambda: self.add_memories(items, **kwargs))
+
+    async def aretrieve(self, query: str, **kwargs: Any) -> list[ScoredMemory]:
+        return await asyncio.to_thread(lambda: self.retrieve(query, **kwargs))
+
+    async def abuild_context(self, query: str, **kwargs: Any) -> Context:
+        return await asyncio.to_thread(lambda: self.build_context(query, **kwargs))
+
+    async def aupdate_memory(self, node_id: str, content: str, **kwargs: Any) -> MemoryNode:
+        return await asyncio.to_thread(lambda: self.update_memory(node_id, content, **kwargs))
+
+    async def aforget(self, node_id: str, **kwargs: Any) -> None:
+        await asyncio.to_thread(lambda: self.forget(node_id, **kwargs))
+
+    async def aend_session(self, session_id: str, **kwargs: Any) -> int:
+        return await asyncio.to_thread(lambda: self.end_session(session_id, **kwargs))
+
+    def __repr__(self) -> str:
+        return (f"ElasticMemoryAtlas({len(self._where)} memories, embedder={self.embedder!r}, "
+                f"clock={self.clock!r})")
+
+
+def _backend_from_url(url: str, atlas: ElasticMemoryAtlas) -> Backend:
+    raise InvalidInputError(f"unsupported backend URL {url!r}: only the in-process backend is available")

@@ -1,0 +1,154 @@
+"""`AtlasConfig`: every tunable of the atlas in one frozen dataclass, with named presets.
+
+>>> AtlasConfig(half_life=3600).half_life
+3600
+>>> AtlasConfig.linear().scoring
+'linear'
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields, replace
+from typing import Any, Literal
+
+from .errors import InvalidInputError
+
+__all__ = ["AtlasConfig"]
+
+DAY = 86_400.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AtlasConfig:
+    """Configuration of an `ElasticMemoryAtlas`. Build variants with presets or ``replace``.
+
+    Weights: a memory starts at ``importance``; recall multiplies it by ``reinforce_factor``
+    up to ``weight_cap``; it halves every ``half_life`` (seconds, or writes to its namespace
+    when ``decay_unit="turns"``) down to ``weight_floor``. ``weight_model="rich"`` adds the
+    seed's access, recency and association terms (see `shared_core.decay.rich_weight`).
+
+    Scoring: ``"multiplicative"`` ranks by relevance * weight**weight_exponent *
+    recency**recency_exponent; ``"linear"`` by the seed's 0.5 relevance + 0.3 weight + 0.2 recency.
+    """
+
+    # elastic weights
+    half_life: float = 30 * DAY
+    decay_unit: Literal["seconds", "turns"] = "seconds"
+    weight_floor: float = 0.05
+    reinforce_factor: float = 1.2
+    weight_cap: float = 3.0
+    weight_model: Literal["simple", "rich"] = "simple"
+    # capacity and expiry
+    max_nodes: int | None = None
+    eviction_batch: float = 0.02
+    default_ttl: float | None = None
+    max_content_chars: int = 100_000
+    # auto-linking on add
+    similar_threshold: float = 0.6
+    similar_top: int = 3
+    link_temporal: bool = True
+    # recall
+    scoring: Literal["multiplicative", "linear"] = "multiplicative"
+    linear_weights: tuple[float, float, float] = (0.5, 0.3, 0.2)
+    weight_exponent: float = 0.25
+    recency_exponent: float = 0.15
+    recency_half_life: float = 90 * DAY
+    candidate_k: int = 60
+    rrf_k: float = 60.0
+    vector_weight: float = 1.0
+    keyword_weight: float = 1.0
+    graph_weight: float = 0.5
+    recent_weight: float = 0.3
+    time_weight: float = 0.7
+    graph_hops: int = 2
+    graph_hop_decay: float = 0.5
+    graph_seeds: int = 8
+    graph_fanout: int = 16
+    recency_window: int = 5
+    cross_session: bool = False
+    cross_session_penalty: float = 0.85
+    # context
+    working_memory: int = 10
+    truncation_marker: str = " …[truncated]"
+
+    def __post_init__(self) -> None:
+        positive = ("half_life", "reinforce_factor", "weight_cap", "recency_half_life", "rrf_k",
+                    "max_content_chars")
+        for name in positive:
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0 \
+                    or not math.isfinite(value):
+                raise InvalidInputError(f"AtlasConfig.{name} must be a positive number, got {value!r}")
+        non_negative = ("weight_floor", "weight_exponent", "recency_exponent", "vector_weight",
+                        "keyword_weight", "graph_weight", "recent_weight", "time_weight",
+                        "graph_hop_decay", "similar_threshold")
+        for name in non_negative:
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not value >= 0 or not math.isfinite(value):
+                raise InvalidInputError(f"AtlasConfig.{name} must be >= 0, got {value!r}")
+        counts = ("similar_top", "candidate_k", "graph_hops", "graph_seeds", "graph_fanout",
+                  "recency_window", "working_memory")
+        for name in counts:
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise InvalidInputError(f"AtlasConfig.{name} must be an int >= 0, got {value!r}")
+        if self.weight_floor >= self.weight_cap:
+            raise InvalidInputError(
+                f"weight_floor ({self.weight_floor}) must be below weight_cap ({self.weight_cap})")
+        if self.max_nodes is not None and (not isinstance(self.max_nodes, int) or self.max_nodes < 1):
+            raise InvalidInputError(f"max_nodes must be None or an int >= 1, got {self.max_nodes!r}")
+        if not 0 < self.eviction_batch <= 0.5:
+            raise InvalidInputError(f"eviction_batch must be in (0, 0.5], got {self.eviction_batch!r}")
+        if self.default_ttl is not None and not self.default_ttl > 0:
+            raise InvalidInputError(f"default_ttl must be None or > 0, got {self.default_ttl!r}")
+        if not 0 < self.cross_session_penalty <= 1:
+            raise InvalidInputError(
+                f"cross_session_penalty must be in (0, 1], got {self.cross_session_penalty!r}")
+        if self.decay_unit not in ("seconds", "turns"):
+            raise InvalidInputError(f"decay_unit must be 'seconds' or 'turns', got {self.decay_unit!r}")
+        if self.weight_model not in ("simple", "rich"):
+            raise InvalidInputError(f"weight_model must be 'simple' or 'rich', got {self.weight_model!r}")
+        if self.scoring not in ("multiplicative", "linear"):
+            raise InvalidInputError(
+                f"scoring must be 'multiplicative' or 'linear', got {self.scoring!r}")
+        if len(self.linear_weights) != 3 or any(w < 0 for w in self.linear_weights):
+            raise InvalidInputError(f"linear_weights must be 3 numbers >= 0, got {self.linear_weights!r}")
+        if not 0 <= self.similar_threshold <= 1:
+            raise InvalidInputError(
+                f"similar_threshold must be in [0, 1], got {self.similar_threshold!r}")
+
+    def replace(self, **changes: Any) -> AtlasConfig:
+        """A copy with ``changes`` applied (and validated)."""
+        known = {f.name for f in fields(self)}
+        unknown = set(changes) - known
+        if unknown:
+            raise InvalidInputError(f"unknown AtlasConfig field(s): {', '.join(sorted(unknown))}")
+        return replace(self, **changes)
+
+    # -- presets ---------------------------------------------------------------------------
+    @classmethod
+    def default(cls, **overrides: Any) -> AtlasConfig:
+        """Multiplicative similarity x weight x recency; 30-day half-life."""
+        return cls(**overrides)
+
+    @classmethod
+    def linear(cls, **overrides: Any) -> AtlasConfig:
+        """The seed's linear score: 0.5 similarity + 0.3 weight + 0.2 recency."""
+        return cls(**{"scoring": "linear", **overrides})
+
+    @classmethod
+    def rich(cls, **overrides: Any) -> AtlasConfig:
+        """The seed's richer weight: importance + log(1 + accesses) + recency + association - decay."""
+        return cls(**{"weight_model": "rich", **overrides})
+
+    @classmethod
+    def chat(cls, **overrides: Any) -> AtlasConfig:
+        """A chat agent's working memory: decay counted in turns (half-life 200 writes)."""
+        return cls(**{"decay_unit": "turns", "half_life": 200, "recency_window": 8, **overrides})
+
+    @classmethod
+    def archive(cls, **overrides: Any) -> AtlasConfig:
+        """Imported history or benchmarks: no time-based ranking, every memory counts alike."""
+        return cls(**{"weight_exponent": 0.0, "recency_exponent": 0.0, "recent_weight": 0.0,
+                      "half_life": 1e12, **overrides})

