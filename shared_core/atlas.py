@@ -170,7 +170,7 @@ class ElasticMemoryAtlas:
                 raise InvalidMemoryError(f"links_to items must be an id or (id, relation[, strength]), got {link!r}")
         vector = None
         if embedding is not None:
-            vector = normalize_rows(embedding, dim=self.embedder.dim)
+            vector = normalize_rows(embedding, dim=self.embedder.dim)  # type: ignore[arg-type]
             if vector.shape[0] != 1:
                 raise InvalidMemoryError(f"embedding must be one vector, got shape {vector.shape}")
             vector = vector[0]

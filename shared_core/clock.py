@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
 
 __all__ = ["Clock", "ManualClock", "SystemClock", "to_epoch"]
@@ -75,6 +75,6 @@ def to_epoch(value: float | int | datetime | str) -> float:
         value = datetime.fromisoformat(value)
     if isinstance(value, datetime):
         if value.tzinfo is None:
-            value = value.replace(tzinfo=timezone.utc)
+            value = value.replace(tzinfo=UTC)
         return value.timestamp()
     raise TypeError(f"not a time: {value!r}")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from .budget import truncate_to_tokens
 from .errors import InvalidInputError
@@ -43,11 +43,11 @@ class _Item:
 
 
 def _date(ts: float) -> str:
-    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M")
 
 
 def _long_date(ts: float) -> str:
-    d = datetime.fromtimestamp(ts, tz=timezone.utc)
+    d = datetime.fromtimestamp(ts, tz=UTC)
     return f"{d.day} {d.strftime('%B %Y')}"
 
 

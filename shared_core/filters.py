@@ -105,9 +105,12 @@ def compile_filters(filters: Mapping[str, Any] | None) -> Predicate | None:
                 raise InvalidInputError(f"unknown reserved filter {key!r}; use one of {sorted(_RESERVED)}")
             tests.append(_reserved(key, spec))
             continue
-        test = _field_test(key, spec)
-        tests.append(lambda node, _k=key, _t=test: _k in node.metadata and _t(node.metadata[_k]))
+        tests.append(_metadata_test(key, _field_test(key, spec)))
     return lambda node: all(t(node) for t in tests)
+
+
+def _metadata_test(key: str, test: Callable[[Any], bool]) -> Predicate:
+    return lambda node: key in node.metadata and test(node.metadata[key])
 
 
 def _reserved(key: str, spec: Any) -> Predicate:

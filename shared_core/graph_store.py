@@ -64,7 +64,10 @@ class NetworkXGraphStore:
 
     def get_node(self, node_id: str) -> MemoryNode | None:
         data = self.graph._node.get(node_id)  # direct dict access: this is the hot path
-        return None if data is None else data["m"]  # type: ignore[no-any-return]
+        if data is None:
+            return None
+        node: MemoryNode = data["m"]
+        return node
 
     def remove_node(self, node_id: str) -> list[MemoryEdge]:
         if node_id not in self.graph:

@@ -19,12 +19,14 @@ __all__ = ["FTS5KeywordIndex", "KeywordIndex", "query_terms"]
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Query-side stopwords only (documents keep every word): an OR over "the" would match the whole
 # table and make a query slow without changing the ranking.
-_STOPWORDS = frozenset(
-    "a an and are as at be been but by can could did do does for from had has have he her hers "
-    "him his how i if in into is it its me my of on or our she so than that the their them then "
-    "there these they this to was we were what when where which who whom why will with would you "
-    "your yours".split()
-)
+_STOPWORDS = frozenset((
+    "a", "an", "and", "are", "as", "at", "be", "been", "but", "by", "can", "could", "did", "do",
+    "does", "for", "from", "had", "has", "have", "he", "her", "hers", "him", "his", "how", "i",
+    "if", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "our", "she", "so",
+    "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "to", "was",
+    "we", "were", "what", "when", "where", "which", "who", "whom", "why", "will", "with", "would",
+    "you", "your", "yours",
+))
 
 
 def query_terms(text: str, *, max_terms: int = 32) -> list[str]:

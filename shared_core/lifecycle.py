@@ -134,11 +134,11 @@ class Lifecycle:
         need = total - target
         evicted = 0
         for _, value, _, node_id, ns in heapq.nsmallest(need, candidates):
-            part = self.atlas.backend.partition(ns)
-            node = part.graph.get_node(node_id) if part else None
-            if part is None or node is None:
+            owner = self.atlas.backend.partition(ns)
+            victim = owner.graph.get_node(node_id) if owner else None
+            if owner is None or victim is None:
                 continue
-            self.remove(part, node, kind="evict", reason=f"capacity {cfg.max_nodes}; value {value:.3f}")
+            self.remove(owner, victim, kind="evict", reason=f"capacity {cfg.max_nodes}; value {value:.3f}")
             evicted += 1
         return evicted
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -46,7 +46,7 @@ class Relation(StrEnum):
 
 def iso(ts: float | None) -> str | None:
     """ISO-8601 UTC text of a POSIX time (None stays None)."""
-    return None if ts is None else datetime.fromtimestamp(ts, tz=timezone.utc).isoformat()
+    return None if ts is None else datetime.fromtimestamp(ts, tz=UTC).isoformat()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

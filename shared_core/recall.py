@@ -41,8 +41,8 @@ def spread_activation(seeds: Mapping[str, float],
     ``a_0 = seeds``; at each hop every active node ``n`` passes
     ``a_h(n) * strength(n, m) * decay`` to each of its ``fanout`` strongest neighbours ``m``,
     and a node's activation is the sum of what reaches it over all hops. Seeds are left out of
-    the result: the paths that found them rank them. Hand-written: networkx offers personalised PageRank, which walks the
-    whole graph per query; this touches at most ``seeds * fanout ** hops`` edges.
+    the result: the paths that found them rank them. Hand-written: networkx offers personalised
+    PageRank, which walks the whole graph per query; this touches at most ``seeds * fanout ** hops`` edges.
 
     >>> edges = {"a": [("b", 1.0)], "b": [("a", 1.0), ("c", 1.0)], "c": [("b", 1.0)]}
     >>> spread_activation({"a": 1.0}, lambda n: edges[n], hops=2, decay=0.5)
@@ -73,10 +73,7 @@ def spread_activation(seeds: Mapping[str, float],
 def effective_weight(node: MemoryNode, *, now: float, turn: int, config: AtlasConfig,
                      association: float = 0.0) -> float:
     """A memory's weight now, decayed lazily from its last access (see `shared_core.decay`)."""
-    if config.decay_unit == "turns":
-        elapsed = float(turn - node.turn)
-    else:
-        elapsed = now - node.last_accessed_at
+    elapsed = float(turn - node.turn) if config.decay_unit == "turns" else now - node.last_accessed_at
     if node.pinned:
         elapsed = 0.0
     if config.weight_model == "rich":

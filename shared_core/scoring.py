@@ -66,8 +66,8 @@ def multiplicative_score(relevance: float, weight: float, recency: float, *,
     >>> multiplicative_score(0.5, 3.0, 1.0, weight_exponent=1.0)
     1.5
     """
-    return (relevance * max(weight, 0.0) ** weight_exponent
-            * max(recency, 0.0) ** recency_exponent * session_factor)
+    return float(relevance * max(weight, 0.0) ** weight_exponent
+                 * max(recency, 0.0) ** recency_exponent * session_factor)
 
 
 def linear_score(relevance: float, weight: float, recency: float, *, cap: float = 3.0,

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 __all__ = ["TimeCue", "parse_time_cue"]
 
 _MONTHS = {m: i + 1 for i, m in enumerate(
-    "january february march april may june july august september october november december".split())}
+    ["january", "february", "march", "april", "may", "june", "july", "august", "september",
+     "october", "november", "december"])}
 _MONTHS.update({m[:3]: i for m, i in list(_MONTHS.items())})
 _MONTHS["sept"] = 9
 _UNITS = {"day": 1, "week": 7, "month": 30, "year": 365}
@@ -55,14 +56,14 @@ class TimeCue:
 
 
 def _month_range(year: int, month: int) -> tuple[float, float]:
-    start = datetime(year, month, 1, tzinfo=timezone.utc)
-    end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=timezone.utc)
+    start = datetime(year, month, 1, tzinfo=UTC)
+    end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=UTC)
     return start.timestamp(), end.timestamp()
 
 
 def parse_time_cue(query: str, *, now: float) -> TimeCue | None:
     """The first time range that ``query`` names, relative to ``now``; None when it names none."""
-    today = datetime.fromtimestamp(now, tz=timezone.utc).replace(hour=0, minute=0, second=0,
+    today = datetime.fromtimestamp(now, tz=UTC).replace(hour=0, minute=0, second=0,
                                                                   microsecond=0)
     m = _RE_DAYWORD.search(query)
     if m:
@@ -101,7 +102,7 @@ def parse_time_cue(query: str, *, now: float) -> TimeCue | None:
                                                              m.group(0).strip().lower()):
             continue
         month = _MONTHS[name]
-        reference = datetime.fromtimestamp(now, tz=timezone.utc)
+        reference = datetime.fromtimestamp(now, tz=UTC)
         year = int(m.group(2)) if m.group(2) else (
             reference.year if month <= reference.month else reference.year - 1)
         start_ts, end_ts = _month_range(year, month)
@@ -109,7 +110,6 @@ def parse_time_cue(query: str, *, now: float) -> TimeCue | None:
     m = _RE_YEAR.search(query)
     if m:
         year = int(m.group(1))
-        start = datetime(year, 1, 1, tzinfo=timezone.utc).timestamp()
-        end = datetime(year + 1, 1, 1, tzinfo=timezone.utc).timestamp()
-        return TimeCue(start, end, m.group(0).lower())
+        return TimeCue(datetime(year, 1, 1, tzinfo=UTC).timestamp(),
+                       datetime(year + 1, 1, 1, tzinfo=UTC).timestamp(), m.group(0).lower())
     return None

@@ -12,12 +12,13 @@ import base64
 import functools
 import gzip
 import hashlib
+import importlib.util
 import threading
 from collections.abc import Callable
-from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from .errors import CorruptFileError, InvalidInputError
+from .errors import CorruptFileError, InvalidInputError, MissingDependencyError
 
 if TYPE_CHECKING:
     import tiktoken
@@ -50,7 +51,11 @@ class TokenCounter(Protocol):
 def _cl100k() -> tiktoken.Encoding:
     import tiktoken
 
-    raw = (resources.files("bpe_openai") / "data" / "cl100k_base.tiktoken.gz").read_bytes()
+    # find_spec locates the wheel without importing it (its __init__ builds its own tables).
+    spec = importlib.util.find_spec("bpe_openai")
+    if spec is None or spec.origin is None:
+        raise MissingDependencyError.for_extra("bpe-openai", "core")
+    raw = (Path(spec.origin).parent / "data" / "cl100k_base.tiktoken.gz").read_bytes()
     data = gzip.decompress(raw)
     digest = hashlib.sha256(data).hexdigest()
     if digest != CL100K_SHA256:

@@ -1,0 +1,50 @@
+# Two commands set everything up on a machine with Python 3.11+ and make:
+#   make demo   # a scripted multi-session conversation through the memory (no LLM, no network)
+#   make test   # ruff, mypy and every test (unit, integration, notebooks)
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PIP    := $(BIN)/python -m pip
+
+.PHONY: help demo test lint typecheck unit integration notebooks bench install install-dev clean falkordb falkordb-stop
+
+help:
+	@echo "make demo | make test | make lint | make bench | make falkordb | make clean"
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+
+$(VENV)/.core: pyproject.toml | $(BIN)/python
+	$(PIP) install --quiet -e .
+	@touch $@
+
+$(VENV)/.dev: pyproject.toml | $(BIN)/python
+	$(PIP) install --quiet -e ".[dev]"
+	@touch $@ $(VENV)/.core
+
+install: $(VENV)/.core
+install-dev: $(VENV)/.dev
+
+demo: $(VENV)/.core
+	$(BIN)/python -m shared_core.demo
+
+lint: $(VENV)/.dev
+	$(BIN)/ruff check shared_core langchain_atlas llamaindex_atlas tests benchmarks
+	$(BIN)/mypy
+
+typecheck: lint
+
+unit: $(VENV)/.dev
+	$(BIN)/python -m pytest tests/unit -q
+
+test: $(VENV)/.dev
+	$(BIN)/ruff check shared_core langchain_atlas llamaindex_atlas tests benchmarks
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+bench: $(VENV)/.dev
+	$(BIN)/python benchmarks/locomo_recall.py --data ../shared/data/locomo/locomo_dev.json
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache build *.egg-info
