@@ -143,6 +143,33 @@ class ScoredMemory:
     def content(self) -> str:
         return self.node.content
 
+    def to_metadata(self) -> dict[str, Any]:
+        """The flat, JSON-ready metadata that framework adapters attach to a document or node.
+
+        The caller's metadata comes first; the atlas's own keys (``id``, ``score``,
+        ``score_breakdown``, ``paths``, ``weight``, ``importance``, ``timestamp``, ``created_at``,
+        ``last_accessed_at``, ``access_count``, ``session_id``, ``namespace``, ``other_session``,
+        ``kind``) win on a clash, so they can always be trusted.
+        """
+        node = self.node
+        return {
+            **dict(node.metadata),
+            "id": node.id,
+            "score": self.score,
+            "score_breakdown": {k: float(v) for k, v in self.components.items()},
+            "paths": list(self.paths),
+            "weight": node.weight,
+            "importance": node.importance,
+            "timestamp": iso(node.timestamp),
+            "created_at": iso(node.created_at),
+            "last_accessed_at": iso(node.last_accessed_at),
+            "access_count": node.access_count,
+            "session_id": node.session_id,
+            "namespace": node.namespace,
+            "other_session": self.other_session,
+            "kind": node.kind,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class Context:
