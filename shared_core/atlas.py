@@ -12,9 +12,8 @@ import asyncio
 import logging
 import sys
 import threading
-import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -29,7 +28,6 @@ from .decay import reinforced_weight
 from .embedding import Embedder, as_embedder, normalize_rows
 from .errors import (
     InvalidInputError,
-    InvalidMemoryError,
     MemoryNotFoundError,
     NamespaceViolationError,
 )
@@ -39,28 +37,12 @@ from .lifecycle import AtlasStats, Lifecycle
 from .model import Context, MemoryEdge, MemoryNode, Relation, ScoredMemory
 from .recall import RecallRequest, effective_weight, recall
 from .tokens import TokenCounter, as_token_counter
+from .writes import MemorySpec, build_spec, insert_memory, specs_from_items
 
 __all__ = ["ElasticMemoryAtlas"]
 
 logger = logging.getLogger("shared_core")
 LinkSpec = str | tuple[str, str] | tuple[str, str, float]
-
-
-@dataclass(frozen=True, slots=True)
-class _Spec:
-    """A validated memory, ready to insert."""
-
-    content: str
-    namespace: str
-    session_id: str | None
-    timestamp: float | None
-    metadata: dict[str, Any]
-    importance: float
-    pinned: bool
-    ttl: float | None
-    links: tuple[tuple[str, Relation, float], ...]
-    embedding: npt.NDArray[np.float32] | None
-    kind: str = "memory"
 
 
 class ElasticMemoryAtlas:
@@ -151,35 +133,6 @@ class ElasticMemoryAtlas:
         return replace(node, embedding=part.vectors.get(node.id))
 
     # -- writes -------------------------------------------------------------------------------
-    def _spec(self, content: object, *, namespace: object, session_id: object = None,
-              timestamp: object = None, metadata: object = None, importance: object = 1.0,
-              pinned: object = False, ttl: object = None, links_to: object = (),
-              embedding: object = None, kind: str = "memory") -> _Spec:
-        text = check.content(content, max_chars=self.config.max_content_chars)
-        ns = check.namespace(namespace)
-        links: list[tuple[str, Relation, float]] = []
-        if isinstance(links_to, (str, bytes)) or not isinstance(links_to, Iterable):
-            raise InvalidMemoryError(f"links_to must be a sequence of ids, got {links_to!r}")
-        for link in links_to:
-            if isinstance(link, str):
-                links.append((link, Relation.RELATED_TO, 1.0))
-            elif isinstance(link, tuple) and len(link) in (2, 3):
-                strength = check.number(link[2], "link strength", minimum=0.0) if len(link) == 3 else 1.0
-                links.append((check.node_id(link[0], "links_to id"), Relation.parse(link[1]), strength))
-            else:
-                raise InvalidMemoryError(f"links_to items must be an id or (id, relation[, strength]), got {link!r}")
-        vector = None
-        if embedding is not None:
-            vector = normalize_rows(embedding, dim=self.embedder.dim)  # type: ignore[arg-type]
-            if vector.shape[0] != 1:
-                raise InvalidMemoryError(f"embedding must be one vector, got shape {vector.shape}")
-            vector = vector[0]
-        ttl_value = None if ttl is None else check.number(ttl, "ttl", positive=True)
-        return _Spec(text, ns, check.session(session_id), check.timestamp(timestamp),
-                     check.metadata(metadata), check.number(importance, "importance", minimum=0.0, maximum=1e6),
-                     check.flag(pinned, "pinned"), ttl_value if ttl_value is not None else self.config.default_ttl,
-                     tuple(links), vector, kind)
-
     def add_memory(self, content: str, *, namespace: str, session_id: str | None = None,
                    timestamp: Any = None, metadata: Mapping[str, Any] | None = None,
                    importance: float = 1.0, pinned: bool = False, ttl: float | None = None,
@@ -190,9 +143,10 @@ class ElasticMemoryAtlas:
         ``timestamp`` is when the remembered thing happened (default: now); ``ttl`` seconds
         until it expires; ``embedding`` skips the model. Returns the stored node.
         """
-        spec = self._spec(content, namespace=namespace, session_id=session_id, timestamp=timestamp,
-                          metadata=metadata, importance=importance, pinned=pinned, ttl=ttl,
-                          links_to=links_to, embedding=embedding)
+        spec = build_spec(self.config, self.embedder.dim, content, namespace=namespace,
+                          session_id=session_id, timestamp=timestamp, metadata=metadata,
+                          importance=importance, pinned=pinned, ttl=ttl, links_to=links_to,
+                          embedding=embedding)
         return self._write([spec], progress=False)[0]
 
     def add_memories(self, items: Sequence[str | Mapping[str, Any]], *, namespace: str,
@@ -203,32 +157,13 @@ class ElasticMemoryAtlas:
         required; ``namespace`` and ``session_id`` default to this call's). A progress bar shows
         by default for 256+ items in a terminal or notebook.
         """
-        if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
-            raise InvalidInputError(f"items must be a sequence of strings or dicts, got {type(items).__name__}")
-        specs: list[_Spec] = []
-        allowed = {"content", "namespace", "session_id", "timestamp", "metadata", "importance",
-                   "pinned", "ttl", "links_to", "embedding"}
-        for i, item in enumerate(items):
-            try:
-                if isinstance(item, str):
-                    specs.append(self._spec(item, namespace=namespace, session_id=session_id))
-                elif isinstance(item, Mapping):
-                    unknown = set(item) - allowed
-                    if unknown:
-                        raise InvalidMemoryError(f"unknown field(s) {sorted(unknown)}")
-                    if "content" not in item:
-                        raise InvalidMemoryError("missing 'content'")
-                    fields = {"namespace": namespace, "session_id": session_id, **item}
-                    specs.append(self._spec(**fields))
-                else:
-                    raise InvalidMemoryError(f"expected a string or a dict, got {type(item).__name__}")
-            except InvalidInputError as exc:
-                raise type(exc)(f"item {i}: {exc}") from None
+        specs = specs_from_items(self.config, self.embedder.dim, items, namespace=namespace,
+                                 session_id=session_id)
         if progress is None:
             progress = len(specs) >= 256 and (sys.stderr.isatty() or "ipykernel" in sys.modules)
         return self._write(specs, progress=bool(progress))
 
-    def _write(self, specs: Sequence[_Spec], *, progress: bool) -> list[MemoryNode]:
+    def _write(self, specs: Sequence[MemorySpec], *, progress: bool) -> list[MemoryNode]:
         missing = [i for i, s in enumerate(specs) if s.embedding is None]
         vectors: dict[int, npt.NDArray[np.float32]] = {}
         if missing:
@@ -254,7 +189,16 @@ class ElasticMemoryAtlas:
             return [self._public(part, part.graph.get_node(node.id) or node)
                     for part, node in written if node.id in self._where]
 
-    def _check_links(self, specs: Sequence[_Spec]) -> None:
+    def _insert(self, spec: MemorySpec, vec: npt.NDArray[np.float32], now: float) -> tuple[Partition, MemoryNode]:
+        part = self.backend.partition(spec.namespace, create=True)
+        assert part is not None
+        node = insert_memory(part, spec, vec, now, self.config, on_rollback=self._life.remove)
+        self._where[node.id] = spec.namespace
+        if node.expires_at is not None:
+            self._life.schedule_expiry(node)
+        return part, node
+
+    def _check_links(self, specs: Sequence[MemorySpec]) -> None:
         for spec in specs:
             for target, _, _ in spec.links:
                 ns = self._where.get(target)
@@ -263,47 +207,6 @@ class ElasticMemoryAtlas:
                 if ns != spec.namespace:
                     raise NamespaceViolationError(
                         f"links_to: memory {target!r} is not in namespace {spec.namespace!r}")
-
-    def _insert(self, spec: _Spec, vec: npt.NDArray[np.float32], now: float) -> tuple[Partition, MemoryNode]:
-        cfg = self.config
-        part = self.backend.partition(spec.namespace, create=True)
-        assert part is not None
-        part.turn += 1
-        node = MemoryNode(
-            id=uuid.uuid4().hex, content=spec.content, namespace=spec.namespace,
-            session_id=spec.session_id, weight=spec.importance if spec.importance > 0 else cfg.weight_floor,
-            importance=spec.importance, timestamp=spec.timestamp if spec.timestamp is not None else now,
-            created_at=now, last_accessed_at=now, turn=part.turn, metadata=spec.metadata,
-            pinned=spec.pinned, expires_at=None if spec.ttl is None else now + spec.ttl,
-            valid_from=now, kind=spec.kind,
-        )
-        similar: list[tuple[str, float]] = []
-        if cfg.similar_top > 0:
-            for other, sim in part.vectors.search(vec, cfg.similar_top + len(part.inactive) % 8 + 1):
-                if sim >= cfg.similar_threshold and other not in part.inactive and len(similar) < cfg.similar_top:
-                    similar.append((other, sim))
-        previous = part.latest(spec.session_id, 1) if cfg.link_temporal else []
-        part.graph.put_node(node)
-        self._where[node.id] = spec.namespace
-        try:
-            part.vectors.add([node.id], vec[None, :])
-            part.keywords.add(node.id, spec.content, session_id=spec.session_id)
-            part.track(node.id, spec.session_id, node.timestamp)
-            if previous:
-                part.graph.put_edge(MemoryEdge(source=previous[0], target=node.id,
-                                               relation=Relation.BEFORE, strength=1.0, created_at=now))
-            for other, sim in similar:
-                part.graph.put_edge(MemoryEdge(source=node.id, target=other, relation=Relation.SIMILAR_TO,
-                                               strength=float(sim), created_at=now))
-            for target, relation, strength in spec.links:
-                part.graph.put_edge(MemoryEdge(source=node.id, target=target, relation=relation,
-                                               strength=strength, created_at=now))
-        except BaseException:
-            self._life.remove(part, node, kind=None, reason="rollback")
-            raise
-        if node.expires_at is not None:
-            self._life.schedule_expiry(node)
-        return part, node
 
     def link(self, source: str, target: str, *, relation: str | Relation = "related_to",
              strength: float = 1.0, metadata: Mapping[str, Any] | None = None,
@@ -343,8 +246,9 @@ class ElasticMemoryAtlas:
             if old.valid_to is not None:
                 raise InvalidInputError(f"memory {node_id!r} was already superseded; update its newest version")
             merged = {**old.metadata, **check.metadata(metadata)}
-            spec = self._spec(content, namespace=old.namespace, session_id=old.session_id,
-                              metadata=merged, importance=old.importance if importance is None else importance,
+            spec = build_spec(self.config, self.embedder.dim, content, namespace=old.namespace,
+                              session_id=old.session_id, metadata=merged,
+                              importance=old.importance if importance is None else importance,
                               pinned=old.pinned, embedding=embedding)
         vec = spec.embedding if spec.embedding is not None else self._embed([spec.content])[0]
         with self._lock:
