@@ -173,6 +173,7 @@ class ElasticMemoryAtlas:
             self._check_links(specs)
             now = self.clock.now()
             written: list[tuple[Partition, MemoryNode]] = []
+            turns = {ns: p.turn for ns in {s.namespace for s in specs} if (p := self._part(ns)) is not None}
             try:
                 for i, spec in enumerate(specs):
                     vec = spec.embedding if spec.embedding is not None else vectors[i]
@@ -180,6 +181,8 @@ class ElasticMemoryAtlas:
             except BaseException:
                 for part, node in reversed(written):
                     self._life.remove(part, node, kind=None, reason="rollback")
+                for part, _ in written:
+                    part.turn = turns.get(part.namespace, 0)
                 raise
             for part, node in written:
                 self.events.emit("add", namespace=part.namespace, node_id=node.id, at=now,

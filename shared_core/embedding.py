@@ -53,8 +53,9 @@ def normalize_rows(matrix: npt.ArrayLike, *, dim: int | None = None) -> Matrix:
     Raises `InvalidEmbeddingError` for a wrong shape or dimension, NaN, infinities or a zero row.
     """
     try:
-        arr = np.asarray(matrix, dtype=np.float32)
-    except (TypeError, ValueError) as exc:
+        with np.errstate(all="ignore"):  # an overflow becomes inf, which is rejected below
+            arr = np.asarray(matrix, dtype=np.float32)
+    except (TypeError, ValueError, OverflowError) as exc:
         raise InvalidEmbeddingError(f"embedding is not numeric: {exc}") from None
     if arr.ndim == 1:
         arr = arr[None, :]
@@ -64,7 +65,7 @@ def normalize_rows(matrix: npt.ArrayLike, *, dim: int | None = None) -> Matrix:
         raise InvalidEmbeddingError(f"embedding has dimension {arr.shape[1]}, the atlas uses {dim}")
     if not np.isfinite(arr).all():
         raise InvalidEmbeddingError("embedding contains NaN or infinite values")
-    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    norms = np.linalg.norm(arr.astype(np.float64), axis=1, keepdims=True)
     if (norms == 0).any():
         raise InvalidEmbeddingError("embedding is the zero vector")
     return np.ascontiguousarray(arr / norms, dtype=np.float32)

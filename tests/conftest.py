@@ -20,7 +20,7 @@ def make_atlas(clock: ManualClock) -> Callable[..., ElasticMemoryAtlas]:
     """Build a fast, deterministic atlas; keyword arguments go to AtlasConfig."""
 
     def build(**config: Any) -> ElasticMemoryAtlas:
-        return ElasticMemoryAtlas(config=AtlasConfig(**config), embedder=HashingEmbedder(dim=64),
+        return ElasticMemoryAtlas(config=AtlasConfig(**config), embedder=HashingEmbedder(dim=256),
                                   clock=clock)
 
     return build

@@ -1,0 +1,66 @@
+"""The real components load and work with no network: the MiniLM embedder and the cl100k counter."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from shared_core import ElasticMemoryAtlas, MiniLMEmbedder, TiktokenCounter
+
+pytestmark = pytest.mark.integration
+
+_NO_NETWORK = """
+import socket
+def _refuse(*a, **k):
+    raise OSError("network access attempted")
+socket.socket.connect = _refuse
+socket.create_connection = _refuse
+socket.getaddrinfo = _refuse
+"""
+
+
+def test_model_and_encoding_load_with_the_network_cut_off() -> None:
+    code = _NO_NETWORK + (
+        "from shared_core import MiniLMEmbedder, TiktokenCounter\n"
+        "v = MiniLMEmbedder().embed(['hello world'])\n"
+        "assert v.shape == (1, 384)\n"
+        "print(TiktokenCounter().count('hello world'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "2"
+
+
+def test_minilm_is_a_semantic_model() -> None:
+    e = MiniLMEmbedder()
+    v = e.embed(["The user prefers oat milk in coffee", "What milk does the user like?",
+                 "The quarterly report is due on Friday"])
+    assert v.shape == (3, 384) and v.dtype == np.float32
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-4)
+    assert v[0] @ v[1] > 0.5 > v[0] @ v[2]
+    # batching does not change a text's vector
+    assert np.allclose(e.embed(["What milk does the user like?"])[0], v[1], atol=1e-4)
+
+
+def test_cl100k_counts_match_known_values() -> None:
+    counter = TiktokenCounter()
+    assert counter.count("") == 0
+    assert counter.count("hello world") == 2
+    assert counter.count("tiktoken is great!") == 6
+    assert counter.count("<|endoftext|>") > 1  # special text is counted as ordinary text
+    text = "Elastic Atlas packs memories into a budget: 1,234 tokens, exactly."
+    assert counter.decode(counter.encode(text)) == text
+
+
+def test_default_atlas_end_to_end() -> None:
+    atlas = ElasticMemoryAtlas()
+    atlas.add_memories(["User prefers oat milk", "User's sister lives in Berlin", "The car needs new tyres"],
+                       namespace="alice", session_id="s1")
+    hits = atlas.retrieve("what kind of milk does the user drink?", namespace="alice", top_k=1)
+    assert hits[0].node.content == "User prefers oat milk"
+    ctx = atlas.build_context("where does her sister live?", namespace="alice", token_budget=120, style="bullet")
+    assert ctx.tokens == atlas.count_tokens(ctx.text) <= 120
+    assert "Berlin" in ctx.text
