@@ -22,7 +22,7 @@ def two_tenants(atlas: ElasticMemoryAtlas) -> tuple[ElasticMemoryAtlas, str, lis
 
 @pytest.mark.parametrize("query", QUERIES)
 def test_retrieve_and_context_never_cross(two_tenants, query: str) -> None:  # type: ignore[no-untyped-def]
-    atlas, secret_id, bob_ids = two_tenants
+    atlas, _, bob_ids = two_tenants
     for kwargs in ({}, {"session_id": "s1"}, {"session_id": "s1", "cross_session": True},
                    {"include_history": True}, {"filters": {"type": "secret"}}):
         hits = atlas.retrieve(query, namespace="bob", top_k=50, reinforce=False, **kwargs)
