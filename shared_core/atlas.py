@@ -238,11 +238,14 @@ class ElasticMemoryAtlas:
 
     def update_memory(self, node_id: str, content: str, *, metadata: Mapping[str, Any] | None = None,
                       importance: float | None = None, embedding: Any = None,
-                      namespace: str | None = None, reason: str = "update") -> MemoryNode:
+                      namespace: str | None = None, session_id: str | None = None,
+                      reason: str = "update") -> MemoryNode:
         """Store a corrected version: a new node that ``supersedes`` the old one.
 
         The old node is kept, with ``valid_to`` set, and leaves recall unless
-        ``include_history=True``; `history` returns the chain. Metadata merges into the old.
+        ``include_history=True``; `history` returns the chain. Metadata merges into the old;
+        the new version stays in the old one's session unless ``session_id`` names the session
+        in which the correction was made.
         """
         with self._lock:
             part, old = self._locate(node_id, namespace)
@@ -250,7 +253,8 @@ class ElasticMemoryAtlas:
                 raise InvalidInputError(f"memory {node_id!r} was already superseded; update its newest version")
             merged = {**old.metadata, **check.metadata(metadata)}
             spec = build_spec(self.config, self.embedder.dim, content, namespace=old.namespace,
-                              session_id=old.session_id, metadata=merged,
+                              session_id=old.session_id if session_id is None else session_id,
+                              metadata=merged,
                               importance=old.importance if importance is None else importance,
                               pinned=old.pinned, embedding=embedding)
         vec = spec.embedding if spec.embedding is not None else self._embed([spec.content])[0]
@@ -475,8 +479,9 @@ class ElasticMemoryAtlas:
             summaries = [h for h in hits if h.node.kind == "summary"]
             ctx = build_context_block(working, recalled, summaries, style=style, budget=budget,
                                       count=counter.count, marker=self.config.truncation_marker)
-            if reinforce and ctx.memories:
-                reinforced = {h.node.id: h for h in self._reinforce(part, ctx.memories, now)}
+            recalled_shown = [m for m in ctx.memories if m.paths != ("working",)]
+            if reinforce and recalled_shown:  # working memory is shown for being recent, not recalled
+                reinforced = {h.node.id: h for h in self._reinforce(part, recalled_shown, now)}
                 ctx = replace(ctx, memories=tuple(reinforced.get(m.node.id, m) for m in ctx.memories))
         if llm is not None and style == "narrative" and ctx.text:
             from .llm import rewrite_narrative
