@@ -1,0 +1,244 @@
+"""`AtlasMemory`: the atlas as a LlamaIndex chat memory (`BaseMemory`)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.base.llms.types import ChatMessage, MessageRole
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
+from llama_index.core.llms.llm import LLM
+from llama_index.core.memory.types import BaseMemory
+
+from shared_core import ElasticMemoryAtlas, MemoryNode
+
+from ._convert import memory_to_message, message_text, message_to_memory, query_text, to_atlas_filters
+from ._recall import recall_context
+
+__all__ = ["AtlasMemory", "Style", "resolve_atlas"]
+
+Style = Literal["timeline", "bullet", "narrative"]
+DEFAULT_TOKEN_LIMIT = 3000
+DEFAULT_TOKEN_LIMIT_RATIO = 0.75  # of the LLM's context window, as ChatMemoryBuffer does
+_TRAILING_ROLES = (MessageRole.ASSISTANT, MessageRole.TOOL)
+
+
+def resolve_atlas(atlas: ElasticMemoryAtlas | None, embed_model: BaseEmbedding | None = None) -> ElasticMemoryAtlas:
+    """The atlas to use: the one given, else a new one (embedding with ``embed_model`` if given)."""
+    if atlas is None:
+        return ElasticMemoryAtlas(embedder=embed_model)
+    if not isinstance(atlas, ElasticMemoryAtlas):
+        raise TypeError(f"atlas must be an ElasticMemoryAtlas, got {type(atlas).__name__}")
+    if embed_model is not None:
+        raise ValueError("pass either atlas= or embed_model=, not both: the atlas already has its embedder")
+    return atlas
+
+
+def _new_session() -> str:
+    return uuid.uuid4().hex
+
+
+class AtlasMemory(BaseMemory):
+    """Chat memory backed by an `ElasticMemoryAtlas`: recent turns plus what the atlas recalls.
+
+    Every message is stored as a memory of ``namespace`` in ``session_id``. `get` returns what the
+    LLM should see, within ``token_limit`` tokens (the atlas's exact count): one message holding
+    the memories recalled for the latest input (earlier turns of this conversation and, with
+    ``cross_session`` (the default), the namespace's other sessions), then the most recent turns.
+    Where ``ChatMemoryBuffer`` forgets the start of a long conversation, this memory brings back
+    the parts that matter to the question at hand.
+
+    Use one namespace per user and one session per conversation; share one atlas between them.
+
+    Works with ``SimpleChatEngine``, ``CondensePlusContextChatEngine`` and the agents
+    (``FunctionAgent(...).run(msg, memory=memory)``, which use the async methods).
+
+    Example:
+        .. code-block:: python
+
+            from llama_index.core.chat_engine import SimpleChatEngine
+            from llamaindex_atlas import AtlasMemory
+
+            memory = AtlasMemory.from_defaults(atlas=atlas, namespace="alice", session_id="chat-1",
+                                               token_limit=2000)
+            engine = SimpleChatEngine.from_defaults(llm=llm, memory=memory)
+
+    A `reset` deletes this session's messages from the atlas; start a new ``session_id`` instead
+    to begin a new conversation that still remembers this one.
+    """
+
+    namespace: str = Field(
+        default="default", min_length=1,
+        description="Atlas namespace of the conversation, usually one per user; recall never leaves it.")
+    session_id: str = Field(
+        default_factory=_new_session, min_length=1,
+        description="The conversation: its messages are stored in this session of the namespace. "
+                    "Defaults to a new random id.")
+    token_limit: int = Field(
+        default=DEFAULT_TOKEN_LIMIT, gt=0,
+        description="Most tokens `get` returns (recent turns and recalled memories together).")
+    recent_token_ratio: float = Field(
+        default=0.5, ge=0.0, le=1.0,
+        description="Share of token_limit the recent turns may take; the rest, and whatever they leave "
+                    "unused, holds the recalled memories. The latest message is always kept.")
+    style: Style = Field(
+        default="timeline",
+        description="How recalled memories are rendered: 'timeline' (dated, oldest first), 'bullet' "
+                    "(by relevance) or 'narrative' (one paragraph).")
+    similarity_top_k: int = Field(
+        default=10, ge=1, description="How many memories to recall for the latest input, at most.")
+    cross_session: bool = Field(
+        default=True,
+        description="Recall from the namespace's other sessions too (penalised and labelled), so a new "
+                    "conversation remembers earlier ones.")
+    filters: dict[str, Any] | None = Field(
+        default=None,
+        description="Atlas filters (or LlamaIndex MetadataFilters) that recalled memories must match.")
+    reinforce: bool = Field(
+        default=True, description="Strengthen the memories recalled, as ElasticMemoryAtlas.retrieve does.")
+    memory_role: MessageRole = Field(
+        default=MessageRole.SYSTEM, description="Role of the message that holds the recalled memories.")
+
+    _atlas: ElasticMemoryAtlas = PrivateAttr()
+
+    def __init__(self, *, atlas: ElasticMemoryAtlas | None = None, **data: Any) -> None:
+        super().__init__(**data)
+        self._atlas = resolve_atlas(atlas)
+
+    @field_validator("filters", mode="before")
+    @classmethod
+    def validate_filters(cls, value: Any) -> dict[str, Any] | None:
+        return to_atlas_filters(value)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "AtlasMemory"
+
+    @classmethod
+    def from_defaults(
+        cls,
+        *,
+        atlas: ElasticMemoryAtlas | None = None,
+        namespace: str = "default",
+        session_id: str | None = None,
+        token_limit: int | None = None,
+        style: Style = "timeline",
+        chat_history: Sequence[ChatMessage] | None = None,
+        llm: LLM | None = None,
+        embed_model: BaseEmbedding | None = None,
+        **kwargs: Any,
+    ) -> AtlasMemory:
+        """Build a memory; ``token_limit`` defaults to 3/4 of ``llm``'s context window (else 3000).
+
+        ``embed_model`` (any LlamaIndex ``BaseEmbedding``) is the embedder of the new atlas made when
+        ``atlas`` is not given; ``chat_history`` replaces the session's stored messages.
+        """
+        if token_limit is None:
+            token_limit = (int(llm.metadata.context_window * DEFAULT_TOKEN_LIMIT_RATIO) if llm is not None
+                           else DEFAULT_TOKEN_LIMIT)
+        if session_id is not None:
+            kwargs["session_id"] = session_id
+        memory = cls(atlas=resolve_atlas(atlas, embed_model), namespace=namespace, token_limit=token_limit,
+                     style=style, **kwargs)
+        if chat_history is not None:
+            memory.set(list(chat_history))
+        return memory
+
+    @property
+    def atlas(self) -> ElasticMemoryAtlas:
+        """The atlas this memory reads and writes."""
+        return self._atlas
+
+    @property
+    def tokenizer_fn(self) -> Callable[[str], list[int]]:
+        """Tokens of a text by the atlas's counter. Chat engines call it to leave room for their
+        system prompt (passed to `get` as ``initial_token_count``)."""
+        counter = self._atlas.token_counter
+        encode = getattr(counter, "encode", None)
+        if callable(encode):
+            return encode  # type: ignore[no-any-return]
+        return lambda text: [0] * counter.count(text)
+
+    def __bool__(self) -> bool:
+        # Engines and agents write `memory or ChatMemoryBuffer.from_defaults(...)`: an empty
+        # memory must not be swapped for a default buffer.
+        return True
+
+    # -- reads --------------------------------------------------------------------------------
+    def _turns(self) -> list[tuple[MemoryNode, ChatMessage]]:
+        nodes = self._atlas.memories(namespace=self.namespace, session_id=self.session_id)
+        return [(node, message) for node in nodes if (message := memory_to_message(node)) is not None]
+
+    def get_all(self) -> list[ChatMessage]:
+        """Every message of the session, oldest first."""
+        return [message for _, message in self._turns()]
+
+    def get(self, input: str | ChatMessage | None = None, initial_token_count: int = 0,
+            **kwargs: Any) -> list[ChatMessage]:
+        """The messages the LLM should see for ``input`` (default: the latest user message).
+
+        Returns the recalled-memories message (if anything was recalled), then the latest turns,
+        never starting on an assistant or tool message. Their tokens add up to at most
+        ``token_limit - initial_token_count``; only a latest message longer than that on its own
+        is returned anyway, as ``ChatMemoryBuffer`` does, so the LLM reports the overflow.
+        """
+        budget = self.token_limit - initial_token_count
+        if budget <= 0:
+            raise ValueError(f"initial_token_count ({initial_token_count}) leaves no room within "
+                             f"token_limit ({self.token_limit})")
+        turns = self._turns()
+        count = self._atlas.count_tokens
+        costs = [count(message_text(m)) for _, m in turns]
+        start = len(turns)
+        used = 0
+        while start > 0 and (start == len(turns) or used + costs[start - 1] <= budget * self.recent_token_ratio):
+            start -= 1
+            used += costs[start]
+        while start < len(turns) - 1 and turns[start][1].role in _TRAILING_ROLES:
+            used -= costs[start]
+            start += 1
+        recent = turns[start:]
+
+        query = query_text(input) or next(
+            (message_text(m) for _, m in reversed(turns) if m.role == MessageRole.USER), "")
+        ctx = recall_context(self._atlas, query, namespace=self.namespace, session_id=self.session_id,
+                             budget=budget - used, style=self.style, top_k=self.similarity_top_k,
+                             cross_session=self.cross_session, filters=self.filters, reinforce=self.reinforce,
+                             exclude={node.id for node, _ in recent})
+        messages = [message for _, message in recent]
+        if ctx.text:
+            messages.insert(0, ChatMessage(role=self.memory_role, content=ctx.text))
+        return messages
+
+    # -- writes -------------------------------------------------------------------------------
+    def put(self, message: ChatMessage) -> None:
+        """Store one message in the session."""
+        self.put_messages([message])
+
+    def put_messages(self, messages: list[ChatMessage]) -> None:
+        """Store messages in the session, with one embedding call."""
+        if not messages:
+            return
+        limit = self._atlas.config.max_content_chars
+        self._atlas.add_memories([message_to_memory(m, max_chars=limit) for m in messages],
+                                 namespace=self.namespace, session_id=self.session_id)
+
+    def set(self, messages: list[ChatMessage]) -> None:
+        """Make ``messages`` the session's history; messages it already holds are kept, not re-embedded."""
+        turns = self._turns()
+        limit = self._atlas.config.max_content_chars
+        same = 0
+        for (_, old), new in zip(turns, messages, strict=False):
+            if message_to_memory(old, max_chars=limit) != message_to_memory(new, max_chars=limit):
+                break
+            same += 1
+        for node, _ in turns[same:]:
+            self._atlas.forget(node.id, namespace=self.namespace)
+        self.put_messages(list(messages[same:]))
+
+    def reset(self) -> None:
+        """Delete the session's messages from the atlas (the namespace's other sessions stay)."""
+        for node, _ in self._turns():
+            self._atlas.forget(node.id, namespace=self.namespace)
