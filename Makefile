@@ -30,7 +30,7 @@ demo: $(VENV)/.core
 	$(BIN)/python -m shared_core.demo
 
 lint: $(VENV)/.dev
-	$(BIN)/ruff check shared_core langchain_atlas llamaindex_atlas tests benchmarks
+	$(BIN)/ruff check .
 	$(BIN)/mypy
 
 typecheck: lint
@@ -39,7 +39,7 @@ unit: $(VENV)/.dev
 	$(BIN)/python -m pytest tests/unit -q
 
 test: $(VENV)/.dev
-	$(BIN)/ruff check shared_core langchain_atlas llamaindex_atlas tests benchmarks
+	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
