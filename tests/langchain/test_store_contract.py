@@ -137,7 +137,7 @@ def test_semantic_search_ranks_by_query(store: BaseStore) -> None:
 def test_semantic_search_with_filter_and_pagination(store: BaseStore) -> None:
     _load(store)
     guides = store.search(("docs",), query="generics", filter={"kind": "guide"}, limit=5)
-    assert [r.key for r in guides][0] == "ts" and {r.key for r in guides} <= {"ts", "rs"}
+    assert guides[0].key == "ts" and {r.key for r in guides} <= {"ts", "rs"}
     first = store.search(("docs",), query="generics and ownership", limit=1)
     second = store.search(("docs",), query="generics and ownership", limit=1, offset=1)
     assert first and second and first[0].key != second[0].key
