@@ -15,7 +15,7 @@ from llama_index.core.memory.types import BaseMemory
 from shared_core import ElasticMemoryAtlas, MemoryNode
 
 from ._convert import memory_to_message, message_text, message_to_memory, query_text, to_atlas_filters
-from ._recall import recall_context
+from ._recall import context_beside
 
 __all__ = ["AtlasMemory", "Style", "resolve_atlas"]
 
@@ -87,8 +87,6 @@ class AtlasMemory(BaseMemory):
         default="timeline",
         description="How recalled memories are rendered: 'timeline' (dated, oldest first), 'bullet' "
                     "(by relevance) or 'narrative' (one paragraph).")
-    similarity_top_k: int = Field(
-        default=10, ge=1, description="How many memories to recall for the latest input, at most.")
     cross_session: bool = Field(
         default=True,
         description="Recall from the namespace's other sessions too (penalised and labelled), so a new "
@@ -167,13 +165,15 @@ class AtlasMemory(BaseMemory):
         return True
 
     # -- reads --------------------------------------------------------------------------------
-    def _turns(self) -> list[tuple[MemoryNode, ChatMessage]]:
+    def _turns(self) -> tuple[list[MemoryNode], list[tuple[int, ChatMessage]]]:
+        """The session's memories in write order, and which of them are chat messages."""
         nodes = self._atlas.memories(namespace=self.namespace, session_id=self.session_id)
-        return [(node, message) for node in nodes if (message := memory_to_message(node)) is not None]
+        turns = [(i, message) for i, node in enumerate(nodes) if (message := memory_to_message(node)) is not None]
+        return nodes, turns
 
     def get_all(self) -> list[ChatMessage]:
         """Every message of the session, oldest first."""
-        return [message for _, message in self._turns()]
+        return [message for _, message in self._turns()[1]]
 
     def get(self, input: str | ChatMessage | None = None, initial_token_count: int = 0,
             **kwargs: Any) -> list[ChatMessage]:
@@ -188,11 +188,9 @@ class AtlasMemory(BaseMemory):
         if budget <= 0:
             raise ValueError(f"initial_token_count ({initial_token_count}) leaves no room within "
                              f"token_limit ({self.token_limit})")
-        turns = self._turns()
-        count = self._atlas.count_tokens
-        costs = [count(message_text(m)) for _, m in turns]
-        start = len(turns)
-        used = 0
+        nodes, turns = self._turns()
+        costs = [self._atlas.count_tokens(message_text(m)) for _, m in turns]
+        start, used = len(turns), 0
         while start > 0 and (start == len(turns) or used + costs[start - 1] <= budget * self.recent_token_ratio):
             start -= 1
             used += costs[start]
@@ -200,14 +198,16 @@ class AtlasMemory(BaseMemory):
             used -= costs[start]
             start += 1
         recent = turns[start:]
+        messages = [message for _, message in recent]
 
         query = query_text(input) or next(
             (message_text(m) for _, m in reversed(turns) if m.role == MessageRole.USER), "")
-        ctx = recall_context(self._atlas, query, namespace=self.namespace, session_id=self.session_id,
-                             budget=budget - used, style=self.style, top_k=self.similarity_top_k,
-                             cross_session=self.cross_session, filters=self.filters, reinforce=self.reinforce,
-                             exclude={node.id for node, _ in recent})
-        messages = [message for _, message in recent]
+        if not query.strip() or used >= budget:
+            return messages
+        ctx = context_beside(self._atlas, query, namespace=self.namespace, session_id=self.session_id,
+                             tail=nodes[recent[0][0]:] if recent else [], shown={nodes[i].id for i, _ in recent},
+                             budget=budget - used, style=self.style, reinforce=self.reinforce,
+                             filters=self.filters, cross_session=self.cross_session)
         if ctx.text:
             messages.insert(0, ChatMessage(role=self.memory_role, content=ctx.text))
         return messages
@@ -227,18 +227,19 @@ class AtlasMemory(BaseMemory):
 
     def set(self, messages: list[ChatMessage]) -> None:
         """Make ``messages`` the session's history; messages it already holds are kept, not re-embedded."""
-        turns = self._turns()
+        nodes, turns = self._turns()
         limit = self._atlas.config.max_content_chars
         same = 0
         for (_, old), new in zip(turns, messages, strict=False):
             if message_to_memory(old, max_chars=limit) != message_to_memory(new, max_chars=limit):
                 break
             same += 1
-        for node, _ in turns[same:]:
-            self._atlas.forget(node.id, namespace=self.namespace)
+        for i, _ in turns[same:]:
+            self._atlas.forget(nodes[i].id, namespace=self.namespace)
         self.put_messages(list(messages[same:]))
 
     def reset(self) -> None:
         """Delete the session's messages from the atlas (the namespace's other sessions stay)."""
-        for node, _ in self._turns():
-            self._atlas.forget(node.id, namespace=self.namespace)
+        nodes, turns = self._turns()
+        for i, _ in turns:
+            self._atlas.forget(nodes[i].id, namespace=self.namespace)

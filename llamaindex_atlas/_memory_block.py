@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections import OrderedDict
 from typing import Any
 
@@ -15,7 +14,7 @@ from shared_core import Context, ElasticMemoryAtlas
 
 from ._convert import message_text, message_to_memory, to_atlas_filters
 from ._memory import Style, resolve_atlas
-from ._recall import recall_context, shrink_context
+from ._recall import shrink
 
 __all__ = ["AtlasMemoryBlock"]
 
@@ -66,7 +65,6 @@ class AtlasMemoryBlock(BaseMemoryBlock[str]):
     style: Style = Field(
         default="timeline",
         description="How recalled memories are rendered: 'timeline', 'bullet' or 'narrative'.")
-    similarity_top_k: int = Field(default=10, ge=1, description="How many memories to recall, at most.")
     cross_session: bool = Field(
         default=True, description="Recall from the namespace's other sessions too (penalised and labelled).")
     filters: dict[str, Any] | None = Field(
@@ -111,10 +109,12 @@ class AtlasMemoryBlock(BaseMemoryBlock[str]):
         """The memories recalled for the latest messages, within ``token_limit`` tokens ('' if none)."""
         texts = [t for m in messages or () if (t := message_text(m))]
         query = "\n".join(texts[-self.retrieval_context_window:])
-        ctx = await asyncio.to_thread(
-            recall_context, self._atlas, query, namespace=self.namespace, session_id=self.session_id or session_id,
-            budget=self.token_limit, style=self.style, top_k=self.similarity_top_k,
-            cross_session=self.cross_session, filters=self.filters, reinforce=self.reinforce)
+        if not query.strip():
+            return ""
+        ctx = await self._atlas.abuild_context(
+            query, namespace=self.namespace, session_id=self.session_id or session_id, token_budget=self.token_limit,
+            style=self.style, working_memory=0, reinforce=self.reinforce, filters=self.filters,
+            cross_session=self.cross_session)
         if ctx.text:
             self._remember(ctx)
         return ctx.text
@@ -136,7 +136,7 @@ class AtlasMemoryBlock(BaseMemoryBlock[str]):
         ctx = self._rendered.get(content)
         if ctx is None:  # not rendered by this block: drop it whole, as BaseMemoryBlock does
             return None
-        smaller = shrink_context(self._atlas, ctx, tokens_to_cut=tokens_to_truncate)
+        smaller = shrink(self._atlas, ctx, tokens_to_cut=tokens_to_truncate)
         if not smaller.text:
             return None
         self._remember(smaller)

@@ -196,8 +196,7 @@ def test_from_defaults_takes_the_limit_from_the_llm_and_seeds_history(atlas: Ela
 
 
 def test_fields_are_validated(atlas: ElasticMemoryAtlas) -> None:
-    for bad in ({"token_limit": 0}, {"style": "poem"}, {"namespace": ""}, {"recent_token_ratio": 1.5},
-                {"similarity_top_k": 0}):
+    for bad in ({"token_limit": 0}, {"style": "poem"}, {"namespace": ""}, {"recent_token_ratio": 1.5}):
         with pytest.raises(ValueError):
             AtlasMemory(atlas=atlas, **bad)
 
@@ -221,3 +220,23 @@ async def test_async_forms(atlas: ElasticMemoryAtlas, clock: ManualClock) -> Non
     assert await memory.aget_all() == [_user("fresh start")]
     await memory.areset()
     assert await memory.aget_all() == []
+
+
+@pytest.mark.parametrize("style", ["timeline", "bullet", "narrative"])
+@pytest.mark.parametrize("token_limit", [120, 300])
+def test_only_the_recalled_memories_shown_are_reinforced(atlas: ElasticMemoryAtlas, clock: ManualClock,
+                                                         style: str, token_limit: int) -> None:
+    memory = AtlasMemory(atlas=atlas, namespace="alice", session_id="s1", token_limit=token_limit, style=style)
+    _conversation(memory, clock, turns=25)
+    memory.put(_user(QUESTION))
+    reinforced: list[str] = []
+    unsubscribe = atlas.subscribe(lambda e: reinforced.append(e.node_id) if e.kind == "reinforce" else None)
+    messages = memory.get()
+    unsubscribe()
+    assert messages[0].role == MessageRole.SYSTEM and FACT in messages[0].content
+    by_id = {m.id: m for m in atlas.memories(namespace="alice", session_id="s1")}
+    shown_as_turns = {m.content for m in messages[1:]}
+    assert reinforced, "recall reinforces what it shows"
+    for node_id in reinforced:
+        assert by_id[node_id].content not in shown_as_turns  # recent turns are working memory, not recalled
+        assert by_id[node_id].content.rstrip(".") in messages[0].content  # and every memory reinforced is shown
