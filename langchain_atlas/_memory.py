@@ -7,7 +7,6 @@ from collections import OrderedDict
 from typing import Any, Literal
 
 from langchain_classic.base_memory import BaseMemory
-from langchain_classic.memory.utils import get_prompt_input_key
 from langchain_core.messages import SystemMessage
 from pydantic import ConfigDict, Field, PrivateAttr
 
@@ -102,7 +101,12 @@ class AtlasMemory(BaseMemory):
         return [self.memory_key]
 
     def _input_text(self, inputs: dict[str, Any]) -> str:
-        key = self.input_key or get_prompt_input_key(inputs, self.memory_variables)
+        key = self.input_key
+        if key is None:  # as LangChain's memories infer it (without importing all of them)
+            candidates = sorted(set(inputs) - {*self.memory_variables, "stop"})
+            if len(candidates) != 1:
+                raise ValueError(f"One input key expected got {candidates}; set input_key")
+            key = candidates[0]
         return as_text(inputs[key])
 
     def _output_text(self, outputs: dict[str, Any]) -> str:
