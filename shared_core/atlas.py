@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -519,6 +521,39 @@ class ElasticMemoryAtlas:
 
     async def aend_session(self, session_id: str, **kwargs: Any) -> int:
         return await asyncio.to_thread(lambda: self.end_session(session_id, **kwargs))
+
+    # -- notebooks (extra "notebooks") ---------------------------------------------------------
+    def to_html(self, path: str | os.PathLike[str] | None = None, *, namespace: str | None = None,
+                color_by: str = "session", max_nodes: int = 400) -> str:
+        """A self-contained interactive page of the graph (written to ``path`` when given)."""
+        from .visual import graph_view, render_html
+
+        page = render_html(graph_view(self, namespace=namespace, max_nodes=max_nodes), color_by=color_by,
+                           title=f"Elastic Atlas · {namespace or 'all namespaces'}")
+        if path is not None:
+            Path(path).write_text(page, encoding="utf-8")
+        return page
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        page = self.to_html(max_nodes=200)
+        return f'<iframe srcdoc="{escape(page, quote=True)}" style="width:100%;height:620px;border:0"></iframe>'
+
+    def plot(self, *, namespace: str | None = None, color_by: str = "session", ax: Any = None,
+             max_nodes: int = 300) -> Any:
+        """A static matplotlib view of the graph (or one namespace); returns the axes."""
+        from .visual import graph_view, plot_graph
+
+        return plot_graph(graph_view(self, namespace=namespace, max_nodes=max_nodes), ax=ax, color_by=color_by)
+
+    def plot_weights(self, *, namespace: str | None = None, axes: Any = None) -> Any:
+        """The weight histogram and the decay curve of the current config; returns the axes."""
+        from .visual import graph_view, plot_weights
+
+        view = graph_view(self, namespace=namespace, max_nodes=max(1, len(self._where)))
+        return plot_weights(view.weights.values(), half_life=self.config.half_life, floor=self.config.weight_floor,
+                            cap=self.config.weight_cap, unit=self.config.decay_unit, axes=axes)
 
     def __repr__(self) -> str:
         return (f"ElasticMemoryAtlas({len(self._where)} memories, embedder={self.embedder!r}, "
