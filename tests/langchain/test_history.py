@@ -14,7 +14,8 @@ from shared_core import ElasticMemoryAtlas, InvalidInputError, Relation
 from ._fakes import PromptRecorder
 
 # RunnableWithMessageHistory is deprecated upstream; these tests use it on purpose.
-LEGACY_RUNNABLE = pytest.mark.filterwarnings("ignore::langchain_core._api.deprecation.LangChainDeprecationWarning")
+LEGACY_RUNNABLE = pytest.mark.filterwarnings(
+    "ignore:RunnableWithMessageHistory is deprecated:langchain_core._api.deprecation.LangChainDeprecationWarning")
 
 
 @LEGACY_RUNNABLE

@@ -17,8 +17,11 @@ from shared_core import ElasticMemoryAtlas, ManualClock, Relation
 
 from ._fakes import PromptRecorder
 
-# These tests use LangChain's deprecated legacy chains on purpose; only they silence its notice.
-LEGACY_CHAIN = pytest.mark.filterwarnings("ignore::langchain_core._api.deprecation.LangChainDeprecationWarning")
+# These tests use LangChain's deprecated legacy chains on purpose; only they silence its notice, and only
+# for those classes (the token buffer builds an InMemoryChatMessageHistory, deprecated too).
+LEGACY_CHAIN = pytest.mark.filterwarnings(
+    "ignore:The class `(ConversationChain|LLMChain|ConversationTokenBufferMemory|InMemoryChatMessageHistory)`"
+    ":langchain_core._api.deprecation.LangChainDeprecationWarning")
 
 FACT = "My sister Ingrid lives in Tromsø and works as a marine biologist."
 QUESTION = "Remind me, where is my sister based these days?"
