@@ -40,8 +40,11 @@ __all__ = ["Forgotten", "MemoryService", "ReadResult", "SearchHit", "SearchResul
            "Written", "build_server", "main"]
 
 
-def build_server(service: MemoryService, *, name: str = "elastic-atlas") -> AtlasMCPServer:
-    """The MCP server (an SDK ``MCPServer``) exposing ``service``'s six tools; imports the SDK."""
+def build_server(service: MemoryService, *, name: str = "elastic-atlas", log_level: str = "WARNING") -> AtlasMCPServer:
+    """The MCP server (an SDK ``MCPServer``) exposing ``service``'s six tools; imports the SDK.
+
+    ``log_level`` is the SDK's; it configures the root logger only if nothing else has.
+    """
     from ._cli import _import_server
 
-    return _import_server()(service, name=name)
+    return _import_server()(service, name=name, log_level=log_level)

@@ -127,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AtlasError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
-    server = build_server(service)
+    server = build_server(service, log_level=args.log_level)
     if args.transport == "http" and args.host not in ("127.0.0.1", "localhost", "::1"):
         logger.warning("listening on %s: anyone who can reach it can read and change every namespace", args.host)
     signal.signal(signal.SIGTERM, _interrupt)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -27,6 +27,7 @@ from ._service import Forgotten, MemoryService, ReadResult, SearchResult, StatsR
 __all__ = ["AtlasMCPServer", "build_server"]
 
 SERVER_NAME = "elastic-atlas"
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 EMPTY_CONTEXT = "(nothing in memory matches this query)"
 EMPTY_SEARCH = "No memories match this query."
 FACTORS = ("relevance", "weight", "recency", "session")
@@ -121,10 +122,11 @@ def _tool(fn: Callable[..., Any], *, title: str, description: str, annotations: 
     return tool
 
 
-def build_server(service: MemoryService, *, name: str = SERVER_NAME) -> AtlasMCPServer:
+def build_server(service: MemoryService, *, name: str = SERVER_NAME, log_level: LogLevel = "WARNING") -> AtlasMCPServer:
     """An MCP server exposing ``service`` as the tools memory_write, memory_read, memory_search,
     memory_update, memory_forget and memory_stats. Run it with ``.run("stdio")`` or
-    ``.run("streamable-http", host=..., port=...)``.
+    ``.run("streamable-http", host=..., port=...)``. ``log_level`` is the SDK's (it configures
+    the root logger only if nothing else has).
     """
     budget = service.default_token_budget
 
@@ -186,4 +188,4 @@ def build_server(service: MemoryService, *, name: str = SERVER_NAME) -> AtlasMCP
                     "call memory_read for a ready-to-use context block; find ids with memory_search, then "
                     f"fix memories with memory_update or delete them with memory_forget. {scope}")
     return AtlasMCPServer(name=name, title="Elastic Atlas memory", instructions=instructions,
-                          version=__version__, tools=tools)
+                          version=__version__, tools=tools, log_level=log_level)
