@@ -118,6 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--fixed-namespace needs --namespace")
     if not 0 <= args.port <= 65535:
         parser.error(f"--port must be in 0..65535, got {args.port}")
+    if not args.path.startswith("/"):
+        parser.error(f"--path must start with '/', got {args.path!r}")
     logging.basicConfig(level=args.log_level, stream=sys.stderr, format=f"{PROG}: %(levelname)s %(message)s")
     try:
         atlas = build_atlas(args)
