@@ -13,10 +13,19 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
 from .errors import InvalidInputError
+from .model import Relation
 
 __all__ = ["AtlasConfig"]
 
 DAY = 86_400.0
+#: How much relevance flows along each kind of edge during recall (see `shared_core.recall`):
+#: the turns around a match and the parts, causes and summaries of a memory come along fully;
+#: mere similarity little (the vector path already finds similar memories); old versions never.
+RELATION_WEIGHTS: tuple[tuple[str, float], ...] = (
+    ("before", 1.0), ("after", 1.0), ("responds_to", 1.0), ("part_of", 0.8), ("summarizes", 0.8),
+    ("caused_by", 0.8), ("related_to", 0.6), ("contradicts", 0.5), ("similar_to", 0.2),
+    ("supersedes", 0.0),
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,17 +63,20 @@ class AtlasConfig:
     weight_exponent: float = 0.25
     recency_exponent: float = 0.15
     recency_half_life: float = 90 * DAY
-    candidate_k: int = 60
+    fusion: Literal["convex", "rrf"] = "convex"
+    candidate_k: int = 200
     rrf_k: float = 60.0
-    vector_weight: float = 1.0
-    keyword_weight: float = 1.0
-    graph_weight: float = 0.5
+    vector_weight: float = 0.6
+    keyword_weight: float = 0.4
+    graph_weight: float = 1.0
     recent_weight: float = 0.3
-    time_weight: float = 0.7
+    time_weight: float = 0.5
+    time_reference: Literal["clock", "latest"] = "clock"
     graph_hops: int = 2
     graph_hop_decay: float = 0.5
-    graph_seeds: int = 8
+    graph_seeds: int = 100
     graph_fanout: int = 16
+    relation_weights: tuple[tuple[str, float], ...] = RELATION_WEIGHTS
     recency_window: int = 5
     cross_session: bool = False
     cross_session_penalty: float = 0.85
@@ -109,6 +121,17 @@ class AtlasConfig:
             raise InvalidInputError(f"decay_unit must be 'seconds' or 'turns', got {self.decay_unit!r}")
         if self.weight_model not in ("simple", "rich"):
             raise InvalidInputError(f"weight_model must be 'simple' or 'rich', got {self.weight_model!r}")
+        if self.fusion not in ("convex", "rrf"):
+            raise InvalidInputError(f"fusion must be 'convex' or 'rrf', got {self.fusion!r}")
+        if self.time_reference not in ("clock", "latest"):
+            raise InvalidInputError(f"time_reference must be 'clock' or 'latest', got {self.time_reference!r}")
+        known = {r.value for r in Relation}
+        for pair in self.relation_weights:
+            if (not isinstance(pair, tuple) or len(pair) != 2 or pair[0] not in known
+                    or not isinstance(pair[1], (int, float)) or not 0 <= pair[1] < math.inf):
+                raise InvalidInputError(
+                    f"relation_weights items must be (relation, weight >= 0) with a relation in "
+                    f"{sorted(known)}, got {pair!r}")
         if self.scoring not in ("multiplicative", "linear"):
             raise InvalidInputError(
                 f"scoring must be 'multiplicative' or 'linear', got {self.scoring!r}")
@@ -149,6 +172,16 @@ class AtlasConfig:
 
     @classmethod
     def archive(cls, **overrides: Any) -> AtlasConfig:
-        """Imported history or benchmarks: no time-based ranking, every memory counts alike."""
+        """Imported history or benchmarks: no time-based ranking, every memory counts alike.
+
+        The clock is "now", possibly years after the history: recency against it would only
+        favour the last imported sessions, so it is off; relative time cues ("last week") count
+        back from the newest memory instead of the clock.
+        """
         return cls(**{"weight_exponent": 0.0, "recency_exponent": 0.0, "recent_weight": 0.0,
-                      "half_life": 1e12, **overrides})
+                      "half_life": 1e12, "time_reference": "latest", **overrides})
+
+    @classmethod
+    def rrf(cls, **overrides: Any) -> AtlasConfig:
+        """Reciprocal rank fusion of the paths (k = 60) instead of the calibrated weighted sum."""
+        return cls(**{"fusion": "rrf", "vector_weight": 1.0, "keyword_weight": 1.0, **overrides})

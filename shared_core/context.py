@@ -2,20 +2,27 @@
 
 Three styles:
 
-- ``timeline``: every memory on its own dated line, oldest first;
-- ``bullet``: the current conversation, then recalled memories as numbered points by score,
-  then summaries;
-- ``narrative``: one paragraph of dated sentences, extractive (an LLM can rewrite it, see
-  `ElasticMemoryAtlas.build_context`).
+- ``timeline``: the memories in time order under one dated header per day (``[Mon 8 May 2023]``),
+  one memory per line, with ``…`` where the conversation skips memories in between; every line
+  is dated by the header it sits under, which costs a few tokens per day instead of ten per line;
+- ``bullet``: the current conversation, then recalled memories as numbered, dated points by
+  score, then summaries;
+- ``narrative``: one paragraph of sentences in time order, each day opened by "On <date>,";
+  extractive (an LLM can rewrite it, see `ElasticMemoryAtlas.build_context`).
 
-`build_context_block` packs tiers by priority, counts the exact tokens of the rendered text
-(headers and separators included) and never returns more tokens than the budget.
+`build_context_block` packs tiers by priority (working memory, recalled memories by score,
+summaries). The marginal cost of each memory is computed from the layout (its line, a day
+header when it opens a day, a gap marker when it is not next to a memory already taken), so a
+hit whose neighbouring turns are already in costs only its own line. The exact token count of
+the rendered text is then taken, and memories are dropped from the lowest priority until it is
+within the budget, so ``tokens <= budget`` always holds.
 """
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from .budget import truncate_to_tokens
@@ -26,6 +33,7 @@ __all__ = ["STYLES", "build_context_block", "render"]
 
 STYLES = ("timeline", "bullet", "narrative")
 WORKING, RECALLED, SUMMARY = 0, 1, 2
+GAP = "…"
 _HEADERS = {
     ("bullet", WORKING): "Current conversation:",
     ("bullet", RECALLED): "Relevant memories (most relevant first):",
@@ -41,73 +49,153 @@ class _Item:
     hit: ScoredMemory
     text: str  # the memory's text, possibly truncated
 
+    @property
+    def when(self) -> tuple[float, int, str]:
+        node = self.hit.node
+        return node.timestamp, node.turn, node.id
 
-def _date(ts: float) -> str:
-    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M")
 
-
-def _long_date(ts: float) -> str:
+def _day(ts: float) -> str:
     d = datetime.fromtimestamp(ts, tz=UTC)
-    return f"{d.day} {d.strftime('%B %Y')}"
+    return f"{d:%a} {d.day} {d:%b %Y}"
 
 
 def _label(hit: ScoredMemory) -> str:
     return f" (from session {hit.node.session_id})" if hit.other_session else ""
 
 
-def _line(item: _Item, style: str, index: int) -> str:
+def _body(item: _Item, style: str) -> str:
     text = " ".join(item.text.split())
-    if style == "timeline":
-        tag = " [summary]" if item.tier == SUMMARY else ""
-        return f"- [{_date(item.hit.node.timestamp)}]{tag} {text}{_label(item.hit)}"
-    if style == "bullet":
-        if item.tier == RECALLED:
-            return f"{index}. [{_date(item.hit.node.timestamp)}] {text}{_label(item.hit)}"
-        return f"- {text}"
-    sentence = text.rstrip()
-    if sentence and sentence[-1] not in ".!?…":
-        sentence += "."
-    return f"On {_long_date(item.hit.node.timestamp)}, {sentence}{_label(item.hit)}"
+    if item.tier == SUMMARY:
+        text = "[summary] " + text
+    if style == "narrative" and text and text[-1] not in ".!?…":
+        text += "."
+    return text + _label(item.hit)
+
+
+def _adjacent(a: _Item, b: _Item) -> bool:
+    """Whether ``b`` directly follows ``a`` in its session (no memory skipped in between)."""
+    na, nb = a.hit.node, b.hit.node
+    return na.session_id == nb.session_id and nb.turn - na.turn == 1
 
 
 def _by_time(items: Sequence[_Item]) -> list[_Item]:
-    return sorted(items, key=lambda it: (it.hit.node.timestamp, it.hit.node.turn, it.hit.node.id))
+    return sorted(items, key=lambda it: it.when)
+
+
+def _timeline(items: Sequence[_Item]) -> str:
+    lines = [_HEADERS[("timeline", None)]]
+    previous: _Item | None = None
+    for it in _by_time(items):
+        day = _day(it.hit.node.timestamp)
+        if previous is None or day != _day(previous.hit.node.timestamp):
+            lines.append(f"[{day}]")
+        elif not _adjacent(previous, it):
+            lines.append(GAP)
+        lines.append(_body(it, "timeline"))
+        previous = it
+    return "\n".join(lines)
 
 
 def _narrative(items: Sequence[_Item]) -> str:
-    """Dated sentences, one date phrase per run of memories from the same day."""
-    parts: list[str] = []
-    day = ""
-    for it in items:
-        line = _line(it, "narrative", 0)
-        this_day = _long_date(it.hit.node.timestamp)
-        prefix = f"On {this_day}, "
-        if this_day == day and line.startswith(prefix):
-            line = "Also, " + line[len(prefix):]
-        day = this_day
-        parts.append(line)
+    parts = [_HEADERS[("narrative", None)]]
+    previous: _Item | None = None
+    for it in _by_time(items):
+        day = _day(it.hit.node.timestamp)
+        if previous is None or day != _day(previous.hit.node.timestamp):
+            parts.append(f"On {day},")
+        elif not _adjacent(previous, it):
+            parts.append(GAP)
+        parts.append(_body(it, "narrative"))
+        previous = it
     return " ".join(parts)
 
 
-def render(items: Sequence[_Item], style: str) -> str:
-    """Render packed items; items arrive in priority order."""
-    if not items:
-        return ""
-    if style == "timeline":
-        return "\n".join([_HEADERS[("timeline", None)], *(_line(it, style, 0) for it in _by_time(items))])
-    if style == "narrative":
-        return _HEADERS[("narrative", None)] + " " + _narrative(_by_time(items))
+def _bullets(items: Sequence[_Item]) -> str:
     lines: list[str] = []
     for tier in (WORKING, RECALLED, SUMMARY):
         tier_items = [it for it in items if it.tier == tier]
         if tier == WORKING:
-            tier_items.sort(key=lambda it: (it.hit.node.created_at, it.hit.node.turn))
-        if tier_items:
-            if lines:
-                lines.append("")
-            lines.append(_HEADERS[("bullet", tier)])
-            lines.extend(_line(it, style, i + 1) for i, it in enumerate(tier_items))
+            tier_items = _by_time(tier_items)
+        if not tier_items:
+            continue
+        if lines:
+            lines.append("")
+        lines.append(_HEADERS[("bullet", tier)])
+        for i, it in enumerate(tier_items, start=1):
+            if tier == RECALLED:
+                lines.append(f"{i}. [{_day(it.hit.node.timestamp)}] {_body(it, 'bullet')}")
+            else:
+                lines.append(f"- {_body(it, 'bullet')}")
     return "\n".join(lines)
+
+
+def render(items: Sequence[_Item], style: str) -> str:
+    """Render packed items (given in priority order) in ``style``."""
+    if not items:
+        return ""
+    if style == "timeline":
+        return _timeline(items)
+    if style == "narrative":
+        return _narrative(items)
+    return _bullets(items)
+
+
+@dataclass(slots=True)
+class _Packer:
+    """Greedy packing with the marginal token cost of each memory in a given layout."""
+
+    style: str
+    budget: int
+    count: Callable[[str], int]
+    used: int = 0
+    taken: list[_Item] = field(default_factory=list)
+    days: dict[str, list[_Item]] = field(default_factory=dict)  # day -> items by time
+    tiers: set[int] = field(default_factory=set)
+    ranks: dict[int, int] = field(default_factory=dict)  # tier -> items taken
+    gap: int = 0  # tokens of a gap marker and its separator
+
+    def __post_init__(self) -> None:
+        if self.style != "bullet":
+            self.used = self.count(_HEADERS[(self.style, None)])
+        self.gap = self.count(GAP) + 1
+
+    def _gap_cost(self, item: _Item, day: list[_Item]) -> int:
+        """Change in the number of gap markers of a day when ``item`` joins it, in tokens."""
+        if self.style == "bullet" or not day:
+            return 0
+        keys = [it.when for it in day]
+        i = bisect.bisect_left(keys, item.when)
+        prev = day[i - 1] if i > 0 else None
+        nxt = day[i] if i < len(day) else None
+        before = int(prev is not None and nxt is not None and not _adjacent(prev, nxt))
+        after = int(prev is not None and not _adjacent(prev, item)) + int(
+            nxt is not None and not _adjacent(item, nxt))
+        return (after - before) * self.gap
+
+    def cost(self, item: _Item) -> int:
+        body = self.count(_body(item, self.style)) + 1
+        if self.style == "bullet":
+            opened = item.tier in self.tiers
+            header = 0 if opened else self.count(_HEADERS[("bullet", item.tier)]) + (2 if self.tiers else 1)
+            if item.tier == RECALLED:
+                rank = self.ranks.get(item.tier, 0) + 1
+                return header + body + self.count(f"{rank}. [{_day(item.hit.node.timestamp)}] ")
+            return header + body + 1
+        day_key = _day(item.hit.node.timestamp)
+        day = self.days.get(day_key)
+        if day is None:
+            opener = f"[{day_key}]" if self.style == "timeline" else f"On {day_key},"
+            return body + self.count(opener) + 1
+        return body + self._gap_cost(item, day)
+
+    def add(self, item: _Item, cost: int) -> None:
+        self.taken.append(item)
+        self.used += cost
+        self.tiers.add(item.tier)
+        self.ranks[item.tier] = self.ranks.get(item.tier, 0) + 1
+        day = self.days.setdefault(_day(item.hit.node.timestamp), [])
+        bisect.insort(day, item, key=lambda it: it.when)
 
 
 def build_context_block(working: Sequence[ScoredMemory], recalled: Sequence[ScoredMemory],
@@ -115,10 +203,10 @@ def build_context_block(working: Sequence[ScoredMemory], recalled: Sequence[Scor
                         count: Callable[[str], int], marker: str = " …[truncated]") -> Context:
     """Pack the three tiers into ``budget`` tokens and render them in ``style``.
 
-    Each item costs the tokens of its rendered line plus one separator; each section header
-    costs its own tokens. Packing is greedy by priority; then the exact count of the whole text
-    is taken, and items are dropped from the lowest priority until it is within the budget.
-    The top recalled memory, if too long to fit, is cut with ``marker`` instead of dropped.
+    Items are taken greedily in priority order when their marginal cost fits; a cheaper item
+    may still fit after a costly one was skipped. The top recalled memory, if too long to fit,
+    is cut with ``marker`` instead of dropped. The rendered text is then counted exactly and
+    trimmed from the lowest priority until it is within the budget.
     """
     if style not in STYLES:
         raise InvalidInputError(f"style must be one of {', '.join(STYLES)}; got {style!r}")
@@ -132,44 +220,40 @@ def build_context_block(working: Sequence[ScoredMemory], recalled: Sequence[Scor
     if budget <= 0 or not items:
         return Context("", 0, (), tuple(it.hit for it in items), budget, style)
 
-    headers = {tier: count(_HEADERS.get((style, tier), _HEADERS.get((style, None), ""))) + 2
-               for tier in (WORKING, RECALLED, SUMMARY)}
-    single_header = style != "bullet"
-    overhead = headers[RECALLED] if single_header else 0
-    used = overhead
-    opened: set[int] = set()
-    taken: list[_Item] = []
+    packer = _Packer(style, budget, count)
     dropped: list[_Item] = []
+    top_seen = False
     for item in items:
-        cost = count(_line(item, style, len(taken) + 1)) + 1
-        extra = 0 if single_header or item.tier in opened else headers[item.tier]
-        if used + cost + extra <= budget:
-            taken.append(item)
-            used += cost + extra
-            opened.add(item.tier)
+        if budget - packer.used < 3:  # not even a one-word line fits any more
+            dropped.append(item)
             continue
-        first_recalled = item.tier == RECALLED and not any(t.tier == RECALLED for t in taken)
-        room = budget - used - extra - (count(_line(_Item(item.tier, item.hit, ""), style, 1)) + 1)
-        if first_recalled and room > 4:
-            cut = truncate_to_tokens(item.text, room, count, marker=marker)
+        cost = packer.cost(item)
+        if packer.used + cost <= budget:
+            packer.add(item, cost)
+        elif item.tier == RECALLED and not top_seen:
+            empty = _Item(item.tier, item.hit, "")
+            room = budget - packer.used - packer.cost(empty)
+            cut = truncate_to_tokens(item.text, room, count, marker=marker) if room > 4 else ""
             if cut:
-                taken.append(_Item(item.tier, item.hit, cut))
-                used += count(_line(taken[-1], style, len(taken))) + 1 + extra
-                opened.add(item.tier)
-                continue
-        dropped.append(item)
+                short = _Item(item.tier, item.hit, cut)
+                packer.add(short, packer.cost(short))
+            else:
+                dropped.append(item)
+        else:
+            dropped.append(item)
+        top_seen = top_seen or item.tier == RECALLED
 
+    taken = packer.taken
     text = render(taken, style)
     tokens = count(text)
-    while tokens > budget and taken:  # the estimate was off by a merge across a boundary
+    while tokens > budget and taken:  # an estimate was off (a merge across a boundary)
         dropped.insert(0, taken.pop())
         text = render(taken, style)
         tokens = count(text)
-    order = {id(it): i for i, it in enumerate(taken)}
-    if style in ("timeline", "narrative"):
-        shown = _by_time(taken)
+    if style == "bullet":
+        order = {id(it): i for i, it in enumerate(taken)}
+        shown = sorted(taken, key=lambda it: (it.tier, it.when if it.tier == WORKING else (order[id(it)],)))
     else:
-        shown = sorted(taken, key=lambda it: (it.tier, order[id(it)]))
+        shown = _by_time(taken)
     return Context(text, tokens, tuple(it.hit for it in shown), tuple(it.hit for it in dropped),
                    budget, style)
-

@@ -1,14 +1,17 @@
-"""Multi-path recall: vector, keyword, graph, recent and time paths, fused and ranked.
+"""Multi-path recall: vector, keyword, time, recent and graph paths, fused and ranked.
 
 `recall` runs inside one namespace's `Partition` only. The steps:
 
 1. **vector**: cosine of the query embedding (top ``candidate_k``);
 2. **keyword**: BM25 over the memory text (top ``candidate_k``);
-3. **time**: if the query names a time ("last week", "in May"), memories in that range,
-   ranked by cosine;
+3. **time**: if the query names a time ("on 9 May", "last week", "in May"), the memories in
+   that range, best cosine first;
 4. **recent**: the latest ``recency_window`` memories of the current session;
-5. **graph**: spreading activation from the best ``graph_seeds`` of the paths above;
-6. weighted reciprocal rank fusion of all paths gives a relevance in [0, 1];
+5. **fusion**: each path's signal scaled to [0, 1] and summed with the path weights
+   (`scoring.convex_fusion`), or weighted reciprocal rank fusion (``fusion="rrf"``);
+6. **graph**: relevance flows along the edges of the best candidates (`scoring.spread_max`,
+   weighted by relation and strength, decaying per hop), so the turns around a match, its
+   causes, parts and summaries come along;
 7. rank by relevance x weight x recency (or the linear preset), session penalty applied.
 """
 
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,47 +30,22 @@ from .config import AtlasConfig
 from .decay import decayed_weight, recency_score, rich_weight
 from .filters import Predicate
 from .model import MemoryNode, ScoredMemory
-from .scoring import linear_score, multiplicative_score, normalize_relevance, weighted_rrf
-from .timecues import parse_time_cue
+from .scoring import (
+    convex_fusion,
+    linear_score,
+    max_normalize,
+    multiplicative_score,
+    normalize_relevance,
+    pool_normalize,
+    spread_max,
+    weighted_rrf,
+)
+from .timecues import TimeCue, parse_time_cue
 
-__all__ = ["RecallRequest", "effective_weight", "recall", "spread_activation"]
+__all__ = ["RecallRequest", "effective_weight", "recall", "resolve_time_cue"]
 
-
-def spread_activation(seeds: Mapping[str, float],
-                      neighbors: Callable[[str], Iterable[tuple[str, float]]], *,
-                      hops: int = 2, decay: float = 0.5, fanout: int = 16) -> dict[str, float]:
-    """Spreading activation from seed nodes along weighted edges, bounded in hops and fan-out.
-
-    ``a_0 = seeds``; at each hop every active node ``n`` passes
-    ``a_h(n) * strength(n, m) * decay`` to each of its ``fanout`` strongest neighbours ``m``,
-    and a node's activation is the sum of what reaches it over all hops. Seeds are left out of
-    the result: the paths that found them rank them. Hand-written: networkx offers personalised
-    PageRank, which walks the whole graph per query; this touches at most ``seeds * fanout ** hops`` edges.
-
-    >>> edges = {"a": [("b", 1.0)], "b": [("a", 1.0), ("c", 1.0)], "c": [("b", 1.0)]}
-    >>> spread_activation({"a": 1.0}, lambda n: edges[n], hops=2, decay=0.5)
-    {'b': 0.5, 'c': 0.25}
-    """
-    total: dict[str, float] = {}
-    frontier = {node: act for node, act in seeds.items() if act > 0}
-    for _ in range(hops):
-        nxt: dict[str, float] = {}
-        for node, act in frontier.items():
-            edges = list(neighbors(node))
-            if len(edges) > fanout:
-                edges = heapq.nlargest(fanout, edges, key=lambda e: e[1])
-            for other, strength in edges:
-                if other == node:
-                    continue
-                passed = act * strength * decay
-                if passed > 0:
-                    nxt[other] = nxt.get(other, 0.0) + passed
-        for node, act in nxt.items():
-            total[node] = total.get(node, 0.0) + act
-        frontier = nxt
-    for seed in seeds:  # seeds are ranked by the paths that found them
-        total.pop(seed, None)
-    return total
+_PATHS = ("vector", "keyword", "time", "recent")
+_MAX_YEARS_BACK = 30
 
 
 def effective_weight(node: MemoryNode, *, now: float, turn: int, config: AtlasConfig,
@@ -94,6 +72,39 @@ class RecallRequest:
     cross_session: bool = False
     explain: bool = False
     candidate_k: int | None = None
+
+
+def _latest_timestamp(part: Partition, now: float) -> float | None:
+    """The newest memory timestamp at or before ``now``: windows doubling back from ``now``,
+    so the search costs O(log(age)) bisections, never a scan of the namespace."""
+    span = 86_400.0
+    while span < 1e11:
+        ids = part.between(now - span, now + 1.0)
+        if ids:
+            newest = part.graph.get_node(ids[-1])
+            return None if newest is None else newest.timestamp
+        span *= 4
+    return None
+
+
+def resolve_time_cue(part: Partition, query: str, *, now: float, config: AtlasConfig) -> TimeCue | None:
+    """The query's time cue, placed against the partition's memories.
+
+    With ``time_reference="latest"`` relative cues ("last week") count back from the newest
+    memory instead of the clock, which is what they mean in imported history. A cue with no
+    written year ("in May") moves back a year at a time until its range holds memories.
+    """
+    reference = now
+    if config.time_reference == "latest":
+        reference = _latest_timestamp(part, now) or now
+    cue = parse_time_cue(query, now=reference)
+    if cue is None or not cue.floating:
+        return cue
+    for back in range(_MAX_YEARS_BACK):
+        moved = cue.shifted(-back) if back else cue
+        if part.between(moved.start, moved.end):
+            return moved
+    return cue
 
 
 def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[ScoredMemory]:
@@ -125,65 +136,74 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
         return []
 
     overfetch = k if req.include_history or subset is not None else k + min(len(part.inactive), 4 * k)
-    rankings: dict[str, list[str]] = {}
-    signal: dict[str, dict[str, float]] = {}
+    raw: dict[str, dict[str, float]] = {}  # path -> node id -> the path's own value
+    cache: dict[str, bool] = {}
 
-    def keep(pairs: Iterable[tuple[str, float]], path: str, limit: int) -> None:
-        ranked: list[str] = []
+    def allowed(node_id: str) -> bool:
+        ok = cache.get(node_id)
+        if ok is None:
+            ok = (subset is None or node_id in subset) and admissible(graph.get_node(node_id))
+            cache[node_id] = ok
+        return ok
+
+    def keep(pairs: Iterator[tuple[str, float]] | list[tuple[str, float]], path: str, limit: int) -> None:
         values: dict[str, float] = {}
         for node_id, value in pairs:
-            if subset is None and not admissible(graph.get_node(node_id)):
-                continue
-            ranked.append(node_id)
-            values[node_id] = value
-            if len(ranked) == limit:
-                break
-        rankings[path] = ranked
-        signal[path] = values
+            if allowed(node_id):
+                values[node_id] = value
+                if len(values) == limit:
+                    break
+        raw[path] = values
 
     keep(part.vectors.search(req.vector, overfetch, subset=subset), "vector", k)
-    kw = part.keywords.search(req.query, overfetch, session_id=req.session_id if limited else None,
-                              subset=subset)
-    keep(kw, "keyword", k)
-
-    cue = parse_time_cue(req.query, now=req.now)
+    keep(part.keywords.search(req.query, overfetch, session_id=req.session_id if limited else None,
+                              subset=subset), "keyword", k)
+    cue = resolve_time_cue(part, req.query, now=req.now, config=config) if config.time_weight > 0 else None
     if cue is not None:
-        in_range = part.between(cue.start, cue.end)
-        in_range = [i for i in in_range if admissible(graph.get_node(i))] if len(in_range) <= 20_000 \
-            else in_range
+        in_range = [i for i in part.between(cue.start, cue.end) if allowed(i)]
         if in_range:
             sims = part.vectors.similarities(req.vector, in_range)
             order = np.argsort(-sims, kind="stable")[:k]
             keep(((in_range[int(j)], 1.0) for j in order), "time", k)
-
-    if req.session_id is not None and config.recency_window > 0:
+    if req.session_id is not None and config.recency_window > 0 and config.recent_weight > 0:
         latest = part.latest(req.session_id, config.recency_window + 8)
         keep(((i, 1.0 / (r + 1)) for r, i in enumerate(latest)), "recent", config.recency_window)
 
     weights = {"vector": config.vector_weight, "keyword": config.keyword_weight,
-               "time": config.time_weight, "recent": config.recent_weight,
-               "graph": config.graph_weight}
-    if config.graph_hops > 0 and config.graph_weight > 0 and config.graph_seeds > 0:
-        base = weighted_rrf(rankings, weights, k=config.rrf_k)
-        seeds = heapq.nlargest(config.graph_seeds, base.items(), key=lambda kv: kv[1])
-        seed_act = {i: normalize_relevance(v, {p: weights[p] for p in rankings}, k=config.rrf_k)
-                    for i, v in seeds}
-        act = spread_activation(seed_act, graph.neighbors, hops=config.graph_hops,
-                                decay=config.graph_hop_decay, fanout=config.graph_fanout)
-        top_act = heapq.nlargest(4 * k, act.items(), key=lambda kv: kv[1])
-        keep((kv for kv in top_act if subset is None or kv[0] in subset), "graph", k)
+               "time": config.time_weight, "recent": config.recent_weight}
+    candidates = list(dict.fromkeys(i for path in _PATHS for i in raw.get(path, {})))
+    if not candidates:
+        return []
+    cosine = dict(zip(candidates, (float(c) for c in part.vectors.similarities(req.vector, candidates)),
+                      strict=True))
+    # The k-th best cosine of the vector search is the floor of the scale: "how close to the best".
+    floor = min(raw["vector"].values()) if len(raw["vector"]) >= k else None
+    vector_scale = _vector_scale(raw["vector"], floor)
+    base, vector_share = _fuse(raw, cosine, vector_scale, weights, config)
 
-    fused = weighted_rrf(rankings, weights, k=config.rrf_k)
-    active = {p: weights[p] for p in rankings if rankings[p]}
-    ids = list(fused)
-    cosines = part.vectors.similarities(req.vector, ids) if ids else np.zeros(0, dtype=np.float32)
+    boost: dict[str, float] = {}
+    if config.graph_hops > 0 and config.graph_weight > 0 and config.graph_seeds > 0:
+        seeds = dict(heapq.nlargest(config.graph_seeds, base.items(), key=lambda kv: kv[1]))
+        boost = spread_max(seeds, _neighbours(part, config, allowed), hops=config.graph_hops,
+                           decay=config.graph_hop_decay, fanout=config.graph_fanout)
+        reached = [i for i in boost if i not in cosine]
+        if reached:  # found only through the graph: their own relevance is their cosine's share
+            sims = part.vectors.similarities(req.vector, reached)
+            scaled = _scale_cosines(dict(zip(reached, (float(c) for c in sims), strict=True)), vector_scale)
+            for node_id, c in zip(reached, sims, strict=True):
+                cosine[node_id] = float(c)
+                base[node_id] = vector_share * scaled.get(node_id, 0.0)
+    spread_max_total = sum(config.graph_hop_decay ** h for h in range(1, config.graph_hops + 1))
+    norm = 1.0 + config.graph_weight * spread_max_total if boost else 1.0
+
     hits: list[ScoredMemory] = []
-    for node_id, cos in zip(ids, cosines, strict=True):
+    for node_id, fused in base.items():
         node = graph.get_node(node_id)
-        if node is None or not admissible(node):
+        if node is None or not allowed(node_id):
             continue
-        relevance = normalize_relevance(fused[node_id], active, k=config.rrf_k)
-        association = _association(part, node_id, req.now, config) if config.weight_model == "rich" else 0.0
+        graph_part = config.graph_weight * boost.get(node_id, 0.0)
+        relevance = min(1.0, (fused + graph_part) / norm)
+        association = _association(part, node_id, config) if config.weight_model == "rich" else 0.0
         weight = effective_weight(node, now=req.now, turn=part.turn, config=config, association=association)
         recency = recency_score(req.now - node.timestamp, half_life=config.recency_half_life)
         other = req.session_id is not None and node.session_id != req.session_id
@@ -196,16 +216,21 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
                                          weight_exponent=config.weight_exponent,
                                          recency_exponent=config.recency_exponent,
                                          session_factor=session_factor)
-        paths = tuple(p for p in rankings if node_id in signal[p])
+        paths = tuple(p for p in _PATHS if node_id in raw.get(p, {}))
+        if graph_part > 0:
+            paths += ("graph",)
         components = {"relevance": relevance, "weight": weight, "recency": recency,
-                      "session": session_factor, "vector": float(cos)}
+                      "session": session_factor, "vector": cosine.get(node_id, 0.0)}
         for p in paths:
-            if p != "vector":
-                components[p] = signal[p][node_id]
+            if p == "graph":
+                components["graph"] = boost[node_id]
+            elif p != "vector":
+                components[p] = raw[p][node_id]
         if req.explain:
+            components["fused"] = fused
             for p in paths:
-                components[f"rank_{p}"] = float(rankings[p].index(node_id) + 1)
-            components["fused"] = fused[node_id]
+                if p != "graph":
+                    components[f"rank_{p}"] = float(list(raw[p]).index(node_id) + 1)
         components["score"] = score
         if math.isfinite(score):
             hits.append(ScoredMemory(node, score, components, paths, other))
@@ -213,7 +238,68 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
     return hits[: req.top_k]
 
 
-def _association(part: Partition, node_id: str, now: float, config: AtlasConfig) -> float:
+def _vector_scale(found: Mapping[str, float], floor: float | None) -> tuple[float, float]:
+    """(floor, best) of the cosine scale; with fewer than k hits the floor is 0 similarity."""
+    if not found:
+        return 0.0, 1.0
+    best = max(found.values())
+    low = floor if floor is not None else min(0.0, min(found.values()))
+    return low, best
+
+
+def _scale_cosines(cosine: Mapping[str, float], vector_scale: tuple[float, float]) -> dict[str, float]:
+    low, best = vector_scale
+    if best <= low:
+        return {}
+    return pool_normalize({i: min(c, best) for i, c in cosine.items()}, floor=low)
+
+
+def _fuse(raw: Mapping[str, Mapping[str, float]], cosine: Mapping[str, float],
+          vector_scale: tuple[float, float], weights: Mapping[str, float], config: AtlasConfig
+          ) -> tuple[dict[str, float], float]:
+    """Fuse the paths' signals into a relevance in [0, 1] for every candidate.
+
+    Convex fusion scales each path to [0, 1]: cosine against the pool's scale (computed for
+    every candidate, not only those the vector path returned), BM25 by the best score, the time
+    and recent paths as given. Returns the relevances and the share of the vector path in them
+    (what a memory found by no path but the graph can get from its cosine alone).
+    """
+    if config.fusion == "rrf":
+        rankings = {p: sorted(v, key=lambda i: -v[i]) for p, v in raw.items() if v}
+        fused = weighted_rrf(rankings, weights, k=config.rrf_k)
+        active = {p: weights[p] for p in rankings}
+        return {i: normalize_relevance(fused.get(i, 0.0), active, k=config.rrf_k) for i in cosine}, 0.0
+    signals: dict[str, dict[str, float]] = {
+        "vector": _scale_cosines(cosine, vector_scale),
+        "keyword": max_normalize(dict(raw["keyword"])) if raw.get("keyword") else {},
+    }
+    for p in ("time", "recent"):
+        if raw.get(p):
+            signals[p] = dict(raw[p])
+    fused = convex_fusion(signals, weights)
+    total = sum(weights[p] for p, v in signals.items() if v and weights[p] > 0)
+    share = weights["vector"] / total if total > 0 and signals["vector"] else 0.0
+    return {i: fused.get(i, 0.0) for i in cosine}, share
+
+
+def _neighbours(part: Partition, config: AtlasConfig, allowed: Callable[[str], bool]
+                ) -> Callable[[str], Iterator[tuple[str, float]]]:
+    """Edges of a node as (other end, strength x relation weight), admissible ends only."""
+    by_relation = dict(config.relation_weights)
+
+    def neighbours(node_id: str) -> Iterator[tuple[str, float]]:
+        for edge in part.graph.edges(node_id):
+            factor = by_relation.get(edge.relation.value, 0.0)
+            if factor <= 0:
+                continue
+            other = edge.target if edge.source == node_id else edge.source
+            if other != node_id and allowed(other):
+                yield other, min(1.0, edge.strength) * factor
+
+    return neighbours
+
+
+def _association(part: Partition, node_id: str, config: AtlasConfig) -> float:
     """Mean stored weight of strongly linked neighbours, scaled to [0, 1] by the cap."""
     strong = [(other, s) for other, s in part.graph.neighbors(node_id) if s >= 0.5][:16]
     weights = [n.weight for other, _ in strong if (n := part.graph.get_node(other)) is not None]

@@ -1,15 +1,26 @@
 """Fusion and ranking of retrieval candidates, as pure functions.
 
-The atlas gathers candidates along several paths (vector, keyword, graph, recent, time), fuses
-the per-path rankings with weighted reciprocal rank fusion into a *relevance* in [0, 1], then
-ranks by the design card's score, relevance x weight x recency (or the seed's linear form).
+The atlas gathers candidates along several paths (vector, keyword, time, recent), fuses their
+signals into a *relevance* in [0, 1] (a calibrated weighted sum by default, reciprocal rank fusion
+as a preset), lets relevance flow along the graph's edges (`spread_max`), then ranks by the
+design card's score, relevance x weight x recency (or the seed's linear form).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import heapq
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
-__all__ = ["linear_score", "multiplicative_score", "normalize_relevance", "weighted_rrf"]
+__all__ = [
+    "convex_fusion",
+    "linear_score",
+    "max_normalize",
+    "multiplicative_score",
+    "normalize_relevance",
+    "pool_normalize",
+    "spread_max",
+    "weighted_rrf",
+]
 
 
 def weighted_rrf(rankings: Mapping[str, Sequence[str]], weights: Mapping[str, float], *,
@@ -51,6 +62,110 @@ def normalize_relevance(fused: float, weights: Mapping[str, float], *, k: float 
     """
     best = sum(w for w in weights.values() if w > 0) / (k + 1.0)
     return 0.0 if best <= 0 else min(1.0, fused / best)
+
+
+def pool_normalize(values: Mapping[str, float], *, floor: float | None = None) -> dict[str, float]:
+    """Scale similarities to [0, 1] within a candidate pool: ``(s - floor) / (best - floor)``.
+
+    ``floor`` defaults to the pool's lowest value (the k-th best of a top-k search), so the scale
+    means "how close to the best candidate" whatever the embedder's cosine range is (MiniLM's
+    cosines sit around 0.1-0.7, other models' around 0.7-0.9). Values below the floor count 0.
+
+    >>> pool_normalize({"a": 0.75, "b": 0.5, "c": 0.25})
+    {'a': 1.0, 'b': 0.5, 'c': 0.0}
+    >>> pool_normalize({"a": 0.8, "b": 0.1}, floor=0.2)
+    {'a': 1.0, 'b': 0.0}
+    """
+    if not values:
+        return {}
+    best = max(values.values())
+    low = min(values.values()) if floor is None else floor
+    if best <= low:
+        return {key: 1.0 if value >= best else 0.0 for key, value in values.items()}
+    span = best - low
+    return {key: max(0.0, (value - low) / span) for key, value in values.items()}
+
+
+def max_normalize(values: Mapping[str, float]) -> dict[str, float]:
+    """Divide non-negative scores (such as BM25) by the best one: ``s / max(s)``.
+
+    >>> max_normalize({"a": 4.0, "b": 1.0})
+    {'a': 1.0, 'b': 0.25}
+    """
+    best = max(values.values(), default=0.0)
+    if best <= 0:
+        return dict.fromkeys(values, 0.0)
+    return {key: max(0.0, value) / best for key, value in values.items()}
+
+
+def convex_fusion(signals: Mapping[str, Mapping[str, float]],
+                  weights: Mapping[str, float]) -> dict[str, float]:
+    """Calibrated fusion: ``relevance(d) = sum_p w_p * s_p(d) / sum_p w_p`` over the paths p that
+    produced a signal for this query, each ``s_p`` already scaled to [0, 1] (a path that did not
+    find ``d`` gives it 0).
+
+    Unlike rank fusion it keeps the margins: a memory far ahead on one path stays ahead (Bruch et
+    al., "An Analysis of Fusion Functions for Hybrid Retrieval", TOIS 2023, found a convex
+    combination of normalised scores at least as good as RRF and more sample-efficient to tune).
+
+    >>> convex_fusion({"vector": {"x": 1.0, "y": 0.5}, "keyword": {"y": 1.0}},
+    ...               {"vector": 0.6, "keyword": 0.4})
+    {'x': 0.6, 'y': 0.7}
+    """
+    active = {p: weights.get(p, 0.0) for p, s in signals.items() if s and weights.get(p, 0.0) > 0}
+    total = sum(active.values())
+    fused: dict[str, float] = {}
+    if total <= 0:
+        return fused
+    for path, w in active.items():
+        share = w / total
+        for doc, value in signals[path].items():
+            fused[doc] = fused.get(doc, 0.0) + share * value
+    return {doc: round(value, 12) for doc, value in fused.items()}
+
+
+def spread_max(scores: Mapping[str, float],
+               neighbors: Callable[[str], Iterable[tuple[str, float]]], *,
+               hops: int = 2, decay: float = 0.5, fanout: int = 16,
+               min_activation: float = 0.0) -> dict[str, float]:
+    """Relevance flowing along edges: what each node receives from its best neighbour per hop.
+
+    ``a_1(m) = max over edges (n, m) of  decay * strength(n, m) * s(n)`` and
+    ``a_h(m) = max over edges (n, m) of  decay * strength(n, m) * a_{h-1}(n)``; the boost of a
+    node is ``sum_h a_h``. Taking the *best* neighbour (not the sum) keeps a dense cluster of
+    weak matches from outranking one strong match; the boost of a node does not count its own
+    score twice (walks back to a node are ignored). ``neighbors(n)`` gives ``(m, strength)``
+    pairs, already weighted by relation; at most ``fanout`` strongest are followed per node.
+    Hand-written: networkx's personalised PageRank walks the whole graph per query, this touches
+    at most ``len(scores) * fanout ** hops`` edges.
+
+    >>> chain = {"a": [("b", 1.0)], "b": [("a", 1.0), ("c", 1.0)], "c": [("b", 1.0)]}
+    >>> spread_max({"a": 1.0}, lambda n: chain[n], hops=2, decay=0.5)
+    {'b': 0.5, 'c': 0.25}
+    >>> spread_max({"a": 1.0, "b": 0.8}, lambda n: chain[n], hops=1, decay=0.5)
+    {'b': 0.5, 'a': 0.4, 'c': 0.4}
+    """
+    boost: dict[str, float] = {}
+    frontier = {node: s for node, s in scores.items() if s > min_activation}
+    origin = {node: node for node in frontier}  # the node each activation started from
+    for _ in range(hops):
+        nxt: dict[str, float] = {}
+        nxt_origin: dict[str, str] = {}
+        for node, act in frontier.items():
+            edges = list(neighbors(node))
+            if len(edges) > fanout:
+                edges = heapq.nlargest(fanout, edges, key=lambda e: e[1])
+            for other, strength in edges:
+                if other == node or other == origin[node]:
+                    continue
+                passed = act * strength * decay
+                if passed > nxt.get(other, min_activation):
+                    nxt[other] = passed
+                    nxt_origin[other] = origin[node]
+        for node, act in nxt.items():
+            boost[node] = boost.get(node, 0.0) + act
+        frontier, origin = nxt, nxt_origin
+    return boost
 
 
 def multiplicative_score(relevance: float, weight: float, recency: float, *,
