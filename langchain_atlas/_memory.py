@@ -59,10 +59,11 @@ class AtlasMemory(BaseMemory):
 
     Invoke:
         >>> memory.save_context({"input": "My sister Ingrid lives in Tromsø"}, {"response": "Noted!"})
-        >>> print(memory.load_memory_variables({"input": "Where does Ingrid live?"})["history"])  # doctest: +ELLIPSIS
-        Memory timeline (oldest first):
-        - [...] Human: My sister Ingrid lives in Tromsø
-        - [...] AI: Noted!
+        >>> history = memory.load_memory_variables({"input": "Where does Ingrid live?"})["history"]
+        >>> "Human: My sister Ingrid lives in Tromsø" in history and "AI: Noted!" in history
+        True
+        >>> atlas.count_tokens(history) <= 200
+        True
 
     Use with a chain (``ConversationChain`` is deprecated upstream but still works):
         ```python

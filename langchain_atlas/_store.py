@@ -154,7 +154,7 @@ class AtlasStore(BaseStore):
             self._keys.pop(atlas_ns, None)
             node_id = self._index(atlas_ns).get(key)
             return None if node_id is None else self._current(node_id, atlas_ns)
-        node = self._current(key, atlas_ns)  # a memory written by other means: its key is its id
+        node = self._current(key, atlas_ns) if key else None  # written by other means: its key is its id
         if node is not None and KEY not in node.metadata:
             self._index(atlas_ns)[key] = node.id
             return node
@@ -225,7 +225,8 @@ class AtlasStore(BaseStore):
             if old is not None:
                 meta[CREATED] = old.metadata.get(CREATED, old.created_at)
                 replaced.append(old)
-            items.append({"content": self._text(value, op.index) or key, "namespace": atlas_ns, "metadata": meta})
+            text = self._text(value, op.index)[:self.atlas.config.max_content_chars] or key or "(empty)"
+            items.append({"content": text, "namespace": atlas_ns, "metadata": meta})
         nodes = self.atlas.add_memories(items, namespace=items[0]["namespace"])  # all or nothing
         for old in replaced:  # only once the new versions are safely in
             with contextlib.suppress(MemoryNotFoundError):

@@ -135,6 +135,16 @@ def test_unsupported_filters_fail_loudly(atlas: ElasticMemoryAtlas, bad: dict[st
         store.search(("a",), filter=bad)
 
 
+def test_empty_keys_empty_values_and_long_texts(atlas: ElasticMemoryAtlas) -> None:
+    store = AtlasStore(atlas=atlas)
+    store.put(("a",), "", {})
+    assert store.get(("a",), "").value == {}  # type: ignore[union-attr]
+    long = {"text": "fjord " * 40_000}  # 240k characters: more than one memory's text may hold
+    store.put(("a",), "long", long, index=["text"])
+    assert store.get(("a",), "long").value == long  # type: ignore[union-attr]
+    assert store.search(("a",), query="fjord", limit=1)[0].key == "long"
+
+
 # -- LangGraph ----------------------------------------------------------------------------------
 class NoteState(TypedDict, total=False):
     user: str
@@ -231,3 +241,4 @@ def test_an_agent_with_store_tools_saves_and_searches_long_term_memory(atlas: El
     other = graph.invoke({"messages": [HumanMessage("what is my dog called?")]}, {"configurable": {"user_id": "bob"}})
     assert other["messages"][-1].text == "Done: nothing found"
     assert model.bound_tools == ["save_memory", "search_memory"]
+
