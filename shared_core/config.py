@@ -83,6 +83,24 @@ class AtlasConfig:
     # context
     working_memory: int = 10
     truncation_marker: str = " …[truncated]"
+    # lifecycle (see shared_core.lifecycle; all off by default, on in AtlasConfig.managed())
+    write_filter: bool = False
+    write_threshold: float = 0.3
+    contradiction_check: bool = False
+    contradiction_similarity: float = 0.5
+    contradiction_neighbors: int = 5
+    contradiction_factor: float = 0.5
+    compress_every: int | None = None
+    merge_threshold: float = 0.92
+    summary_below: float = 0.5
+    summary_min_size: int = 3
+    summary_fade: float = 0.7
+    chapter_size: int = 500
+    max_bytes: int | None = None
+    cleanup_pressure: float = 0.7
+    prune_below: float | None = None
+    prune_idle: float = 30 * DAY
+    prune_every: int = 200
 
     def __post_init__(self) -> None:
         positive = ("half_life", "reinforce_factor", "weight_cap", "recency_half_life", "rrf_k",
@@ -140,6 +158,31 @@ class AtlasConfig:
         if not 0 <= self.similar_threshold <= 1:
             raise InvalidInputError(
                 f"similar_threshold must be in [0, 1], got {self.similar_threshold!r}")
+        self._check_lifecycle()
+
+    def _check_lifecycle(self) -> None:
+        unit = ("write_threshold", "contradiction_similarity", "contradiction_factor", "merge_threshold",
+                "summary_fade", "cleanup_pressure")
+        for name in unit:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+                raise InvalidInputError(f"AtlasConfig.{name} must be a number in [0, 1], got {value!r}")
+        for name in ("contradiction_neighbors", "summary_min_size", "chapter_size", "prune_every"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidInputError(f"AtlasConfig.{name} must be an int >= 1, got {value!r}")
+        for name in ("compress_every", "max_bytes"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise InvalidInputError(f"AtlasConfig.{name} must be None or an int >= 1, got {value!r}")
+        for name in ("write_filter", "contradiction_check"):
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidInputError(f"AtlasConfig.{name} must be True or False, got {getattr(self, name)!r}")
+        for name, value in (("summary_below", self.summary_below), ("prune_idle", self.prune_idle),
+                            ("prune_below", 0.0 if self.prune_below is None else self.prune_below)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0 \
+                    or not math.isfinite(value):
+                raise InvalidInputError(f"AtlasConfig.{name} must be a number >= 0, got {value!r}")
 
     def replace(self, **changes: Any) -> AtlasConfig:
         """A copy with ``changes`` applied (and validated)."""
@@ -169,6 +212,13 @@ class AtlasConfig:
     def chat(cls, **overrides: Any) -> AtlasConfig:
         """A chat agent's working memory: decay counted in turns (half-life 200 writes)."""
         return cls(**{"decay_unit": "turns", "half_life": 200, "recency_window": 8, **overrides})
+
+    @classmethod
+    def managed(cls, **overrides: Any) -> AtlasConfig:
+        """A self-cleaning memory: the write filter, the contradiction check, compression every
+        200 writes and the cleanup rule (weight below 0.2 and unused for 30 days: removed)."""
+        return cls(**{"write_filter": True, "contradiction_check": True, "compress_every": 200,
+                      "prune_below": 0.2, **overrides})
 
     @classmethod
     def archive(cls, **overrides: Any) -> AtlasConfig:

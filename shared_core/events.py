@@ -1,11 +1,19 @@
 """The event log: every change the atlas makes, with its reason, and subscribers to follow it.
 
+Kinds (`EVENT_KINDS`): ``add``, ``hold`` (a turn the write filter kept in working memory only),
+``update``, ``link``, ``recall``, ``reinforce``, ``decay`` (a weight lowered by compression),
+``fade``, ``evict`` (capacity, byte cap or the cleanup rule), ``expire`` (TTL), ``forget``,
+``merge``, ``summarize``, ``contradict``, ``compress`` and ``end_session``. Each carries a
+``reason`` in words and its details in ``data``.
+
 >>> log = EventLog(maxlen=10)
 >>> seen = []
 >>> unsubscribe = log.subscribe(seen.append)
 >>> _ = log.emit("add", namespace="alice", node_id="n1", at=0.0, reason="add_memory")
 >>> seen[0].kind, len(log)
 ('add', 1)
+>>> EventLog.from_records(log.records(), totals=log.totals()).events() == log.events()
+True
 """
 
 from __future__ import annotations
@@ -13,7 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter, deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,8 +32,8 @@ __all__ = ["EVENT_KINDS", "AtlasEvent", "EventLog"]
 logger = logging.getLogger("shared_core")
 
 EVENT_KINDS = frozenset({
-    "add", "recall", "reinforce", "decay", "evict", "expire", "forget", "link", "update",
-    "merge", "summarize", "contradict", "fade", "end_session",
+    "add", "hold", "recall", "reinforce", "decay", "evict", "expire", "forget", "link", "update",
+    "merge", "summarize", "contradict", "compress", "fade", "end_session",
 })
 
 
@@ -40,6 +48,11 @@ class AtlasEvent:
     reason: str = ""
     data: Mapping[str, Any] = field(default_factory=dict)
 
+    def as_record(self) -> dict[str, Any]:
+        """A JSON-ready dict (the form `EventLog.records` and save files use)."""
+        return {"kind": self.kind, "namespace": self.namespace, "node_id": self.node_id, "at": self.at,
+                "reason": self.reason, "data": dict(self.data)}
+
 
 class EventLog:
     """A bounded, thread-safe log of `AtlasEvent` with synchronous subscribers.
@@ -49,10 +62,16 @@ class EventLog:
     """
 
     def __init__(self, *, maxlen: int = 10_000) -> None:
+        if isinstance(maxlen, bool) or not isinstance(maxlen, int) or maxlen < 0:
+            raise InvalidInputError(f"event log maxlen must be an int >= 0, got {maxlen!r}")
         self._events: deque[AtlasEvent] = deque(maxlen=maxlen)
         self._subscribers: list[Callable[[AtlasEvent], None]] = []
         self._totals: Counter[str] = Counter()
         self._lock = threading.Lock()
+
+    @property
+    def maxlen(self) -> int:
+        return self._events.maxlen or 0
 
     def emit(self, kind: str, *, namespace: str, node_id: str | None, at: float,
              reason: str = "", **data: Any) -> AtlasEvent:
@@ -90,6 +109,33 @@ class EventLog:
         with self._lock:
             return [e for e in self._events
                     if (kind is None or e.kind == kind) and (namespace is None or e.namespace == namespace)]
+
+    def records(self) -> list[dict[str, Any]]:
+        """Every retained event as a JSON-ready dict, oldest first."""
+        return [e.as_record() for e in self.events()]
+
+    @classmethod
+    def from_records(cls, records: Iterable[Mapping[str, Any]], *, totals: Mapping[str, int],
+                     maxlen: int = 10_000) -> EventLog:
+        """Rebuild a log from `records` and lifetime `totals` (subscribers are not saved).
+
+        Raises `InvalidInputError` (or ``KeyError``/``TypeError``) on a malformed record.
+        """
+        log = cls(maxlen=maxlen)
+        for r in records:
+            node_id = r["node_id"]
+            if not isinstance(r["kind"], str) or not isinstance(r["namespace"], str) \
+                    or not (node_id is None or isinstance(node_id, str)) or not isinstance(r["reason"], str) \
+                    or isinstance(r["at"], bool) or not isinstance(r["at"], (int, float)) \
+                    or not isinstance(r["data"], Mapping):
+                raise InvalidInputError(f"malformed event record {dict(r)!r:.200}")
+            log._events.append(AtlasEvent(r["kind"], r["namespace"], node_id, float(r["at"]), r["reason"],
+                                          dict(r["data"])))
+        for kind, n in totals.items():
+            if not isinstance(kind, str) or isinstance(n, bool) or not isinstance(n, int) or n < 0:
+                raise InvalidInputError(f"malformed event total {kind!r}: {n!r}")
+            log._totals[kind] = n
+        return log
 
     def __len__(self) -> int:
         return len(self._events)
