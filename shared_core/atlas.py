@@ -307,7 +307,7 @@ class ElasticMemoryAtlas:
                 else:
                     w = effective_weight(node, now=now, turn=part.turn, config=self.config)
                     part.graph.put_node(replace(node, weight=max(self.config.weight_floor, w * factor),
-                                                last_accessed_at=now, turn=part.turn))
+                                                last_accessed_at=now, accessed_turn=part.turn))
                     self.events.emit("fade", namespace=ns, node_id=nid, at=now, reason="end_session")
                 touched += 1
             self.events.emit("end_session", namespace=ns, node_id=None, at=now, reason=mode,
@@ -429,7 +429,7 @@ class ElasticMemoryAtlas:
             current = effective_weight(node, now=now, turn=part.turn, config=self.config)
             weight = reinforced_weight(current, factor=self.config.reinforce_factor, cap=self.config.weight_cap)
             updated = replace(node, weight=weight, last_accessed_at=now, access_count=node.access_count + 1,
-                              turn=part.turn)
+                              accessed_turn=part.turn)
             part.graph.put_node(updated)
             self.events.emit("reinforce", namespace=part.namespace, node_id=node.id, at=now,
                              reason="recalled", weight=weight)

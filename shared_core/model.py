@@ -55,7 +55,9 @@ class MemoryNode:
 
     ``timestamp`` is when the remembered thing happened (it may lie in the past); ``created_at``
     is when the atlas stored it. ``weight`` is the weight at ``last_accessed_at``: the atlas
-    decays it lazily from there (see `shared_core.decay`). ``kind`` is ``"memory"`` or
+    decays it lazily from there (see `shared_core.decay`). ``turn`` is the memory's place in its
+    namespace's write order (it never changes); ``accessed_turn`` is the write count at its last
+    access, from which decay counted in turns runs. ``kind`` is ``"memory"`` or
     ``"summary"``.
     """
 
@@ -71,6 +73,7 @@ class MemoryNode:
     last_accessed_at: float = 0.0
     access_count: int = 0
     turn: int = 0
+    accessed_turn: int = 0
     metadata: Mapping[str, Any] = field(default_factory=dict)
     pinned: bool = False
     expires_at: float | None = None

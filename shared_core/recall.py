@@ -51,7 +51,7 @@ _MAX_YEARS_BACK = 30
 def effective_weight(node: MemoryNode, *, now: float, turn: int, config: AtlasConfig,
                      association: float = 0.0) -> float:
     """A memory's weight now, decayed lazily from its last access (see `shared_core.decay`)."""
-    elapsed = float(turn - node.turn) if config.decay_unit == "turns" else now - node.last_accessed_at
+    elapsed = float(turn - node.accessed_turn) if config.decay_unit == "turns" else now - node.last_accessed_at
     if node.pinned:
         elapsed = 0.0
     if config.weight_model == "rich":

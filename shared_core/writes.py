@@ -86,7 +86,8 @@ def insert_memory(part: Partition, spec: MemorySpec, vec: npt.NDArray[np.float32
         id=uuid.uuid4().hex, content=spec.content, namespace=spec.namespace,
         session_id=spec.session_id, weight=spec.importance if spec.importance > 0 else cfg.weight_floor,
         importance=spec.importance, timestamp=spec.timestamp if spec.timestamp is not None else now,
-        created_at=now, last_accessed_at=now, turn=part.turn, metadata=spec.metadata,
+        created_at=now, last_accessed_at=now, turn=part.turn, accessed_turn=part.turn,
+        metadata=spec.metadata,
         pinned=spec.pinned, expires_at=None if spec.ttl is None else now + spec.ttl,
         valid_from=now, kind=spec.kind,
     )

@@ -232,3 +232,11 @@ def test_property_a_failed_add_leaves_the_atlas_unchanged(content, namespace, tt
         assert snapshot(atlas) == before
     else:  # the junk happened to be valid: the write must be complete and the cap must hold
         assert len(atlas) <= 3
+
+
+def test_write_order_survives_recall_and_fade(atlas: ElasticMemoryAtlas) -> None:
+    atlas.add_memories(["alpha one", "beta two", "gamma three"], namespace="u", session_id="s")
+    atlas.retrieve("alpha", namespace="u", top_k=1)  # reinforcing must not reorder
+    atlas.end_session("s", namespace="u", mode="fade")
+    assert [n.content for n in atlas.memories(namespace="u")] == ["alpha one", "beta two", "gamma three"]
+    assert [n.turn for n in atlas.memories(namespace="u")] == [1, 2, 3]
