@@ -115,6 +115,12 @@ class ElasticMemoryAtlas:
                 bar.update(len(chunk))
         return out
 
+    def _embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        query = getattr(self.embedder, "embed_query", None)
+        rows = normalize_rows(query(text), dim=self.embedder.dim) if callable(query) else self._embed([text])
+        vector: npt.NDArray[np.float32] = rows[0]
+        return vector
+
     def _part(self, namespace: str) -> Partition | None:
         return self.backend.partition(namespace)
 
@@ -408,7 +414,7 @@ class ElasticMemoryAtlas:
         cross = self.config.cross_session if cross_session is None else check.flag(cross_session, "cross_session")
         if k == 0:
             return []
-        vector = self._embed([text])[0]
+        vector = self._embed_query(text)
         with self._lock:
             part = self._part(ns)
             if part is None:
@@ -460,7 +466,7 @@ class ElasticMemoryAtlas:
         counter = self.token_counter
         if budget == 0:
             return Context("", 0, (), (), 0, style)
-        vector = self._embed([text])[0]
+        vector = self._embed_query(text)
         with self._lock:
             part = self._part(ns)
             if part is None:

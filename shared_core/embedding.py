@@ -39,7 +39,11 @@ TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f41157
 
 @runtime_checkable
 class Embedder(Protocol):
-    """Texts in, an ``(n, dim)`` float32 matrix out (rows need not be normalised)."""
+    """Texts in, an ``(n, dim)`` float32 matrix out (rows need not be normalised).
+
+    An embedder may also define ``embed_query(text) -> vector`` for models that embed questions
+    differently from documents (e5, nomic); the atlas uses it for queries when present.
+    """
 
     @property
     def dim(self) -> int: ...
@@ -203,8 +207,9 @@ class CallableEmbedder:
     """Adapts a framework embedding object or a plain callable to the `Embedder` seam."""
 
     def __init__(self, fn: Callable[[list[str]], Any], *, dim: int | None = None,
-                 name: str = "callable") -> None:
+                 name: str = "callable", query_fn: Callable[[str], Any] | None = None) -> None:
         self._fn = fn
+        self._query_fn = query_fn
         self._dim = dim
         self._name = name
         self._lock = threading.Lock()
@@ -219,6 +224,13 @@ class CallableEmbedder:
 
     def embed(self, texts: Sequence[str]) -> Matrix:
         return np.asarray(self._fn(list(texts)), dtype=np.float32)
+
+    def embed_query(self, text: str) -> Matrix:
+        """The query's vector: the framework's query embedding when it has one."""
+        if self._query_fn is None:
+            row: Matrix = self.embed([text])[0]
+            return row
+        return np.asarray(self._query_fn(text), dtype=np.float32)
 
     def __repr__(self) -> str:
         return f"CallableEmbedder({self._name})"
@@ -237,10 +249,12 @@ def as_embedder(value: object | None) -> Embedder:
         return value
     embed_documents = getattr(value, "embed_documents", None)
     if callable(embed_documents):
-        return CallableEmbedder(embed_documents, name=type(value).__name__)
+        return CallableEmbedder(embed_documents, name=type(value).__name__,
+                                query_fn=getattr(value, "embed_query", None))
     batch = getattr(value, "get_text_embedding_batch", None)
     if callable(batch):
-        return CallableEmbedder(batch, name=type(value).__name__)
+        return CallableEmbedder(batch, name=type(value).__name__,
+                                query_fn=getattr(value, "get_query_embedding", None))
     if callable(value):
         return CallableEmbedder(value, name=getattr(value, "__name__", type(value).__name__))
     raise InvalidInputError(

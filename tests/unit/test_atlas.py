@@ -240,3 +240,17 @@ def test_write_order_survives_recall_and_fade(atlas: ElasticMemoryAtlas) -> None
     atlas.end_session("s", namespace="u", mode="fade")
     assert [n.content for n in atlas.memories(namespace="u")] == ["alpha one", "beta two", "gamma three"]
     assert [n.turn for n in atlas.memories(namespace="u")] == [1, 2, 3]
+
+
+def test_framework_embedders_embed_queries_with_their_query_method() -> None:
+    class QueryAware:  # the shape of a LangChain Embeddings with asymmetric query/document models
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return [[1.0, 0.0, 0.0] if "doc" in t else [0.0, 1.0, 0.0] for t in texts]
+
+        def embed_query(self, text: str) -> list[float]:
+            return [1.0, 0.1, 0.0]  # questions map next to documents
+
+    atlas = ElasticMemoryAtlas(embedder=QueryAware(), clock=ManualClock())
+    atlas.add_memories(["doc about tea", "note about coffee"], namespace="u")
+    hits = atlas.retrieve("anything", namespace="u", top_k=2, reinforce=False)
+    assert hits[0].node.content == "doc about tea" and hits[0].components["vector"] > 0.99
