@@ -95,7 +95,9 @@ class AtlasMemory(BaseMemory):
         default=None,
         description="Atlas filters (or LlamaIndex MetadataFilters) that recalled memories must match.")
     reinforce: bool = Field(
-        default=True, description="Strengthen the memories recalled, as ElasticMemoryAtlas.retrieve does.")
+        default=True,
+        description="Strengthen the recalled memories shown to the LLM (the atlas's elastic weights); the "
+                    "recent turns shown as messages are not reinforced.")
     memory_role: MessageRole = Field(
         default=MessageRole.SYSTEM, description="Role of the message that holds the recalled memories.")
 
@@ -157,7 +159,7 @@ class AtlasMemory(BaseMemory):
         encode = getattr(counter, "encode", None)
         if callable(encode):
             return encode  # type: ignore[no-any-return]
-        return lambda text: [0] * counter.count(text)
+        return lambda text: [0] * counter.count(text)  # callers only take len() of the tokens
 
     def __bool__(self) -> bool:
         # Engines and agents write `memory or ChatMemoryBuffer.from_defaults(...)`: an empty

@@ -71,7 +71,7 @@ class AtlasMemoryBlock(BaseMemoryBlock[str]):
         default=None,
         description="Atlas filters (or LlamaIndex MetadataFilters) that recalled memories must match.")
     reinforce: bool = Field(
-        default=True, description="Strengthen the memories recalled, as ElasticMemoryAtlas.retrieve does.")
+        default=True, description="Strengthen the recalled memories shown (the atlas's elastic weights).")
     retrieval_context_window: int = Field(
         default=1, ge=1, description="How many of the latest messages make up the recall query.")
 
