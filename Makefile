@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip
 
-.PHONY: help demo test lint typecheck unit integration notebooks bench install install-dev clean falkordb falkordb-stop
+.PHONY: help demo test lint typecheck unit integration notebooks bench install install-dev clean falkordb falkordb-stop browser
 
 help:
 	@echo "make demo | make test | make lint | make bench | make falkordb | make clean"
@@ -38,7 +38,13 @@ typecheck: lint
 unit: $(VENV)/.dev
 	$(BIN)/python -m pytest tests/unit -q
 
-test: $(VENV)/.dev
+# Debian's Chromium, for the test that opens the graph page in a real browser.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian's chromium for the browser test"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+test: $(VENV)/.dev browser
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -p no:cacheprovider
