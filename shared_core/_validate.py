@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -108,3 +108,15 @@ def node_id(value: object, name: str = "node_id") -> str:
     if not isinstance(value, str) or not value:
         raise InvalidInputError(f"{name} must be a non-empty string, got {value!r}")
     return value
+
+
+def id_set(value: object, name: str) -> frozenset[str]:
+    if value is None:
+        return frozenset()
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise InvalidInputError(f"{name} must be a collection of string ids, got {value!r:.80}")
+    items = list(value)
+    for item in items:
+        if not isinstance(item, str):
+            raise InvalidInputError(f"{name} must hold string ids, got {item!r}")
+    return frozenset(items)

@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -396,12 +396,13 @@ class ElasticMemoryAtlas:
     def retrieve(self, query: str, *, namespace: str, session_id: str | None = None, top_k: int = 5,
                  filters: Mapping[str, Any] | None = None, reinforce: bool = True,
                  include_history: bool = False, explain: bool = False,
-                 cross_session: bool | None = None) -> list[ScoredMemory]:
+                 cross_session: bool | None = None, exclude_ids: Collection[str] = ()) -> list[ScoredMemory]:
         """Hybrid recall within ``namespace``; see `shared_core.recall` for the paths.
 
         With ``session_id``, only that session is searched unless ``cross_session`` (default
         from the config) lets the namespace's other sessions in, with a penalty and labelled
         ``other_session``. Recalled memories are reinforced unless ``reinforce=False``.
+        ``exclude_ids`` are never returned (e.g. turns the caller already shows the model).
         """
         text = check.query(query)
         ns = check.namespace(namespace)
@@ -412,6 +413,7 @@ class ElasticMemoryAtlas:
                             ("explain", explain)):
             check.flag(value, name)
         cross = self.config.cross_session if cross_session is None else check.flag(cross_session, "cross_session")
+        excluded = check.id_set(exclude_ids, "exclude_ids")
         if k == 0:
             return []
         vector = self._embed_query(text)
@@ -420,10 +422,10 @@ class ElasticMemoryAtlas:
             if part is None:
                 return []
             now = self.clock.now()
-            request = RecallRequest(query=text, vector=vector, now=now, session_id=session, top_k=k,
+            request = RecallRequest(query=text, vector=vector, now=now, session_id=session, top_k=k + len(excluded),
                                     predicate=predicate, include_history=include_history,
                                     cross_session=cross, explain=explain)
-            hits = recall(part, request, self.config)
+            hits = [h for h in recall(part, request, self.config) if h.node.id not in excluded][:k]
             if reinforce:
                 hits = self._reinforce(part, hits, now)
             return [replace(h, node=self._public(part, h.node)) for h in hits]
@@ -445,13 +447,15 @@ class ElasticMemoryAtlas:
     def build_context(self, query: str, *, namespace: str, session_id: str | None = None,
                       token_budget: int, style: str = "timeline", working_memory: int | None = None,
                       reinforce: bool = True, filters: Mapping[str, Any] | None = None,
-                      cross_session: bool | None = None, llm: Any = None) -> Context:
+                      cross_session: bool | None = None, llm: Any = None,
+                      exclude_ids: Collection[str] = ()) -> Context:
         """The context an LLM should see for ``query``, within ``token_budget`` exact tokens.
 
         Tiers in priority order: the session's last ``working_memory`` memories, recalled
         memories by score, then summaries. ``style`` is ``"timeline"``, ``"bullet"`` or
         ``"narrative"``; for the narrative, an optional ``llm`` (LangChain chat model, LlamaIndex
         LLM or ``str -> str`` callable) rewrites the extractive paragraph, kept only if it fits.
+        ``exclude_ids`` are left out of every tier (e.g. turns the caller already shows the model).
         """
         text = check.query(query)
         ns = check.namespace(namespace)
@@ -463,6 +467,7 @@ class ElasticMemoryAtlas:
         check.flag(reinforce, "reinforce")
         predicate = compile_filters(filters)
         cross = self.config.cross_session if cross_session is None else check.flag(cross_session, "cross_session")
+        excluded = check.id_set(exclude_ids, "exclude_ids")
         counter = self.token_counter
         if budget == 0:
             return Context("", 0, (), (), 0, style)
@@ -474,15 +479,16 @@ class ElasticMemoryAtlas:
             now = self.clock.now()
             working: list[ScoredMemory] = []
             if session is not None and wm > 0:
-                for nid in part.latest(session, wm + len(part.inactive) % 16):
+                for nid in part.latest(session, wm + min(len(part.inactive), 16) + len(excluded)):
                     node = part.graph.get_node(nid)
-                    if node is not None and nid not in part.inactive and node.is_current(now) \
+                    if node is not None and nid not in part.inactive and nid not in excluded and node.is_current(now) \
                             and (predicate is None or predicate(node)) and len(working) < wm:
                         working.append(ScoredMemory(node, 1.0, {"working": 1.0}, ("working",)))
             top_k = min(400, max(20, budget // 10))
-            request = RecallRequest(query=text, vector=vector, now=now, session_id=session, top_k=top_k,
-                                    predicate=predicate, cross_session=cross, candidate_k=max(top_k, 60))
-            hits = recall(part, request, self.config)
+            request = RecallRequest(query=text, vector=vector, now=now, session_id=session,
+                                    top_k=top_k + len(excluded), predicate=predicate, cross_session=cross,
+                                    candidate_k=max(top_k, 60))
+            hits = [h for h in recall(part, request, self.config) if h.node.id not in excluded]
             recalled = [h for h in hits if h.node.kind != "summary"]
             summaries = [h for h in hits if h.node.kind == "summary"]
             ctx = build_context_block(working, recalled, summaries, style=style, budget=budget,

@@ -254,3 +254,14 @@ def test_framework_embedders_embed_queries_with_their_query_method() -> None:
     atlas.add_memories(["doc about tea", "note about coffee"], namespace="u")
     hits = atlas.retrieve("anything", namespace="u", top_k=2, reinforce=False)
     assert hits[0].node.content == "doc about tea" and hits[0].components["vector"] > 0.99
+
+
+def test_exclude_ids_keeps_shown_turns_out_of_recall_and_context(atlas: ElasticMemoryAtlas) -> None:
+    shown = atlas.add_memory("we talked about tea", namespace="u", session_id="s")
+    other = atlas.add_memory("tea from Darjeeling is my favourite", namespace="u", session_id="s")
+    hits = atlas.retrieve("tea", namespace="u", exclude_ids={shown.id}, reinforce=False)
+    assert [h.node.id for h in hits] == [other.id]
+    ctx = atlas.build_context("tea", namespace="u", session_id="s", token_budget=200, exclude_ids=[shown.id])
+    assert "we talked about tea" not in ctx.text and "Darjeeling" in ctx.text
+    with pytest.raises(InvalidInputError, match="exclude_ids"):
+        atlas.retrieve("tea", namespace="u", exclude_ids="abc")
