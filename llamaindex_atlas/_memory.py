@@ -207,7 +207,7 @@ class AtlasMemory(BaseMemory):
         if not query.strip() or used >= budget:
             return messages
         ctx = context_beside(self._atlas, query, namespace=self.namespace, session_id=self.session_id,
-                             tail=nodes[recent[0][0]:] if recent else [], shown={nodes[i].id for i, _ in recent},
+                             shown={nodes[i].id for i, _ in recent},
                              budget=budget - used, style=self.style, reinforce=self.reinforce,
                              filters=self.filters, cross_session=self.cross_session)
         if ctx.text:
