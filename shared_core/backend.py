@@ -1,23 +1,36 @@
 """Storage backends: where each namespace's graph, vectors and keywords live.
 
-A backend hands out one `Partition` per namespace. The in-process default keeps a networkx graph,
-a numpy matrix and an FTS5 table per namespace; a server backend (FalkorDB) keeps one graph key per
-namespace. Because each namespace is a separate partition, isolation is structural: a search, a
-walk or a count only ever sees one partition.
+A backend hands out one `Partition` per namespace. The in-process default keeps a dict graph,
+a `TieredVectorIndex` and an FTS5 table per namespace; a server backend (FalkorDB) keeps one graph
+key per namespace. Because each namespace is a separate partition, isolation is structural: a
+search, a walk or a count only ever sees one partition.
+
+Each namespace's vectors are searched exactly (one numpy matrix) while it is small, and with an
+approximate inverted-file index (`shared_core.ann_index`) once it holds ``ann_threshold`` vectors;
+below half the threshold it goes back to exact. The switch is per namespace: a small tenant stays
+exact next to a large one.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator
+import logging
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from .graph_store import GraphStore, NetworkXGraphStore
-from .keyword_index import FTS5KeywordIndex, _SharedDatabase
-from .vector_index import NumpyVectorIndex, VectorIndex
+import numpy as np
+import numpy.typing as npt
 
-__all__ = ["Backend", "InProcessBackend", "Partition"]
+from .ann_index import IVFVectorIndex, ann_available
+from .config import AtlasConfig
+from .graph_store import DictGraphStore, GraphStore
+from .keyword_index import FTS5KeywordIndex, _SharedDatabase
+from .vector_index import Hits, NumpyVectorIndex, Vector, VectorIndex, search_many
+
+__all__ = ["Backend", "InProcessBackend", "Partition", "TieredVectorIndex"]
+
+logger = logging.getLogger("shared_core")
 
 
 @dataclass(slots=True, eq=False)
@@ -83,19 +96,104 @@ class Backend(Protocol):
     def drop(self, namespace: str) -> None: ...
 
 
-class InProcessBackend:
-    """networkx + numpy + SQLite FTS5, all in this process."""
+class TieredVectorIndex:
+    """Exact search while small, approximate from ``threshold`` vectors (None: always exact).
 
-    def __init__(self, *, dim: int) -> None:
+    Starts as a `NumpyVectorIndex`; the add that reaches ``threshold`` moves the vectors into an
+    `IVFVectorIndex` (trained on them); a remove that leaves fewer than ``threshold // 2`` moves
+    them back, so a namespace hovering at the threshold does not flip on every write. Without
+    faiss installed it stays exact and logs a warning once.
+
+    >>> import numpy as np
+    >>> index = TieredVectorIndex(4, threshold=64)
+    >>> index.add([f"m{i}" for i in range(64)], np.eye(4, dtype=np.float32)[np.arange(64) % 4])
+    >>> index.approximate, len(index)
+    (True, 64)
+    """
+
+    _warned = False
+
+    def __init__(self, dim: int, *, threshold: int | None = 4096, probe_fraction: float = 0.1) -> None:
+        self._dim = dim
+        self.threshold = threshold
+        self.probe_fraction = probe_fraction
+        self._impl: NumpyVectorIndex | IVFVectorIndex = NumpyVectorIndex(dim)
+
+    @property
+    def approximate(self) -> bool:
+        """Whether searches currently go through the approximate index."""
+        return isinstance(self._impl, IVFVectorIndex)
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def __len__(self) -> int:
+        return len(self._impl)
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self._impl
+
+    def add(self, ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> None:
+        self._impl.add(ids, vectors)
+        if self.threshold is not None and not self.approximate and len(self._impl) >= self.threshold:
+            self._to_approximate()
+
+    def remove(self, ids: Sequence[str]) -> None:
+        self._impl.remove(ids)
+        if self.threshold is not None and self.approximate and len(self._impl) < self.threshold // 2:
+            exact = NumpyVectorIndex(self._dim, capacity=self.threshold)
+            exact.add(*self._impl.vectors())  # type: ignore[union-attr]
+            self._impl = exact
+
+    def get(self, node_id: str) -> Vector | None:
+        return self._impl.get(node_id)
+
+    def search(self, query: Vector, k: int, *, subset: Collection[str] | None = None) -> Hits:
+        return self._impl.search(query, k, subset=subset)
+
+    def search_many(self, queries: npt.NDArray[np.float32], k: int) -> list[Hits]:
+        return search_many(self._impl, queries, k)
+
+    def similarities(self, query: Vector, ids: Sequence[str]) -> npt.NDArray[np.float32]:
+        return self._impl.similarities(query, ids)
+
+    def nbytes(self) -> int:
+        return self._impl.nbytes()
+
+    def _to_approximate(self) -> None:
+        if not ann_available():
+            if not TieredVectorIndex._warned:
+                logger.warning("faiss is not installed: vector search stays exact past %d memories "
+                               "(pip install faiss-cpu)", self.threshold)
+                TieredVectorIndex._warned = True
+            self.threshold = None
+            return
+        exact = self._impl
+        assert isinstance(exact, NumpyVectorIndex)
+        self._impl = IVFVectorIndex.build(exact.ids(), exact.matrix(), probe_fraction=self.probe_fraction)
+
+
+class InProcessBackend:
+    """Dict graph + tiered numpy/faiss vectors + SQLite FTS5, all in this process.
+
+    ``config`` supplies the vector index's ``ann_threshold`` and ``ann_probe_fraction``.
+    """
+
+    def __init__(self, *, dim: int, config: AtlasConfig | None = None) -> None:
         self.dim = dim
+        cfg = config or AtlasConfig()
+        self.ann_threshold = cfg.ann_threshold
+        self.ann_probe_fraction = cfg.ann_probe_fraction
         self._db = _SharedDatabase()
         self._partitions: dict[str, Partition] = {}
 
     def partition(self, namespace: str, *, create: bool = False) -> Partition | None:
         part = self._partitions.get(namespace)
         if part is None and create:
-            part = Partition(namespace, NetworkXGraphStore(), NumpyVectorIndex(self.dim),
-                             FTS5KeywordIndex.create(self._db))
+            vectors = TieredVectorIndex(self.dim, threshold=self.ann_threshold,
+                                        probe_fraction=self.ann_probe_fraction)
+            part = Partition(namespace, DictGraphStore(), vectors, FTS5KeywordIndex.create(self._db))
             self._partitions[namespace] = part
         return part
 

@@ -57,6 +57,10 @@ class AtlasConfig:
     similar_threshold: float = 0.6
     similar_top: int = 3
     link_temporal: bool = True
+    # vector index: exact (numpy) below ann_threshold vectors per namespace, approximate (faiss
+    # IVF, see shared_core.ann_index) from there on; None keeps every namespace exact
+    ann_threshold: int | None = 4096
+    ann_probe_fraction: float = 0.1
     # recall
     scoring: Literal["multiplicative", "linear"] = "multiplicative"
     linear_weights: tuple[float, float, float] = (0.5, 0.3, 0.2)
@@ -123,6 +127,11 @@ class AtlasConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise InvalidInputError(f"AtlasConfig.{name} must be an int >= 0, got {value!r}")
+        if self.ann_threshold is not None and (not isinstance(self.ann_threshold, int)
+                                               or isinstance(self.ann_threshold, bool) or self.ann_threshold < 64):
+            raise InvalidInputError(f"ann_threshold must be None or an int >= 64, got {self.ann_threshold!r}")
+        if not isinstance(self.ann_probe_fraction, (int, float)) or not 0 < self.ann_probe_fraction <= 1:
+            raise InvalidInputError(f"ann_probe_fraction must be in (0, 1], got {self.ann_probe_fraction!r}")
         if self.weight_floor >= self.weight_cap:
             raise InvalidInputError(
                 f"weight_floor ({self.weight_floor}) must be below weight_cap ({self.weight_cap})")

@@ -1,8 +1,16 @@
 """The `VectorIndex` seam and its exact default: one contiguous numpy matrix per namespace.
 
 Vectors are unit length, so cosine similarity is a dot product. Rows live in one float32 matrix
-that doubles when full; removal moves the last row into the hole, so the matrix stays dense and a
-search is a single matrix-vector product plus `argpartition`.
+that grows by half when full (amortised O(1) appends, at most a third of it unused); removal
+moves the last row into the hole, so the matrix stays dense and a search is a single
+matrix-vector product plus `argpartition`. `search_many` answers a batch of queries with one
+matrix product (the write path links a batch of new memories that way).
+
+>>> import numpy as np
+>>> index = NumpyVectorIndex(2)
+>>> index.add(["a", "b"], np.array([[1, 0], [0.6, 0.8]], dtype=np.float32))
+>>> index.search(np.array([1, 0], dtype=np.float32), 2)
+[('a', 1.0), ('b', 0.6000000238418579)]
 """
 
 from __future__ import annotations
@@ -13,14 +21,19 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["NumpyVectorIndex", "VectorIndex"]
+__all__ = ["NumpyVectorIndex", "VectorIndex", "search_many", "top_k_rows"]
 
 Vector = npt.NDArray[np.float32]
+Hits = list[tuple[str, float]]
+_CHUNK_BYTES = 64 << 20  # a batch search holds at most ~64 MiB of similarities at once
 
 
 @runtime_checkable
 class VectorIndex(Protocol):
-    """Unit vectors by memory id, searchable by cosine similarity."""
+    """Unit vectors by memory id, searchable by cosine similarity.
+
+    Adding an id that is already present replaces its vector.
+    """
 
     @property
     def dim(self) -> int: ...
@@ -31,14 +44,38 @@ class VectorIndex(Protocol):
 
     def get(self, node_id: str) -> Vector | None: ...
 
-    def search(self, query: Vector, k: int, *, subset: Collection[str] | None = None
-               ) -> list[tuple[str, float]]:
+    def search(self, query: Vector, k: int, *, subset: Collection[str] | None = None) -> Hits:
         """The k most similar ids (best first), optionally among ``subset`` only."""
 
     def similarities(self, query: Vector, ids: Sequence[str]) -> npt.NDArray[np.float32]:
         """Cosine of ``query`` with each id (0 for an unknown id)."""
 
     def __len__(self) -> int: ...
+
+
+def search_many(index: VectorIndex, queries: npt.NDArray[np.float32], k: int) -> list[Hits]:
+    """`VectorIndex.search` for each row of ``queries``: one batched call when the index's class
+    offers ``search_many``, one search per row otherwise (the seam stays small)."""
+    batched = getattr(type(index), "search_many", None)
+    if batched is not None:
+        result: list[Hits] = batched(index, queries, k)
+        return result
+    return [index.search(q, k) for q in queries]
+
+
+def top_k_rows(sims: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
+    """Column indices of the ``k`` largest values of each row of ``sims``, best first.
+
+    >>> top_k_rows(np.array([[0.1, 0.9, 0.5], [0.7, 0.2, 0.3]], dtype=np.float32), 2).tolist()
+    [[1, 2], [0, 2]]
+    """
+    n = sims.shape[1]
+    k = min(k, n)
+    if k <= 0:
+        return np.zeros((sims.shape[0], 0), dtype=np.intp)
+    top = np.argpartition(-sims, k - 1, axis=1)[:, :k] if k < n else np.tile(np.arange(n), (sims.shape[0], 1))
+    order = np.argsort(-np.take_along_axis(sims, top, axis=1), axis=1, kind="stable")
+    return np.take_along_axis(top, order, axis=1)
 
 
 class NumpyVectorIndex:
@@ -60,25 +97,41 @@ class NumpyVectorIndex:
     def __contains__(self, node_id: object) -> bool:
         return node_id in self._rows
 
+    def ids(self) -> list[str]:
+        """Every id, in row order."""
+        return list(self._ids)
+
+    def matrix(self) -> npt.NDArray[np.float32]:
+        """The stored vectors in row order (a read-only view, no copy)."""
+        view = self._matrix[: len(self._ids)]
+        view.flags.writeable = False
+        return view
+
     def add(self, ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> None:
         n = len(ids)
         if vectors.shape != (n, self._dim):
             raise ValueError(f"expected {n} vectors of dimension {self._dim}, got {vectors.shape}")
-        fresh = [i for i in ids if i not in self._rows]
-        if len(set(fresh)) != len(fresh):
+        if len(set(ids)) != n:
             raise ValueError("duplicate ids in one add")
-        needed = len(self._ids) + len(fresh)
+        rows = self._rows
+        fresh = [i for i in ids if i not in rows]
+        start = len(self._ids)
+        needed = start + len(fresh)
         if needed > self._matrix.shape[0]:
-            size = max(needed, 2 * self._matrix.shape[0])
-            grown = np.zeros((size, self._dim), dtype=np.float32)
-            grown[: len(self._ids)] = self._matrix[: len(self._ids)]
+            grown = np.zeros((max(needed, self._matrix.shape[0] * 3 // 2 + 1), self._dim), dtype=np.float32)
+            grown[:start] = self._matrix[:start]
             self._matrix = grown
+        if len(fresh) == n:  # the common case: all new, one block copy
+            self._matrix[start:needed] = vectors
+            rows.update(zip(ids, range(start, needed), strict=True))
+            self._ids.extend(ids)
+            return
         for node_id, vector in zip(ids, vectors, strict=True):
-            row = self._rows.get(node_id)
+            row = rows.get(node_id)
             if row is None:
                 row = len(self._ids)
                 self._ids.append(node_id)
-                self._rows[node_id] = row
+                rows[node_id] = row
             self._matrix[row] = vector
 
     def remove(self, ids: Sequence[str]) -> None:
@@ -101,33 +154,45 @@ class NumpyVectorIndex:
         return None if row is None else self._matrix[row].copy()
 
     def similarities(self, query: Vector, ids: Sequence[str]) -> npt.NDArray[np.float32]:
-        rows = [self._rows.get(i, -1) for i in ids]
-        idx = np.array([r if r >= 0 else 0 for r in rows], dtype=np.int64)
-        sims = self._matrix[idx] @ query if len(idx) else np.zeros(0, dtype=np.float32)
-        missing = np.array([r < 0 for r in rows], dtype=bool)
-        if missing.any():
-            sims[missing] = 0.0
-        return sims.astype(np.float32, copy=False)
+        get = self._rows.get
+        rows = np.fromiter((get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
+        missing = rows < 0
+        sims: npt.NDArray[np.float32] = self._matrix[np.where(missing, 0, rows)] @ query
+        sims[missing] = 0.0
+        return sims
 
-    def search(self, query: Vector, k: int, *, subset: Collection[str] | None = None
-               ) -> list[tuple[str, float]]:
+    def search(self, query: Vector, k: int, *, subset: Collection[str] | None = None) -> Hits:
         n = len(self._ids)
         if k <= 0 or n == 0:
             return []
         if subset is not None:
-            rows = np.fromiter((self._rows[i] for i in subset if i in self._rows), dtype=np.int64)
+            get = self._rows.get
+            rows = np.fromiter((r for i in subset if (r := get(i)) is not None), dtype=np.int64)
             if rows.size == 0:
                 return []
             sims = self._matrix[rows] @ query
-        else:
-            rows = None
-            sims = self._matrix[:n] @ query
-        k = min(k, sims.shape[0])
-        top = np.argpartition(-sims, k - 1)[:k] if k < sims.shape[0] else np.arange(sims.shape[0])
-        top = top[np.argsort(-sims[top], kind="stable")]
-        if rows is not None:
+            top = top_k_rows(sims[None, :], k)[0]
             return [(self._ids[int(rows[t])], float(sims[t])) for t in top]
-        return [(self._ids[int(t)], float(sims[t])) for t in top]
+        sims = self._matrix[:n] @ query
+        top = top_k_rows(sims[None, :], k)[0]
+        ids = self._ids
+        return [(ids[t], float(sims[t])) for t in top.tolist()]
+
+    def search_many(self, queries: npt.NDArray[np.float32], k: int) -> list[Hits]:
+        """`search` for each row of ``queries`` with one matrix product per chunk of rows."""
+        n = len(self._ids)
+        if k <= 0 or n == 0:
+            return [[] for _ in range(len(queries))]
+        out: list[Hits] = []
+        step = max(1, _CHUNK_BYTES // (4 * n))
+        ids = self._ids
+        for start in range(0, len(queries), step):
+            sims = queries[start:start + step] @ self._matrix[:n].T
+            top = top_k_rows(sims, k)
+            values = np.take_along_axis(sims, top, axis=1).tolist()
+            out.extend([(ids[t], v) for t, v in zip(row, vals, strict=True)]
+                       for row, vals in zip(top.tolist(), values, strict=True))
+        return out
 
     def nbytes(self) -> int:
         return int(self._matrix.nbytes)

@@ -1,27 +1,31 @@
-"""The write path: validating a memory (`build_spec`) and inserting it (`insert_memory`).
+"""The write path: validating memories (`build_spec`) and inserting them (`insert_memories`).
 
 Validation happens entirely before the first change, so a bad argument never leaves a trace;
-insertion undoes its own partial work if a store fails halfway.
+insertion undoes its own partial work if a store fails halfway. A batch is inserted with one
+batched similarity search and one keyword transaction per chunk of 1,024 memories, and links
+exactly as the same memories inserted one at a time would be (with an exact vector index).
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from . import _validate as check
-from .backend import Partition
+from .backend import Backend, Partition
 from .config import AtlasConfig
 from .embedding import normalize_rows
 from .errors import InvalidInputError, InvalidMemoryError
 from .model import MemoryEdge, MemoryNode, Relation
+from .vector_index import search_many
 
-__all__ = ["MemorySpec", "build_spec", "insert_memory", "specs_from_items"]
+__all__ = ["MemorySpec", "build_spec", "insert_batches", "insert_memories", "insert_memory", "specs_from_items"]
 
 ITEM_FIELDS = frozenset({"content", "namespace", "session_id", "timestamp", "metadata", "importance",
                          "pinned", "ttl", "links_to", "embedding"})
@@ -81,41 +85,131 @@ def insert_memory(part: Partition, spec: MemorySpec, vec: npt.NDArray[np.float32
     Links: ``before`` from the session's previous memory, ``similar_to`` to the ``similar_top``
     closest current memories above ``similar_threshold``, and the caller's ``links_to``.
     """
-    part.turn += 1
-    node = MemoryNode(
-        id=uuid.uuid4().hex, content=spec.content, namespace=spec.namespace,
-        session_id=spec.session_id, weight=spec.importance if spec.importance > 0 else cfg.weight_floor,
-        importance=spec.importance, timestamp=spec.timestamp if spec.timestamp is not None else now,
-        created_at=now, last_accessed_at=now, turn=part.turn, accessed_turn=part.turn,
-        metadata=spec.metadata,
-        pinned=spec.pinned, expires_at=None if spec.ttl is None else now + spec.ttl,
-        valid_from=now, kind=spec.kind,
-    )
-    similar: list[tuple[str, float]] = []
-    if cfg.similar_top > 0:
-        for other, sim in part.vectors.search(vec, cfg.similar_top + min(len(part.inactive), 8) + 1):
-            if sim >= cfg.similar_threshold and other not in part.inactive and len(similar) < cfg.similar_top:
-                similar.append((other, sim))
-    previous = part.latest(spec.session_id, 1) if cfg.link_temporal else []
-    part.graph.put_node(node)
+    return insert_memories(part, [spec], vec[None, :], now, cfg, on_rollback=on_rollback)[0]
+
+
+def insert_memories(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDArray[np.float32], now: float,
+                    cfg: AtlasConfig, *, on_rollback: Callable[..., None]) -> list[MemoryNode]:
+    """Insert a batch of memories into one partition, linked as if inserted one by one; all or
+    nothing.
+
+    The batch goes in by chunks of `CHUNK` rows: each chunk's ``similar_to`` candidates come from
+    one batched search of the partition (which holds the earlier chunks) plus one product of the
+    chunk with itself (the earlier rows of the chunk), and its text goes into the keyword index in
+    one transaction. If any store fails, every memory of the batch is removed again and the
+    partition's write counter restored.
+    """
+    first_turn = part.turn
+    done: list[MemoryNode] = []
     try:
-        part.vectors.add([node.id], vec[None, :])
-        part.keywords.add(node.id, spec.content, session_id=spec.session_id)
-        part.track(node.id, spec.session_id, node.timestamp)
-        if previous:
-            part.graph.put_edge(MemoryEdge(source=previous[0], target=node.id,
-                                           relation=Relation.BEFORE, strength=1.0, created_at=now))
-        for other, sim in similar:
-            part.graph.put_edge(MemoryEdge(source=node.id, target=other, relation=Relation.SIMILAR_TO,
-                                           strength=float(sim), created_at=now))
-        for target, relation, strength in spec.links:
-            part.graph.put_edge(MemoryEdge(source=node.id, target=target, relation=relation,
-                                           strength=strength, created_at=now))
+        for start in range(0, len(specs), CHUNK):
+            chunk = specs[start:start + CHUNK]
+            _insert_chunk(part, chunk, vecs[start:start + len(chunk)], now, cfg, done)
     except BaseException:
-        on_rollback(part, node, kind=None, reason="rollback")
-        part.turn -= 1
+        for node in reversed(done):
+            on_rollback(part, node, kind=None, reason="rollback")
+        part.turn = first_turn
         raise
-    return node
+    return done
+
+
+def insert_batches(backend: Backend, specs: Sequence[MemorySpec], vecs: Sequence[npt.NDArray[np.float32]],
+                   now: float, cfg: AtlasConfig, *, on_rollback: Callable[..., None]
+                   ) -> Iterator[tuple[Partition, list[MemoryNode]]]:
+    """`insert_memories` for each run of consecutive specs of one namespace, yielding each
+    partition with its new nodes as soon as they are in (so the caller can undo earlier runs if
+    a later one fails)."""
+    start = 0
+    while start < len(specs):
+        ns = specs[start].namespace
+        end = start + 1
+        while end < len(specs) and specs[end].namespace == ns:
+            end += 1
+        part = backend.partition(ns, create=True)
+        assert part is not None
+        matrix = np.asarray(np.stack(vecs[start:end]), dtype=np.float32)
+        yield part, insert_memories(part, specs[start:end], matrix, now, cfg, on_rollback=on_rollback)
+        start = end
+
+
+CHUNK = 1024
+_NO_METADATA: Mapping[str, Any] = MappingProxyType({})  # one shared, immutable {} for automatic edges
+
+
+def _insert_chunk(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDArray[np.float32], now: float,
+                  cfg: AtlasConfig, done: list[MemoryNode]) -> None:
+    """Insert one chunk, appending its nodes to ``done`` before the first change to a store."""
+    similar = _similar(part, vecs, cfg)
+    nodes: list[MemoryNode] = []
+    for spec in specs:
+        part.turn += 1
+        nodes.append(MemoryNode(
+            id=uuid.uuid4().hex, content=spec.content, namespace=spec.namespace,
+            session_id=spec.session_id, weight=spec.importance if spec.importance > 0 else cfg.weight_floor,
+            importance=spec.importance, timestamp=spec.timestamp if spec.timestamp is not None else now,
+            created_at=now, last_accessed_at=now, turn=part.turn, accessed_turn=part.turn,
+            metadata=spec.metadata,
+            pinned=spec.pinned, expires_at=None if spec.ttl is None else now + spec.ttl,
+            valid_from=now, kind=spec.kind,
+        ))
+    done.extend(nodes)  # from here on a failure must undo these too
+    graph = part.graph
+    for node in nodes:
+        graph.put_node(node)
+    part.vectors.add([n.id for n in nodes], vecs)
+    _add_keywords(part, nodes)
+    edges: list[MemoryEdge] = []
+    for j, (node, spec) in enumerate(zip(nodes, specs, strict=True)):
+        if cfg.link_temporal:
+            previous = part.latest(spec.session_id, 1)
+            if previous:
+                edges.append(MemoryEdge(source=previous[0], target=node.id, relation=Relation.BEFORE,
+                                        strength=1.0, created_at=now, metadata=_NO_METADATA))
+        part.track(node.id, spec.session_id, node.timestamp)
+        for other, sim in similar[j]:
+            edges.append(MemoryEdge(source=node.id, target=other if isinstance(other, str) else nodes[other].id,
+                                    relation=Relation.SIMILAR_TO, strength=sim, created_at=now,
+                                    metadata=_NO_METADATA))
+        edges.extend(MemoryEdge(source=node.id, target=target, relation=relation, strength=strength,
+                                created_at=now) for target, relation, strength in spec.links)
+    for edge in edges:
+        graph.put_edge(edge)
+
+
+def _similar(part: Partition, vecs: npt.NDArray[np.float32], cfg: AtlasConfig) -> list[list[tuple[str | int, float]]]:
+    """For each row, the ``similar_top`` best (id, cosine) at or above ``similar_threshold`` among
+    the partition's current memories and the earlier rows (given by row number)."""
+    top, threshold = cfg.similar_top, cfg.similar_threshold
+    n = len(vecs)
+    if top <= 0:
+        return [[] for _ in range(n)]
+    inactive = part.inactive
+    existing = search_many(part.vectors, vecs, top + min(len(inactive), 8) + 1) if len(part.vectors) else None
+    within = vecs @ vecs.T if n > 1 else None  # row j looks at columns < j only: the earlier rows
+    out: list[list[tuple[str | int, float]]] = []
+    for j in range(n):
+        found: list[tuple[str | int, float]] = []
+        if existing is not None:
+            found = [(i, s) for i, s in existing[j] if s >= threshold and i not in inactive]
+        if within is not None and j:
+            row = within[j, :j]
+            hits = np.flatnonzero(row >= threshold)
+            if hits.size:
+                found.extend((int(h), float(row[h])) for h in hits)
+                found.sort(key=lambda pair: -pair[1])
+        out.append(found[:top])
+    return out
+
+
+def _add_keywords(part: Partition, nodes: Sequence[MemoryNode]) -> None:
+    """One transaction for the batch when the index's class offers ``add_many``; else one by one."""
+    rows = [(n.id, n.content, n.session_id) for n in nodes]
+    add_many = getattr(type(part.keywords), "add_many", None)
+    if add_many is not None:
+        add_many(part.keywords, rows)
+        return
+    for node_id, text, session in rows:
+        part.keywords.add(node_id, text, session_id=session)
 
 
 def specs_from_items(config: AtlasConfig, dim: int, items: object, *, namespace: str,
