@@ -39,7 +39,7 @@ from .lifecycle import AtlasStats, Lifecycle
 from .model import Context, MemoryEdge, MemoryNode, Relation, ScoredMemory
 from .recall import RecallRequest, effective_weight, recall
 from .tokens import TokenCounter, as_token_counter
-from .writes import MemorySpec, build_spec, insert_memory, specs_from_items
+from .writes import MemorySpec, build_spec, insert_batches, insert_memory, specs_from_items
 
 __all__ = ["ElasticMemoryAtlas"]
 
@@ -93,7 +93,7 @@ class ElasticMemoryAtlas:
         if self._backend is None:
             with self._lock:
                 if self._backend is None:
-                    self._backend = InProcessBackend(dim=self.embedder.dim)
+                    self._backend = InProcessBackend(dim=self.embedder.dim, config=self.config)
         return self._backend
 
     def count_tokens(self, text: str) -> int:
@@ -183,9 +183,14 @@ class ElasticMemoryAtlas:
             written: list[tuple[Partition, MemoryNode]] = []
             turns = {ns: p.turn for ns in {s.namespace for s in specs} if (p := self._part(ns)) is not None}
             try:
-                for i, spec in enumerate(specs):
-                    vec = spec.embedding if spec.embedding is not None else vectors[i]
-                    written.append(self._insert(spec, vec, now))
+                batch = [spec.embedding if spec.embedding is not None else vectors[i] for i, spec in enumerate(specs)]
+                for part, nodes in insert_batches(self.backend, specs, batch, now, self.config,
+                                                  on_rollback=self._life.remove):
+                    for node in nodes:  # each group is all-or-nothing; earlier groups are undone below
+                        self._where[node.id] = part.namespace
+                        if node.expires_at is not None:
+                            self._life.schedule_expiry(node)
+                        written.append((part, node))
             except BaseException:
                 for part, node in reversed(written):
                     self._life.remove(part, node, kind=None, reason="rollback")
