@@ -1,0 +1,83 @@
+"""Byte accounting for ``max_bytes`` and the cleanup rule, as pure functions.
+
+What a memory costs is counted from what is actually stored for it: its embedding row, its
+text (held twice: by the graph node and by the keyword index), its metadata as JSON, and a fixed
+overhead for the objects and index entries around them; each edge costs a fixed overhead too.
+The two overheads were measured for the in-process backend on CPython 3.11 (the resident memory
+that 20,000 memories and their edges added, minus their texts and vectors); a test checks the
+accounting against the measured growth of a fresh process.
+
+>>> stored_bytes(text_bytes=40, metadata_bytes=0, dim=384)
+3316
+>>> cleanup_level(0.5, pressure=0.7), cleanup_level(0.8, pressure=0.7), cleanup_level(1.2, pressure=0.7)
+('normal', 'pressure', 'over')
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Literal
+
+from .model import MemoryNode
+
+__all__ = ["EDGE_OVERHEAD", "NODE_OVERHEAD", "cleanup_level", "node_bytes", "prunable", "stored_bytes"]
+
+#: bytes per memory besides its text, vector and metadata (node objects, dict entries, FTS row)
+NODE_OVERHEAD = 1_700
+#: bytes per edge (networkx adjacency entries and the `MemoryEdge`)
+EDGE_OVERHEAD = 560
+
+
+def stored_bytes(*, text_bytes: int, metadata_bytes: int, dim: int, itemsize: int = 4,
+                 overhead: int = NODE_OVERHEAD) -> int:
+    """The bytes one memory occupies: ``overhead + dim * itemsize + 2 * text_bytes + metadata_bytes``.
+
+    ``text_bytes`` is the UTF-8 length of the text (stored by the graph and the keyword index),
+    ``metadata_bytes`` the length of its JSON, ``dim * itemsize`` the embedding row.
+
+    >>> stored_bytes(text_bytes=100, metadata_bytes=20, dim=16, overhead=1000)
+    1284
+    """
+    return overhead + dim * itemsize + 2 * text_bytes + metadata_bytes
+
+
+def node_bytes(node: MemoryNode, dim: int, *, indexed_text: str | None = None) -> int:
+    """`stored_bytes` of a node; ``indexed_text`` is the keyword index's text when it differs.
+
+    >>> node_bytes(MemoryNode(id="a", content="héllo", namespace="n"), 4)
+    1728
+    """
+    text = len(node.content.encode("utf-8"))
+    if indexed_text is not None:
+        text = (text + len(indexed_text.encode("utf-8")) + 1) // 2
+    meta = len(json.dumps(dict(node.metadata), separators=(",", ":"))) if node.metadata else 0
+    return stored_bytes(text_bytes=text, metadata_bytes=meta, dim=dim)
+
+
+def cleanup_level(usage: float, *, pressure: float) -> Literal["normal", "pressure", "over"]:
+    """How hard cleanup works at ``usage = bytes_used / max_bytes``.
+
+    ``"over"`` above 1 (evict the lowest-value memories down to ``1 - eviction_batch`` of the
+    cap), ``"pressure"`` above ``pressure`` (the cleanup rule runs four times as often and with a
+    quarter of its idle time), ``"normal"`` below.
+
+    >>> cleanup_level(0.7, pressure=0.7)
+    'normal'
+    """
+    if usage > 1.0:
+        return "over"
+    if usage > pressure:
+        return "pressure"
+    return "normal"
+
+
+def prunable(weight: float, idle: float, *, below: float, min_idle: float, pinned: bool = False) -> bool:
+    """The cleanup rule: ``weight < below`` and unused for at least ``min_idle`` seconds, unpinned.
+
+    >>> prunable(0.1, 31 * 86400, below=0.2, min_idle=30 * 86400)
+    True
+    >>> prunable(0.1, 31 * 86400, below=0.2, min_idle=30 * 86400, pinned=True)
+    False
+    """
+    return not pinned and weight < below and idle >= min_idle and math.isfinite(weight)

@@ -1,0 +1,425 @@
+"""Compression: merge near-duplicates, summarise faded clusters, write chapter summaries.
+
+`ElasticMemoryAtlas.compress` (also run every ``compress_every`` writes) does, per namespace:
+
+1. **merge**: current memories with cosine >= ``merge_threshold`` become one node. The newest
+   survives (the newest pinned one, if any is pinned: a pinned memory is never absorbed); it
+   takes the union of the group's edges, the sum of their accesses, the highest weight and
+   importance, and every absorbed memory's provenance under ``metadata["merged_from"]`` (id,
+   text, session, times, accesses, metadata). Two statements that `value_conflict` tells apart
+   ("the meeting is at 3pm" / "at 5pm") are never merged, nor are memories with a TTL.
+2. **summarise**: Louvain communities (`networkx`) of the namespace's similarity graph
+   (``similar_to`` edges plus each faded memory's nearest neighbours); each community with at
+   least ``summary_min_size`` *faded* details (weight below ``summary_below``, unpinned, not yet
+   summarised) gets a ``kind="summary"`` node linked to them by ``summarizes``, and their weights
+   are multiplied by ``summary_fade`` (0.7).
+3. **chapters**: each run of ``chapter_size`` memories of a session not yet in a chapter gets
+   a chapter-summary node (``metadata["summary"] == "chapter"``).
+
+Merges run under the atlas's lock; summary texts (an LLM call, perhaps) and their embeddings
+are computed outside it and applied afterwards to the members that still exist.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import networkx as nx
+import numpy as np
+import numpy.typing as npt
+
+from .contradiction import value_conflict
+from .model import MemoryEdge, MemoryNode, Relation, iso
+from .recall import effective_weight
+
+if TYPE_CHECKING:
+    from .atlas import ElasticMemoryAtlas
+    from .backend import Partition
+    from .config import AtlasConfig
+
+__all__ = ["CompressionReport", "MergeRecord", "SummaryRecord", "group_pairs", "near_duplicate_pairs"]
+
+MERGED_FROM = "merged_from"
+
+
+@dataclass(frozen=True, slots=True)
+class MergeRecord:
+    """``absorbed`` memories were merged into ``survivor``."""
+
+    namespace: str
+    survivor: str
+    absorbed: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRecord:
+    """A summary node written over ``members``; ``kind`` is ``"cluster"`` or ``"chapter"``."""
+
+    namespace: str
+    summary_id: str
+    kind: str
+    members: tuple[str, ...]
+    session_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class CompressionReport:
+    """What one `compress` run merged and summarised."""
+
+    merged: tuple[MergeRecord, ...] = ()
+    summaries: tuple[SummaryRecord, ...] = ()
+    faded: int = 0
+    namespaces: tuple[str, ...] = ()
+    seconds: float = 0.0
+
+    @property
+    def absorbed(self) -> int:
+        """How many memories were merged away."""
+        return sum(len(m.absorbed) for m in self.merged)
+
+    def __str__(self) -> str:
+        kinds = {k: sum(s.kind == k for s in self.summaries) for k in ("cluster", "chapter")}
+        return (f"compressed {len(self.namespaces)} namespace(s) in {self.seconds:.2f} s: merged "
+                f"{self.absorbed} near-duplicate(s) into {len(self.merged)} memories; wrote "
+                f"{kinds['cluster']} cluster and {kinds['chapter']} chapter summaries; faded {self.faded} details")
+
+
+def near_duplicate_pairs(query: npt.NDArray[np.float32], base: npt.NDArray[np.float32], *, threshold: float,
+                         block: int = 512) -> list[tuple[int, int, float]]:
+    """``(i, j, cosine)`` for every query row ``i`` and base row ``j`` with cosine >= ``threshold``.
+
+    Rows are unit vectors, so cosine is ``query @ base.T``, computed ``block`` query rows at a
+    time so memory stays at ``block * len(base)`` floats.
+
+    >>> v = np.array([[1, 0], [0.96, 0.28], [0, 1]], dtype=np.float32)
+    >>> [(i, j) for i, j, _ in near_duplicate_pairs(v, v, threshold=0.92) if i < j]
+    [(0, 1)]
+    """
+    out: list[tuple[int, int, float]] = []
+    for start in range(0, len(query), block):
+        sims = query[start:start + block] @ base.T
+        rows, cols = np.nonzero(sims >= threshold)
+        out.extend((int(r) + start, int(c), float(sims[r, c])) for r, c in zip(rows, cols, strict=True))
+    return out
+
+
+def group_pairs(pairs: Iterable[tuple[str, str]]) -> list[list[str]]:
+    """Connected groups of the pairs (union-find), each in first-seen order.
+
+    >>> group_pairs([("a", "b"), ("c", "d"), ("b", "e")])
+    [['a', 'b', 'e'], ['c', 'd']]
+    """
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in pairs:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[rb] = ra
+    groups: dict[str, list[str]] = {}
+    for x in parent:
+        groups.setdefault(find(x), []).append(x)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def _current(part: Partition, now: float) -> list[MemoryNode]:
+    return [n for n in part.graph.nodes()
+            if n.kind == "memory" and n.id not in part.inactive and n.is_current(now)]
+
+
+def _covered(part: Partition, node_id: str, summary: str) -> bool:
+    for e in part.graph.edges(node_id):
+        if e.relation is Relation.SUMMARIZES and e.target == node_id:
+            source = part.graph.get_node(e.source)
+            if source is not None and source.metadata.get("summary") == summary:
+                return True
+    return False
+
+
+def _newest(nodes: Iterable[MemoryNode]) -> MemoryNode:
+    return max(nodes, key=lambda n: (n.timestamp, n.created_at, n.turn, n.id))
+
+
+def _provenance(node: MemoryNode) -> dict[str, Any]:
+    return {"id": node.id, "content": node.content, "session_id": node.session_id, "timestamp": node.timestamp,
+            "created_at": node.created_at, "access_count": node.access_count,
+            "metadata": {k: v for k, v in node.metadata.items() if k != MERGED_FROM}}
+
+
+def merge_group(part: Partition, survivor: MemoryNode, absorbed: Sequence[MemoryNode], *, config: AtlasConfig,
+                remove: Callable[[MemoryNode], None]) -> MemoryNode:
+    """Merge ``absorbed`` into ``survivor`` (see the module docstring) and return the new survivor."""
+    group = [survivor, *absorbed]
+    last = max(n.last_accessed_at for n in group)
+    turn = max(n.accessed_turn for n in group)
+    weight = max(effective_weight(n, now=last, turn=turn, config=config) for n in group)
+    provenance = list(survivor.metadata.get(MERGED_FROM, []))
+    metadata: dict[str, Any] = {}
+    for n in sorted(absorbed, key=lambda n: (n.created_at, n.turn)):
+        provenance.extend(n.metadata.get(MERGED_FROM, []))
+        provenance.append(_provenance(n))
+        metadata.update(n.metadata)
+    metadata.update(survivor.metadata)
+    metadata[MERGED_FROM] = provenance
+    merged = replace(survivor, weight=weight, importance=max(n.importance for n in group),
+                     access_count=sum(n.access_count for n in group), last_accessed_at=last, accessed_turn=turn,
+                     valid_from=min(n.valid_from for n in group), pinned=any(n.pinned for n in group),
+                     metadata=metadata)
+    part.graph.put_node(merged)
+    members = {n.id for n in group}
+    for x in absorbed:
+        own = {(e.source, e.target, e.relation): e for e in part.graph.edges(survivor.id)}
+        edges = part.graph.edges(x.id)
+        before = [e.source for e in edges if e.relation is Relation.BEFORE and e.target == x.id]
+        after = [e.target for e in edges if e.relation is Relation.BEFORE and e.source == x.id]
+        for prev in before:  # keep the session's chain whole across the hole
+            for nxt in after:
+                if prev != nxt:
+                    part.graph.put_edge(MemoryEdge(source=prev, target=nxt, relation=Relation.BEFORE,
+                                                   strength=1.0, created_at=merged.last_accessed_at))
+        for e in edges:
+            if e.relation is Relation.BEFORE:
+                continue
+            source = survivor.id if e.source == x.id else e.source
+            target = survivor.id if e.target == x.id else e.target
+            if source == target or (source in members and target in members):
+                continue
+            key = (source, target, e.relation)
+            if key in own and own[key].strength >= e.strength:
+                continue
+            part.graph.put_edge(replace(e, source=source, target=target))
+        remove(x)
+    texts = dict.fromkeys([survivor.content, *(x.content for x in absorbed)])
+    part.keywords.add(survivor.id, "\n".join(texts), session_id=survivor.session_id)
+    return merged
+
+
+def merge_near_duplicates(part: Partition, *, config: AtlasConfig, now: float, dirty: set[str] | None,
+                          remove: Callable[[MemoryNode], None],
+                          tick: Callable[[int], None]) -> list[tuple[MemoryNode, list[MemoryNode]]]:
+    """Find and merge the near-duplicate groups of one partition; ``dirty`` limits the query side
+    to the memories written since the last run (None: all). Returns (survivor, absorbed) pairs."""
+    nodes = [n for n in _current(part, now) if n.expires_at is None]
+    if len(nodes) < 2:
+        tick(len(nodes))
+        return []
+    ids = [n.id for n in nodes]
+    vectors = [part.vectors.get(i) for i in ids]
+    keep = [k for k, v in enumerate(vectors) if v is not None]
+    nodes = [nodes[k] for k in keep]
+    base = np.stack([vectors[k] for k in keep]).astype(np.float32)  # type: ignore[misc]
+    rows = list(range(len(nodes))) if dirty is None else [k for k, n in enumerate(nodes) if n.id in dirty]
+    pairs: list[tuple[str, str]] = []
+    for start in range(0, len(rows), 512):
+        chunk = rows[start:start + 512]
+        for i, j, _ in near_duplicate_pairs(base[chunk], base, threshold=config.merge_threshold):
+            a, b = nodes[chunk[i]], nodes[j]
+            if a.id != b.id and value_conflict(a.content, b.content) is None \
+                    and value_conflict(b.content, a.content) is None:
+                pairs.append((a.id, b.id) if a.id < b.id else (b.id, a.id))
+        tick(len(chunk))
+    by_id = {n.id: n for n in nodes}
+    merged: list[tuple[MemoryNode, list[MemoryNode]]] = []
+    for group in group_pairs(sorted(set(pairs))):
+        members = [by_id[i] for i in group]
+        pinned = [n for n in members if n.pinned]
+        survivor = _newest(pinned or members)
+        absorbed = [n for n in members if n.id != survivor.id and not n.pinned]
+        if absorbed:
+            new = merge_group(part, survivor, absorbed, config=config, remove=remove)
+            merged.append((new, absorbed))
+    return merged
+
+
+@dataclass(slots=True)
+class SummaryPlan:
+    """A summary to write: its members (oldest first) and their texts, planned under the lock."""
+
+    namespace: str
+    kind: str
+    members: list[str]
+    texts: list[str]
+    session_id: str | None
+    text: str = ""
+    vector: npt.NDArray[np.float32] | None = None
+
+
+def plan_clusters(part: Partition, *, config: AtlasConfig, now: float) -> list[SummaryPlan]:
+    """Louvain communities of the similarity graph holding enough faded, unsummarised details."""
+    current = _current(part, now)
+    faded = {n.id for n in current
+             if not n.pinned and effective_weight(n, now=now, turn=part.turn, config=config) < config.summary_below
+             and not _covered(part, n.id, "cluster")}
+    if len(faded) < config.summary_min_size:
+        return []
+    ids = {n.id for n in current}
+    graph = nx.Graph()
+    graph.add_nodes_from(faded)
+    for fid in faded:
+        for e in part.graph.edges(fid):
+            other = e.target if e.source == fid else e.source
+            if e.relation is Relation.SIMILAR_TO and other in ids:
+                graph.add_edge(fid, other, weight=max(e.strength, graph.get_edge_data(fid, other, {}).get("weight", 0)))
+        vec = part.vectors.get(fid)
+        if vec is not None:
+            for other, sim in part.vectors.search(vec, 6):
+                if other != fid and other in ids and sim >= config.similar_threshold:
+                    graph.add_edge(fid, other, weight=max(sim, graph.get_edge_data(fid, other, {}).get("weight", 0)))
+    plans = []
+    by_id = {n.id: n for n in current}
+    for community in nx.community.louvain_communities(graph, weight="weight", seed=0):
+        members = sorted((by_id[i] for i in community if i in faded), key=lambda n: (n.timestamp, n.turn))
+        if len(members) >= config.summary_min_size:
+            sessions = {n.session_id for n in members}
+            plans.append(SummaryPlan(part.namespace, "cluster", [n.id for n in members],
+                                     [n.content for n in members], sessions.pop() if len(sessions) == 1 else None))
+    return plans
+
+
+def plan_chapters(part: Partition, *, config: AtlasConfig) -> list[SummaryPlan]:
+    """One plan per run of ``chapter_size`` memories of a session that no chapter covers yet."""
+    plans = []
+    for session, ids in part.sessions.items():
+        if session is None or len(ids) < config.chapter_size:
+            continue
+        open_ids = [i for i in ids if (n := part.graph.get_node(i)) is not None and n.kind == "memory"
+                    and not _covered(part, i, "chapter")]
+        for start in range(0, len(open_ids) - config.chapter_size + 1, config.chapter_size):
+            chunk = open_ids[start:start + config.chapter_size]
+            texts = [n.content for i in chunk if (n := part.graph.get_node(i)) is not None]
+            plans.append(SummaryPlan(part.namespace, "chapter", chunk, texts, session))
+    return plans
+
+
+def write_summary(atlas: ElasticMemoryAtlas, part: Partition, plan: SummaryPlan, now: float
+                  ) -> tuple[MemoryNode, list[MemoryNode]] | None:
+    """Insert a planned summary over its members that still exist; None if too few remain."""
+    members = [n for i in plan.members if (n := part.graph.get_node(i)) is not None
+               and i not in part.inactive and n.is_current(now)]
+    least = atlas.config.summary_min_size if plan.kind == "cluster" else 1
+    if len(members) < least or plan.vector is None or not plan.text.strip():
+        return None
+    start, end = min(n.timestamp for n in members), max(n.timestamp for n in members)
+    node = MemoryNode(id=uuid.uuid4().hex, content=plan.text, namespace=part.namespace, session_id=plan.session_id,
+                      weight=1.0, importance=1.0, timestamp=end, created_at=now, last_accessed_at=now,
+                      turn=part.turn, accessed_turn=part.turn, valid_from=now, kind="summary",
+                      metadata={"summary": plan.kind, "members": len(members), "span": [iso(start), iso(end)]})
+    part.graph.put_node(node)
+    try:
+        part.vectors.add([node.id], plan.vector[None, :])
+        part.keywords.add(node.id, node.content, session_id=node.session_id)
+        part.track(node.id, node.session_id, node.timestamp)
+        _place_before(part, node.id, node.session_id, {n.id for n in members})
+        atlas._where[node.id] = part.namespace
+        for m in members:
+            part.graph.put_edge(MemoryEdge(source=node.id, target=m.id, relation=Relation.SUMMARIZES,
+                                           strength=1.0, created_at=now))
+    except BaseException:
+        atlas._life.remove(part, node, kind=None, reason="rollback")
+        raise
+    return node, members
+
+
+def _place_before(part: Partition, node_id: str, session: str | None, members: set[str]) -> None:
+    """Move a summary in its session's order before its first member (or to the front), so it
+    never becomes the session's latest memory (working memory, temporal links)."""
+    ids = part.sessions.get(session)
+    if ids is None:
+        return
+    order = [i for i in ids if i != node_id]
+    at = next((k for k, i in enumerate(order) if i in members), 0)
+    order.insert(at, node_id)
+    part.sessions[session] = dict.fromkeys(order)
+
+
+def compress_atlas(atlas: ElasticMemoryAtlas, namespaces: Sequence[str], *, progress: bool,
+                   dirty: Callable[[str], set[str] | None]) -> CompressionReport:
+    """Run the three steps over ``namespaces`` (see the module docstring)."""
+    started = time.perf_counter()
+    cfg = atlas.config
+    bar = _progress(progress)
+    merged: list[MergeRecord] = []
+    plans: list[SummaryPlan] = []
+    with atlas._lock:
+        now = atlas.clock.now()
+        parts = [p for ns in namespaces if (p := atlas.backend.partition(ns)) is not None]
+        if bar is not None:
+            bar.total = sum(p.graph.node_count() for p in parts)
+        for part in parts:
+            def drop(node: MemoryNode, part: Partition = part) -> None:
+                atlas._life.remove(part, node, kind=None, reason="merge")
+
+            for survivor, absorbed in merge_near_duplicates(part, config=cfg, now=now, dirty=dirty(part.namespace),
+                                                            remove=drop, tick=bar.update if bar else _noop):
+                atlas._life.account(part, survivor)
+                merged.append(MergeRecord(part.namespace, survivor.id, tuple(n.id for n in absorbed)))
+                atlas.events.emit("merge", namespace=part.namespace, node_id=survivor.id, at=now,
+                                  reason=f"near-duplicates (cosine >= {cfg.merge_threshold})",
+                                  absorbed=[n.id for n in absorbed])
+            plans += plan_clusters(part, config=cfg, now=now) + plan_chapters(part, config=cfg)
+    if plans:
+        if bar is not None:
+            bar.total = (bar.total or 0) + len(plans)
+            bar.refresh()
+        summarizer = atlas._life.summarizer
+        for plan in plans:
+            plan.text = summarizer.summarize(plan.texts)
+        texts = [p.text if p.text.strip() else "-" for p in plans]
+        for plan, vector in zip(plans, atlas._embed(texts), strict=True):
+            plan.vector = vector
+    summaries: list[SummaryRecord] = []
+    faded = 0
+    with atlas._lock:
+        now = atlas.clock.now()
+        for plan in plans:
+            owner = atlas.backend.partition(plan.namespace)
+            written = write_summary(atlas, owner, plan, now) if owner is not None else None
+            if bar is not None:
+                bar.update(1)
+            if owner is None or written is None:
+                continue
+            node, members = written
+            atlas._life.account(owner, node)
+            summaries.append(SummaryRecord(plan.namespace, node.id, plan.kind, tuple(m.id for m in members),
+                                           plan.session_id))
+            atlas.events.emit("summarize", namespace=plan.namespace, node_id=node.id, at=now,
+                              reason=f"{plan.kind} of {len(members)} memories", members=[m.id for m in members])
+            if plan.kind == "cluster":
+                for m in members:
+                    weight = max(cfg.weight_floor, m.weight * cfg.summary_fade)
+                    owner.graph.put_node(replace(m, weight=weight))
+                    atlas.events.emit("decay", namespace=plan.namespace, node_id=m.id, at=now,
+                                      reason=f"summarized by {node.id} (x{cfg.summary_fade})", weight=weight)
+                    faded += 1
+        report = CompressionReport(tuple(merged), tuple(summaries), faded, tuple(namespaces),
+                                   time.perf_counter() - started)
+        for ns in namespaces:
+            atlas.events.emit("compress", namespace=ns, node_id=None, at=now, reason="compress",
+                              merged=sum(len(m.absorbed) for m in merged if m.namespace == ns),
+                              summaries=sum(s.namespace == ns for s in summaries))
+        atlas._life.enforce(now, protect={s.summary_id for s in summaries})
+    if bar is not None:
+        bar.close()
+    return report
+
+
+def _noop(_: int) -> None:
+    return None
+
+
+def _progress(show: bool) -> Any:
+    if not show:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=0, desc="compressing memories", unit="mem")
