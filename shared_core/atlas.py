@@ -24,6 +24,7 @@ import numpy.typing as npt
 from . import _validate as check
 from .backend import Backend, InProcessBackend, Partition
 from .clock import Clock, SystemClock
+from .compression import CompressionReport
 from .config import AtlasConfig
 from .context import STYLES, build_context_block
 from .decay import reinforced_weight
@@ -62,7 +63,8 @@ class ElasticMemoryAtlas:
     def __init__(self, *, config: AtlasConfig | None = None, embedder: object | None = None,
                  token_counter: TokenCounter | Callable[[str], int] | None = None,
                  clock: Clock | None = None, backend: Backend | str | None = None,
-                 event_log_size: int = 10_000) -> None:
+                 event_log_size: int = 10_000, llm: Any = None, contradiction_detector: Any = None,
+                 write_filter: Any = None, summarizer: Any = None) -> None:
         if config is not None and not isinstance(config, AtlasConfig):
             raise InvalidInputError(f"config must be an AtlasConfig, got {type(config).__name__}")
         if clock is not None and not isinstance(clock, Clock):
@@ -79,7 +81,8 @@ class ElasticMemoryAtlas:
         self._backend: Backend | None = None if backend is None or isinstance(backend, str) else backend
         if isinstance(backend, str):
             self._backend = _backend_from_url(backend, self)
-        self._life = Lifecycle(self)
+        self._life = Lifecycle(self, llm=llm, contradiction_detector=contradiction_detector,
+                               write_filter=write_filter, summarizer=summarizer)
 
     # -- plumbing -----------------------------------------------------------------------------
     @property
@@ -172,6 +175,8 @@ class ElasticMemoryAtlas:
         return self._write(specs, progress=bool(progress))
 
     def _write(self, specs: Sequence[MemorySpec], *, progress: bool) -> list[MemoryNode]:
+        held = self._life.hold_back(specs)  # the write filter: unimportant turns stay in working memory only
+        specs = [s for i, s in enumerate(specs) if i not in held]
         missing = [i for i, s in enumerate(specs) if s.embedding is None]
         vectors: dict[int, npt.NDArray[np.float32]] = {}
         if missing:
@@ -202,8 +207,11 @@ class ElasticMemoryAtlas:
                                  reason="add_memory", session_id=node.session_id)
             protect = {node.id for _, node in written}
             self._life.after_write(now, protect=protect)
-            return [self._public(part, part.graph.get_node(node.id) or node)
+            kept = [self._public(part, part.graph.get_node(node.id) or node)
                     for part, node in written if node.id in self._where]
+            out = self._life.hold(held, kept, now)
+        self._life.settle(kept)  # the contradiction check and due compression, outside the lock
+        return out
 
     def _insert(self, spec: MemorySpec, vec: npt.NDArray[np.float32], now: float) -> tuple[Partition, MemoryNode]:
         part = self.backend.partition(spec.namespace, create=True)
@@ -305,6 +313,7 @@ class ElasticMemoryAtlas:
         factor = check.number(fade_factor, "fade_factor", minimum=0.0, maximum=1.0)
         with self._lock:
             part = self._part(ns)
+            self._life.held.drop(ns, session)
             if part is None or session not in part.sessions:
                 return 0
             now = self.clock.now()
@@ -433,6 +442,7 @@ class ElasticMemoryAtlas:
             hits = [h for h in recall(part, request, self.config) if h.node.id not in excluded][:k]
             if reinforce:
                 hits = self._reinforce(part, hits, now)
+            self._life.recalled(part, hits, now, via="retrieve")
             return [replace(h, node=self._public(part, h.node)) for h in hits]
 
     def _reinforce(self, part: Partition, hits: Sequence[ScoredMemory], now: float) -> list[ScoredMemory]:
@@ -489,6 +499,7 @@ class ElasticMemoryAtlas:
                     if node is not None and nid not in part.inactive and nid not in excluded and node.is_current(now) \
                             and (predicate is None or predicate(node)) and len(working) < wm:
                         working.append(ScoredMemory(node, 1.0, {"working": 1.0}, ("working",)))
+            working = self._life.with_held(working, part, session, wm, predicate, exclude=excluded)
             top_k = min(400, max(20, budget // 10))
             request = RecallRequest(query=text, vector=vector, now=now, session_id=session,
                                     top_k=top_k + len(excluded), predicate=predicate, cross_session=cross,
@@ -499,6 +510,7 @@ class ElasticMemoryAtlas:
             ctx = build_context_block(working, recalled, summaries, style=style, budget=budget,
                                       count=counter.count, marker=self.config.truncation_marker)
             recalled_shown = [m for m in ctx.memories if m.paths != ("working",)]
+            self._life.recalled(part, recalled_shown, now, via="build_context")
             if reinforce and recalled_shown:  # working memory is shown for being recent, not recalled
                 reinforced = {h.node.id: h for h in self._reinforce(part, recalled_shown, now)}
                 ctx = replace(ctx, memories=tuple(reinforced.get(m.node.id, m) for m in ctx.memories))
@@ -512,6 +524,49 @@ class ElasticMemoryAtlas:
         """Counts by kind and relation, the weight histogram, evictions and bytes used."""
         with self._lock:
             return self._life.stats(None if namespace is None else check.namespace(namespace))
+
+    # -- lifecycle: compression, working memory, persistence ------------------------------------
+    def compress(self, *, namespace: str | None = None, progress: bool | None = None) -> CompressionReport:
+        """Merge near-duplicates and summarise faded clusters and long sessions (every namespace,
+        or one); see `shared_core.compression`. Returns what was merged and summarised."""
+        names = list(self.backend.namespaces()) if namespace is None else [check.namespace(namespace)]
+        if progress is None:
+            progress = len(self) >= 2000 and (sys.stderr.isatty() or "ipykernel" in sys.modules)
+        return self._life.compress(names, progress=check.flag(progress, "progress"))
+
+    def working_memory(self, *, namespace: str, session_id: str | None) -> list[MemoryNode]:
+        """The turns the write filter kept out of the graph for a session, oldest first."""
+        ns, session = check.namespace(namespace), check.session(session_id)
+        with self._lock:
+            return list(reversed(self._life.held.latest(ns, session, self._life.held.per_session)))
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write everything to one file atomically; `load` reads it back. See `shared_core.persistence`."""
+        from .persistence import save_atlas
+
+        return save_atlas(self, path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], **kwargs: Any) -> ElasticMemoryAtlas:
+        """A new atlas from a `save` file (`CorruptFileError` if it is damaged); ``kwargs`` go to
+        the constructor (an ``embedder`` of the saved dimension, a ``clock``, an ``llm`` ...)."""
+        from .persistence import load_atlas
+
+        return load_atlas(cls, path, **kwargs)
+
+    def export_jsonl(self, path: str | os.PathLike[str], *, namespace: str | None = None,
+                     embeddings: bool = False) -> Path:
+        """Memories then edges, one JSON object per line, for other tools."""
+        from .persistence import export_jsonl
+
+        ns = None if namespace is None else check.namespace(namespace)
+        return export_jsonl(self, path, namespace=ns, embeddings=check.flag(embeddings, "embeddings"))
+
+    def export_graphml(self, path: str | os.PathLike[str], *, namespace: str | None = None) -> Path:
+        """The graph as GraphML (Gephi, Cytoscape, yEd)."""
+        from .persistence import export_graphml
+
+        return export_graphml(self, path, namespace=None if namespace is None else check.namespace(namespace))
 
     def subscribe(self, callback: Callable[[AtlasEvent], None]) -> Callable[[], None]:
         """Follow the event log; returns a function that unsubscribes."""
@@ -538,6 +593,9 @@ class ElasticMemoryAtlas:
 
     async def aend_session(self, session_id: str, **kwargs: Any) -> int:
         return await asyncio.to_thread(lambda: self.end_session(session_id, **kwargs))
+
+    async def acompress(self, **kwargs: Any) -> CompressionReport:
+        return await asyncio.to_thread(lambda: self.compress(**kwargs))
 
     # -- notebooks (extra "notebooks") ---------------------------------------------------------
     def to_html(self, path: str | os.PathLike[str] | None = None, *, namespace: str | None = None,
