@@ -10,7 +10,14 @@ from importlib.metadata import PackageNotFoundError, version
 from .atlas import ElasticMemoryAtlas
 from .backend import Backend, InProcessBackend, Partition
 from .clock import Clock, ManualClock, SystemClock
+from .compression import CompressionReport
 from .config import AtlasConfig
+from .contradiction import (
+    Contradiction,
+    ContradictionDetector,
+    HeuristicContradictionDetector,
+    LLMContradictionDetector,
+)
 from .embedding import Embedder, HashingEmbedder, MiniLMEmbedder, as_embedder
 from .errors import (
     AtlasError,
@@ -29,8 +36,10 @@ from .graph_store import GraphStore, NetworkXGraphStore
 from .keyword_index import FTS5KeywordIndex, KeywordIndex
 from .lifecycle import AtlasStats
 from .model import Context, MemoryEdge, MemoryNode, Relation, ScoredMemory
+from .summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from .tokens import TiktokenCounter, TokenCounter
 from .vector_index import NumpyVectorIndex, VectorIndex
+from .write_filter import HeuristicWriteFilter, LLMWriteFilter, WriteFilter, importance_score
 
 try:
     __version__ = version("elastic-atlas")
@@ -45,20 +54,29 @@ __all__ = [
     "Backend",
     "BackendError",
     "Clock",
+    "CompressionReport",
     "Context",
+    "Contradiction",
+    "ContradictionDetector",
     "CorruptFileError",
     "ElasticMemoryAtlas",
     "Embedder",
     "EventLog",
+    "ExtractiveSummarizer",
     "FTS5KeywordIndex",
     "GraphStore",
     "HashingEmbedder",
+    "HeuristicContradictionDetector",
+    "HeuristicWriteFilter",
     "InProcessBackend",
     "InvalidEmbeddingError",
     "InvalidInputError",
     "InvalidMemoryError",
     "InvalidRelationError",
     "KeywordIndex",
+    "LLMContradictionDetector",
+    "LLMSummarizer",
+    "LLMWriteFilter",
     "ManualClock",
     "MemoryEdge",
     "MemoryNode",
@@ -71,10 +89,13 @@ __all__ = [
     "Partition",
     "Relation",
     "ScoredMemory",
+    "Summarizer",
     "SystemClock",
     "TiktokenCounter",
     "TokenCounter",
     "VectorIndex",
+    "WriteFilter",
     "__version__",
     "as_embedder",
+    "importance_score",
 ]

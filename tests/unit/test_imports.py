@@ -16,6 +16,10 @@ EXPECTED = [
     "MiniLMEmbedder", "MissingDependencyError", "NamespaceViolationError", "NetworkXGraphStore", "NumpyVectorIndex",
     "Partition", "Relation", "ScoredMemory", "SystemClock", "TiktokenCounter", "TokenCounter", "VectorIndex",
     "__version__", "as_embedder",
+    # the lifecycle's seams and reports
+    "CompressionReport", "Contradiction", "ContradictionDetector", "ExtractiveSummarizer",
+    "HeuristicContradictionDetector", "HeuristicWriteFilter", "LLMContradictionDetector", "LLMSummarizer",
+    "LLMWriteFilter", "Summarizer", "WriteFilter", "importance_score",
 ]
 
 
