@@ -1,0 +1,172 @@
+"""The approximate index: recall against exact search, probing, retraining, and the switch from
+exact to approximate (and back) inside an atlas, kept consistent with the graph."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, InvalidInputError, ManualClock
+from shared_core.ann_index import EXACT_SUBSET, IVFVectorIndex, list_count
+from shared_core.backend import TieredVectorIndex
+
+DIM = 32
+
+
+def clustered(n: int, *, seed: int = 0, clusters: int = 40) -> npt.NDArray[np.float32]:
+    """Unit vectors around random centres: the shape of real embeddings, unlike uniform noise."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((clusters, DIM)).astype(np.float32)
+    rows = centres[rng.integers(0, clusters, n)] + 0.6 * rng.standard_normal((n, DIM)).astype(np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def exact_top(vectors: npt.NDArray[np.float32], query: npt.NDArray[np.float32], k: int) -> set[int]:
+    return set(np.argsort(-(vectors @ query))[:k].tolist())
+
+
+def test_default_probing_keeps_recall_at_10_high_on_clustered_data() -> None:
+    vectors = clustered(6000)
+    ids = [str(i) for i in range(len(vectors))]
+    index = IVFVectorIndex.build(ids, vectors)
+    assert index.lists == list_count(6000) and index.probes < index.lists  # really approximate
+    queries = clustered(100, seed=1)
+    recall = np.mean([len({int(i) for i, _ in index.search(q, 10)} & exact_top(vectors, q, 10)) / 10
+                      for q in queries])
+    assert recall >= 0.95
+
+
+def test_scanning_every_list_is_exact() -> None:
+    vectors = clustered(2000)
+    index = IVFVectorIndex.build([str(i) for i in range(2000)], vectors, probe_fraction=1.0)
+    for q in clustered(20, seed=2):
+        assert {int(i) for i, _ in index.search(q, 10)} == exact_top(vectors, q, 10)
+
+
+def test_a_search_never_comes_back_short() -> None:
+    """With one probe the probed list may hold fewer than k vectors: the search scans all."""
+    vectors = clustered(3000)
+    index = IVFVectorIndex.build([str(i) for i in range(3000)], vectors, probe_fraction=1e-9, min_probes=1)
+    assert index.probes == 1
+    hits = index.search(clustered(1, seed=3)[0], 500)
+    assert len(hits) == 500 and len({i for i, _ in hits}) == 500
+
+
+def test_large_subsets_use_the_index_and_stay_inside_the_subset() -> None:
+    vectors = clustered(3 * EXACT_SUBSET)
+    ids = [str(i) for i in range(len(vectors))]
+    index = IVFVectorIndex.build(ids, vectors)
+    subset = {str(i) for i in range(0, len(vectors), 2)}
+    assert len(subset) > EXACT_SUBSET
+    rows = np.arange(0, len(vectors), 2)
+    for q in clustered(10, seed=4):
+        hits = index.search(q, 10, subset=subset)
+        assert len(hits) == 10 and {i for i, _ in hits} <= subset
+        truth = {int(rows[j]) for j in exact_top(vectors[rows], q, 10)}
+        assert len({int(i) for i, _ in hits} & truth) >= 8
+
+
+def test_the_centroids_are_retrained_as_the_index_grows_and_labels_are_reused() -> None:
+    vectors = clustered(5000)
+    ids = [str(i) for i in range(5000)]
+    index = IVFVectorIndex.build(ids[:300], vectors[:300])
+    assert index.retrains == 1
+    for start in range(300, 5000, 500):
+        index.add(ids[start:start + 500], vectors[start:start + 500])
+    assert index.retrains == 2 and index._trained_on == 1300  # retrained once past 4 x 300
+    assert index.lists == list_count(1300)
+    index.remove(ids[:1000])
+    index.add(ids[:1000], vectors[:1000])  # the freed labels are taken again
+    assert len(index) == 5000 and len(index._ids) == 5000
+    assert index.get("17").tobytes() == vectors[17].tobytes()  # type: ignore[union-attr]
+
+
+def test_the_tiered_index_switches_both_ways_with_hysteresis() -> None:
+    vectors = clustered(300)
+    ids = [str(i) for i in range(300)]
+    index = TieredVectorIndex(DIM, threshold=100)
+    index.add(ids[:99], vectors[:99])
+    assert not index.approximate
+    index.add(ids[99:150], vectors[99:150])
+    assert index.approximate and len(index) == 150
+    index.remove(ids[:80])  # 70 left: above half the threshold, stays approximate
+    assert index.approximate
+    index.remove(ids[80:101])  # 49 left: back to exact, same vectors
+    assert not index.approximate and len(index) == 49
+    assert all(index.get(i).tobytes() == vectors[int(i)].tobytes() for i in ids[101:150])  # type: ignore[union-attr]
+
+
+def test_config_validates_the_index_fields() -> None:
+    assert AtlasConfig(ann_threshold=None).ann_threshold is None
+    with pytest.raises(InvalidInputError, match="ann_threshold"):
+        AtlasConfig(ann_threshold=10)
+    with pytest.raises(InvalidInputError, match="ann_probe_fraction"):
+        AtlasConfig(ann_probe_fraction=0.0)
+
+
+def _atlas(threshold: int) -> ElasticMemoryAtlas:
+    return ElasticMemoryAtlas(config=AtlasConfig(ann_threshold=threshold), embedder=HashingEmbedder(dim=64),
+                              clock=ManualClock(1_700_000_000.0))
+
+
+def _consistent(atlas: ElasticMemoryAtlas, namespace: str) -> None:
+    part = atlas.backend.partition(namespace)
+    assert part is not None
+    node_ids = {n.id for n in part.graph.nodes()}
+    assert len(part.vectors) == len(node_ids) == len(part.keywords)
+    assert all(part.vectors.get(i) is not None for i in node_ids)
+
+
+def test_an_atlas_goes_approximate_per_namespace_and_stays_consistent_with_its_graph() -> None:
+    atlas = _atlas(threshold=64)
+    facts = [f"fact {i} about topic {i % 9} and colour {i % 5}" for i in range(150)]
+    nodes = atlas.add_memories(facts, namespace="big", session_id="s")
+    atlas.add_memories(facts[:10], namespace="small")
+    big, small = atlas.backend.partition("big"), atlas.backend.partition("small")
+    assert big is not None and small is not None
+    assert big.vectors.approximate and not small.vectors.approximate  # type: ignore[attr-defined]
+    hit = atlas.retrieve("fact 42 about topic 6 and colour 2", namespace="big", top_k=1, reinforce=False)
+    assert hit[0].node.content == facts[42]
+    newer = atlas.update_memory(nodes[42].id, "fact 42 was corrected")
+    atlas.forget(nodes[7].id)
+    _consistent(atlas, "big")
+    assert atlas.get(newer.id).embedding is not None
+    for node in nodes[8:130]:
+        atlas.forget(node.id)
+    assert not big.vectors.approximate  # type: ignore[attr-defined]
+    _consistent(atlas, "big")
+    assert atlas.retrieve("fact 140", namespace="big", top_k=1, reinforce=False)[0].node.content == facts[140]
+
+
+class _KeywordsFailingAt:
+    """A keyword index whose n-th ``add`` fails (it has no ``add_many``, so each row is added)."""
+
+    def __init__(self, inner: object, fail_at: int) -> None:
+        self.inner, self.fail_at, self.calls = inner, fail_at, 0
+
+    def add(self, node_id: str, text: str, *, session_id: str | None = None) -> None:
+        self.calls += 1
+        if self.calls == self.fail_at:
+            raise OSError("keyword store failed")
+        self.inner.add(node_id, text, session_id=session_id)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+
+def test_a_failed_batch_that_crossed_the_threshold_leaves_no_trace() -> None:
+    from ._state import snapshot
+
+    atlas = _atlas(threshold=64)
+    atlas.add_memories([f"early fact {i}" for i in range(40)], namespace="u", session_id="s")
+    part = atlas.backend.partition("u")
+    assert part is not None
+    before = snapshot(atlas)
+    part.keywords = _KeywordsFailingAt(part.keywords, fail_at=50)  # type: ignore[assignment]
+    with pytest.raises(OSError, match="keyword store failed"):
+        atlas.add_memories([f"late fact {i}" for i in range(100)], namespace="u", session_id="s")
+    part.keywords = part.keywords.inner  # type: ignore[attr-defined]
+    assert part.vectors.approximate  # type: ignore[attr-defined]  # the batch had crossed the threshold
+    assert snapshot(atlas) == before
+    assert atlas.retrieve("early fact 3", namespace="u", top_k=1)[0].node.content == "early fact 3"

@@ -1,0 +1,154 @@
+"""The `VectorIndex` contract, run against every implementation (exact, approximate, tiered)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from shared_core import NumpyVectorIndex, VectorIndex
+from shared_core.ann_index import IVFVectorIndex
+from shared_core.backend import TieredVectorIndex
+from shared_core.vector_index import search_many, top_k_rows
+
+DIM = 24
+
+# Every implementation, configured to be exact so its answers can be compared with brute force:
+# the IVF index scans every list (probe_fraction=1), and the tiered one crosses its threshold
+# (and so moves from numpy to IVF) in the middle of most tests.
+IMPLEMENTATIONS: dict[str, Callable[[], VectorIndex]] = {
+    "numpy": lambda: NumpyVectorIndex(DIM, capacity=4),
+    "ivf": lambda: IVFVectorIndex(DIM, probe_fraction=1.0),
+    "tiered": lambda: TieredVectorIndex(DIM, threshold=64, probe_fraction=1.0),
+}
+
+
+@pytest.fixture(params=list(IMPLEMENTATIONS))
+def index(request: pytest.FixtureRequest) -> VectorIndex:
+    return IMPLEMENTATIONS[request.param]()
+
+
+def unit_rows(n: int, seed: int = 0) -> npt.NDArray[np.float32]:
+    rng = np.random.default_rng(seed)
+    rows = rng.standard_normal((n, DIM)).astype(np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def fill(index: VectorIndex, n: int, seed: int = 0) -> tuple[list[str], npt.NDArray[np.float32]]:
+    ids = [f"m{i}" for i in range(n)]
+    vectors = unit_rows(n, seed)
+    for start in range(0, n, 37):  # several adds, so growth and retraining happen on the way
+        index.add(ids[start:start + 37], vectors[start:start + 37])
+    return ids, vectors
+
+
+def brute(vectors: npt.NDArray[np.float32], ids: list[str], query: npt.NDArray[np.float32],
+          k: int) -> list[str]:
+    sims = vectors @ query
+    return [ids[i] for i in np.argsort(-sims, kind="stable")[:k]]
+
+
+def test_every_implementation_satisfies_the_protocol(index: VectorIndex) -> None:
+    assert isinstance(index, VectorIndex)
+    assert index.dim == DIM and len(index) == 0
+    assert index.search(unit_rows(1)[0], 5) == []
+
+
+def test_search_matches_brute_force(index: VectorIndex) -> None:
+    ids, vectors = fill(index, 300)
+    assert len(index) == 300
+    for query in unit_rows(20, seed=1):
+        hits = index.search(query, 10)
+        assert [i for i, _ in hits] == brute(vectors, ids, query, 10)
+        assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
+        expected = np.sort(vectors @ query)[::-1][:10]
+        np.testing.assert_allclose([s for _, s in hits], expected, rtol=1e-5, atol=1e-6)
+
+
+def test_k_larger_than_the_index_returns_everything(index: VectorIndex) -> None:
+    ids, _ = fill(index, 70)
+    assert sorted(i for i, _ in index.search(unit_rows(1, 5)[0], 500)) == sorted(ids)
+    assert index.search(unit_rows(1, 5)[0], 0) == []
+
+
+def test_get_returns_the_exact_vector_and_add_replaces(index: VectorIndex) -> None:
+    _ids, vectors = fill(index, 100)
+    got = index.get("m42")
+    assert got is not None and got.tobytes() == vectors[42].tobytes()
+    assert index.get("nope") is None
+    replacement = unit_rows(1, seed=9)
+    index.add(["m42"], replacement)
+    assert len(index) == 100
+    assert index.get("m42").tobytes() == replacement[0].tobytes()  # type: ignore[union-attr]
+    assert index.search(replacement[0], 1)[0][0] == "m42"
+
+
+def test_remove_is_consistent_everywhere(index: VectorIndex) -> None:
+    ids, vectors = fill(index, 120)
+    gone = ids[::3]
+    index.remove([*gone, "never-added"])
+    kept = [i for i in ids if i not in set(gone)]
+    assert len(index) == len(kept)
+    assert all(index.get(i) is None for i in gone)
+    rows = [int(i[1:]) for i in kept]
+    for query in unit_rows(10, seed=2):
+        assert [i for i, _ in index.search(query, 7)] == brute(vectors[rows], kept, query, 7)
+    index.remove(kept)
+    assert len(index) == 0 and index.search(vectors[0], 3) == []
+    index.add(["again"], vectors[:1])  # usable after being emptied
+    assert index.search(vectors[0], 3) == [("again", pytest.approx(1.0))]
+
+
+def test_subset_search_sees_only_the_subset(index: VectorIndex) -> None:
+    _ids, vectors = fill(index, 200)
+    subset = {f"m{i}" for i in range(0, 200, 7)} | {"unknown"}
+    query = unit_rows(1, seed=3)[0]
+    hits = index.search(query, 5, subset=subset)
+    members = sorted(subset - {"unknown"}, key=lambda i: int(i[1:]))
+    rows = [int(i[1:]) for i in members]
+    assert [i for i, _ in hits] == brute(vectors[rows], members, query, 5)
+    assert index.search(query, 5, subset={"unknown"}) == []
+    assert index.search(query, 5, subset=set()) == []
+
+
+def test_similarities_are_dot_products_and_zero_for_unknown_ids(index: VectorIndex) -> None:
+    _ids, vectors = fill(index, 90)
+    query = unit_rows(1, seed=4)[0]
+    sims = index.similarities(query, ["m5", "missing", "m80"])
+    np.testing.assert_allclose(sims, [vectors[5] @ query, 0.0, vectors[80] @ query], rtol=1e-5, atol=1e-6)
+    assert index.similarities(query, []).shape == (0,)
+
+
+def test_search_many_equals_one_search_per_row(index: VectorIndex) -> None:
+    fill(index, 150)
+    queries = unit_rows(9, seed=6)
+    batched = search_many(index, queries, 4)
+    single = [index.search(q, 4) for q in queries]
+    assert [[i for i, _ in row] for row in batched] == [[i for i, _ in row] for row in single]
+    np.testing.assert_allclose([[s for _, s in row] for row in batched],
+                               [[s for _, s in row] for row in single], rtol=1e-5)
+
+
+def test_bad_adds_are_refused(index: VectorIndex) -> None:
+    with pytest.raises(ValueError, match="dimension"):
+        index.add(["a"], np.zeros((1, DIM + 1), dtype=np.float32))
+    with pytest.raises(ValueError, match="duplicate"):
+        index.add(["a", "a"], unit_rows(2))
+    assert len(index) == 0
+
+
+def test_top_k_rows_orders_each_row() -> None:
+    sims = np.array([[0.1, 0.5, 0.3, 0.9], [0.4, 0.2, 0.8, 0.0]], dtype=np.float32)
+    assert top_k_rows(sims, 3).tolist() == [[3, 1, 2], [2, 0, 1]]
+    assert top_k_rows(sims, 10).tolist() == [[3, 1, 2, 0], [2, 0, 1, 3]]
+    assert top_k_rows(sims, 0).shape == (2, 0)
+
+
+def test_numpy_index_gives_memory_back_after_mass_deletes() -> None:
+    index = NumpyVectorIndex(DIM)
+    ids, _ = fill(index, 1000)
+    big = index.nbytes()
+    index.remove(ids[:950])
+    assert index.nbytes() < big / 4 and len(index) == 50

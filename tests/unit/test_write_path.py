@@ -1,0 +1,158 @@
+"""The batched write path: same links as one-by-one inserts, one keyword transaction per chunk,
+namespace runs, and all-or-nothing batches; plus the graph store contract on both stores."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, ManualClock, NetworkXGraphStore
+from shared_core import writes as write_module
+from shared_core.graph_store import DictGraphStore, GraphStore
+from shared_core.model import MemoryEdge, MemoryNode, Relation
+
+from ._state import snapshot
+
+FACTS = [
+    "Alice plans a trip to Lisbon in June", "Alice booked the Lisbon flight for June",
+    "Alice likes oat milk in her coffee", "Bob prefers soy milk in his coffee",
+    "The Lisbon hotel is near the river", "Alice's sister lives in Porto",
+    "Porto is a short train ride from Lisbon", "Alice drinks coffee every morning",
+    "Bob is learning Portuguese for the trip", "The June flight leaves at 7:05",
+    "Alice packs light for short trips", "Coffee in Lisbon is strong",
+]
+
+
+def make(**config: object) -> ElasticMemoryAtlas:
+    return ElasticMemoryAtlas(config=AtlasConfig(similar_threshold=0.25, **config),  # type: ignore[arg-type]
+                              embedder=HashingEmbedder(dim=128), clock=ManualClock(1_700_000_000.0))
+
+
+def edges_by_content(atlas: ElasticMemoryAtlas, namespace: str) -> set[tuple[str, str, str, float]]:
+    nodes = {n.id: n.content for n in atlas.memories(namespace=namespace)}
+    return {(nodes[e.source], nodes[e.target], e.relation.value, round(e.strength, 5))
+            for nid in nodes for e in atlas.edges(nid)}
+
+
+@pytest.mark.parametrize("chunk", [1024, 5])
+def test_a_batch_links_exactly_like_one_by_one_inserts(chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(write_module, "CHUNK", chunk)  # 5: chunks of the batch see earlier chunks
+    items = [{"content": text, "session_id": f"s{i % 3}"} for i, text in enumerate(FACTS)]
+    one_by_one, batched = make(), make()
+    for item in items:
+        one_by_one.add_memory(item["content"], namespace="u", session_id=item["session_id"])
+    batched.add_memories(items, namespace="u")
+    expected = edges_by_content(one_by_one, "u")
+    assert edges_by_content(batched, "u") == expected
+    relations = {r for _, _, r, _ in expected}
+    assert {"before", "similar_to"} <= relations  # the comparison covers both kinds of link
+    assert [n.turn for n in batched.memories(namespace="u")] == list(range(1, len(FACTS) + 1))
+
+
+def test_superseded_memories_get_no_similar_links_in_a_batch() -> None:
+    atlas = make()
+    old = atlas.add_memory("Alice likes oat milk in her coffee", namespace="u")
+    new = atlas.update_memory(old.id, "Alice likes oat milk in her coffee now")
+    [node] = atlas.add_memories(["Alice likes oat milk in coffee"], namespace="u")
+    targets = {e.target for e in atlas.edges(node.id) if e.relation is Relation.SIMILAR_TO}
+    assert new.id in targets and old.id not in targets
+
+
+def test_one_keyword_transaction_per_chunk() -> None:
+    atlas = make()
+    atlas.add_memory("warm up the namespace", namespace="u")
+    part = atlas.backend.partition("u")
+    assert part is not None
+    statements: list[str] = []
+    part.keywords._db.conn.set_trace_callback(statements.append)
+    atlas.add_memories([f"{fact} (copy {i})" for i, fact in enumerate(FACTS * 4)], namespace="u")
+    part.keywords._db.conn.set_trace_callback(None)
+    assert sum(s.strip().upper() == "BEGIN" for s in statements) == 1
+    assert sum(s.strip().upper() == "COMMIT" for s in statements) == 1
+    assert sum(s.lstrip().upper().startswith("INSERT") for s in statements) == 4 * len(FACTS)
+    assert len(part.keywords) == 1 + 4 * len(FACTS)
+
+
+def test_items_of_several_namespaces_go_to_their_own_partitions() -> None:
+    atlas = make()
+    items = [{"content": "alpha one", "namespace": "a"}, {"content": "beta one", "namespace": "b"},
+             {"content": "beta two", "namespace": "b"}, {"content": "alpha two", "namespace": "a"}]
+    nodes = atlas.add_memories(items, namespace="a")
+    assert [n.namespace for n in nodes] == ["a", "b", "b", "a"]
+    assert [n.content for n in atlas.memories(namespace="a")] == ["alpha one", "alpha two"]
+    assert [n.content for n in atlas.memories(namespace="b")] == ["beta one", "beta two"]
+    for node in nodes:  # no edge crosses a namespace
+        assert all(atlas.get(e.source).namespace == atlas.get(e.target).namespace == node.namespace
+                   for e in atlas.edges(node.id))
+
+
+class _VectorsFailingOnAdd:
+    def __init__(self, inner: object) -> None:
+        self.inner = inner
+
+    def add(self, ids: object, vectors: object) -> None:
+        raise MemoryError("no room for vectors")
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+    def __len__(self) -> int:
+        return len(self.inner)  # type: ignore[arg-type]
+
+
+def test_a_later_namespace_failing_undoes_the_earlier_ones() -> None:
+    atlas = make()
+    atlas.add_memories(["alpha zero"], namespace="a", session_id="s")
+    atlas.add_memories(["beta zero"], namespace="b", session_id="s")
+    part_b = atlas.backend.partition("b")
+    assert part_b is not None
+    before = snapshot(atlas)
+    part_b.vectors = _VectorsFailingOnAdd(part_b.vectors)  # type: ignore[assignment]
+    items = [{"content": "alpha one", "namespace": "a"}, {"content": "beta one", "namespace": "b"}]
+    with pytest.raises(MemoryError):
+        atlas.add_memories(items, namespace="a", session_id="s")
+    part_b.vectors = part_b.vectors.inner  # type: ignore[attr-defined]
+    assert snapshot(atlas) == before
+    assert len(atlas.events.events(kind="add")) == 2
+
+
+# -- the graph store contract -------------------------------------------------------------------
+@pytest.fixture(params=[DictGraphStore, NetworkXGraphStore])
+def graph(request: pytest.FixtureRequest) -> GraphStore:
+    store: GraphStore = request.param()
+    for i in "abcd":
+        store.put_node(MemoryNode(id=i, content=f"memory {i}", namespace="u"))
+    return store
+
+
+def edge(source: str, target: str, relation: Relation = Relation.RELATED_TO, strength: float = 1.0) -> MemoryEdge:
+    return MemoryEdge(source=source, target=target, relation=relation, strength=strength)
+
+
+def test_graph_store_edges_and_neighbours(graph: GraphStore) -> None:
+    assert isinstance(graph, GraphStore)
+    graph.put_edge(edge("a", "b", Relation.BEFORE))
+    graph.put_edge(edge("a", "b", Relation.SIMILAR_TO, 0.7))
+    graph.put_edge(edge("c", "a", Relation.CAUSED_BY, 0.4))
+    graph.put_edge(edge("a", "b", Relation.SIMILAR_TO, 0.9))  # replaces the (a, b, similar_to) edge
+    assert graph.edge_count() == 3 and graph.degree("a") == 3 and graph.degree("d") == 0
+    assert sorted((e.source, e.target, e.relation.value, e.strength) for e in graph.edges("a")) == [
+        ("a", "b", "before", 1.0), ("a", "b", "similar_to", 0.9), ("c", "a", "caused_by", 0.4)]
+    assert sorted(graph.neighbors("a")) == [("b", 0.9), ("b", 1.0), ("c", 0.4)]
+    assert sorted(graph.neighbors("b")) == [("a", 0.9), ("a", 1.0)]
+    assert graph.edges("missing") == [] and graph.neighbors("missing") == []
+
+
+def test_graph_store_removals(graph: GraphStore) -> None:
+    graph.put_edge(edge("a", "b"))
+    graph.put_edge(edge("b", "c"))
+    graph.put_edge(edge("d", "b", Relation.PART_OF))
+    assert graph.remove_edge("a", "b", Relation.RELATED_TO) is True
+    assert graph.remove_edge("a", "b", Relation.RELATED_TO) is False
+    removed = graph.remove_node("b")
+    assert sorted((e.source, e.target) for e in removed) == [("b", "c"), ("d", "b")]
+    assert graph.get_node("b") is None and graph.node_count() == 3 and graph.edge_count() == 0
+    assert graph.edges("c") == [] and graph.edges("d") == [] and graph.remove_node("b") == []
+    replaced = MemoryNode(id="a", content="changed", namespace="u")
+    graph.put_node(replaced)
+    assert graph.get_node("a") == replaced and graph.node_count() == 3
+    assert sorted(n.id for n in graph.nodes()) == ["a", "c", "d"]
