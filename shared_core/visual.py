@@ -151,8 +151,14 @@ if (data.nodes.length === 0) document.body.setAttribute("data-drawn", "0");
 """
 
 
-def plot_graph(view: GraphView, *, ax: Any = None, color_by: str = "session", seed: int = 7) -> Any:
-    """A static matplotlib drawing of ``view`` (spring layout); returns the axes."""
+def plot_graph(view: GraphView, *, ax: Any = None, color_by: str = "session", seed: int = 7,
+               labels: bool | None = None) -> Any:
+    """A static matplotlib drawing of ``view`` (spring layout); returns the axes.
+
+    Nodes are coloured by ``color_by`` and sized by weight, edges coloured by relation (dashed:
+    ``before``/``after``), with a legend for each; ``labels`` (default: when there are at most
+    24 nodes) writes the start of each memory's text next to its node.
+    """
     try:
         import matplotlib.pyplot as plt
     except ImportError as exc:  # pragma: no cover - the notebooks extra
@@ -162,22 +168,37 @@ def plot_graph(view: GraphView, *, ax: Any = None, color_by: str = "session", se
     g = nx.DiGraph()
     g.add_nodes_from(n.id for n in view.nodes)
     g.add_edges_from((e.source, e.target) for e in view.edges)
-    pos = nx.spring_layout(g, seed=seed)
+    from matplotlib.lines import Line2D
+
+    pos = nx.spring_layout(g, seed=seed, k=1.5 / math.sqrt(max(1, len(view.nodes))))
     if ax is None:
-        _, ax = plt.subplots(figsize=(8, 6))
+        _, ax = plt.subplots(figsize=(9, 6.5))
     groups: dict[str, str] = {}
     colours = [groups.setdefault(_group_key(n, color_by), PALETTE[len(groups) % len(PALETTE)]) for n in view.nodes]
     sizes = [40 + 160 * view.weights.get(n.id, n.weight) for n in view.nodes]
-    edge_colours = [RELATION_COLOURS.get(e.relation, "#8c8c8c") for e in view.edges]
-    nx.draw_networkx_edges(g, pos, ax=ax, edgelist=[(e.source, e.target) for e in view.edges],
-                           edge_color=edge_colours, alpha=0.6, arrows=True, arrowsize=6)
+    for dashed in (True, False):
+        drawn = [e for e in view.edges if (e.relation in (Relation.BEFORE, Relation.AFTER)) is dashed]
+        if drawn:
+            nx.draw_networkx_edges(g, pos, ax=ax, edgelist=[(e.source, e.target) for e in drawn],
+                                   edge_color=[RELATION_COLOURS.get(e.relation, "#8c8c8c") for e in drawn],
+                                   style="dashed" if dashed else "solid", alpha=0.7, arrows=True, arrowsize=6,
+                                   node_size=sizes)
     nx.draw_networkx_nodes(g, pos, ax=ax, nodelist=[n.id for n in view.nodes], node_color=colours,
                            node_size=sizes, linewidths=0.5, edgecolors="#333")
-    for key, colour in groups.items():
-        ax.scatter([], [], c=colour, label=key)
+    if labels if labels is not None else len(view.nodes) <= 24:
+        short = {n.id: n.content if len(n.content) <= 24 else n.content[:23] + "…" for n in view.nodes}
+        nx.draw_networkx_labels(g, {k: (x, y - 0.045) for k, (x, y) in pos.items()}, labels=short, ax=ax,
+                                font_size=7, verticalalignment="top", font_color="#333")
     if groups:
-        ax.legend(title=color_by, loc="best", fontsize=8)
+        handles = [Line2D([], [], marker="o", ls="", color=c, label=k) for k, c in groups.items()]
+        ax.add_artist(ax.legend(handles=handles, title=color_by, loc="upper left", fontsize=8, title_fontsize=8))
+    relations = sorted({e.relation for e in view.edges}, key=lambda r: r.value)
+    if relations:
+        handles = [Line2D([], [], color=RELATION_COLOURS.get(r, "#8c8c8c"), label=r.value,
+                          ls="--" if r in (Relation.BEFORE, Relation.AFTER) else "-") for r in relations]
+        ax.legend(handles=handles, title="edges", loc="upper right", fontsize=8, title_fontsize=8)
     ax.set_title(f"{len(view.nodes)} memories, {len(view.edges)} edges (size = weight)")
+    ax.margins(0.1)
     ax.set_axis_off()
     return ax
 
@@ -197,6 +218,7 @@ def plot_weights(weights: Iterable[float], *, half_life: float, floor: float, ca
     axes[0].hist(values, bins=np.linspace(0.0, cap, 25), color=PALETTE[0])
     axes[0].set_title(f"current weights ({len(values)} memories)")
     axes[0].set_xlabel("weight")
+    axes[0].set_ylabel("memories")
     scale = 86_400.0 if unit == "seconds" else 1.0
     t = np.linspace(0, 5 * half_life, 200)
     axes[1].plot(t / scale, [decayed_weight(1.0, x, half_life=half_life, floor=floor) for x in t], color=PALETTE[1])

@@ -56,3 +56,17 @@ def test_static_plots(small: ElasticMemoryAtlas) -> None:
     axes = small.plot_weights()
     assert "half-life 30 days" in axes[1].get_title()
     assert sum(p.get_height() for p in axes[0].patches) == 5
+
+
+def test_static_graph_has_labels_and_legends(small: ElasticMemoryAtlas) -> None:
+    ax = small.plot(namespace="u")
+    texts = [t.get_text() for t in ax.texts]
+    assert "the cat sat on the mat" in texts  # small graphs are labelled
+    legends = [c for c in ax.get_children() if type(c).__name__ == "Legend"]
+    titles = {lg.get_title().get_text() for lg in legends}
+    assert titles == {"session", "edges"}
+    edges = next(lg for lg in legends if lg.get_title().get_text() == "edges")
+    assert "caused_by" in [t.get_text() for t in edges.get_texts()]
+    from shared_core.visual import graph_view, plot_graph
+
+    assert len(plot_graph(graph_view(small, namespace="u"), labels=False).texts) == 0
