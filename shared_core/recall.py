@@ -110,7 +110,7 @@ def resolve_time_cue(part: Partition, query: str, *, now: float, config: AtlasCo
 def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[ScoredMemory]:
     """Run every path over one partition and return the ranked hits (best first)."""
     graph = part.graph
-    k = max(req.candidate_k or config.candidate_k, req.top_k)
+    k = max(req.candidate_k or 0, config.candidate_k, req.top_k)
     limited = req.session_id is not None and not req.cross_session
 
     def admissible(node: MemoryNode | None) -> bool:
@@ -176,8 +176,10 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
         return []
     cosine = dict(zip(candidates, (float(c) for c in part.vectors.similarities(req.vector, candidates)),
                       strict=True))
-    # The k-th best cosine of the vector search is the floor of the scale: "how close to the best".
-    floor = min(raw["vector"].values()) if len(raw["vector"]) >= k else None
+    # The cosine of the candidate_k-th best memory is the floor of the scale ("how close to the
+    # best"), whatever top_k asked for, so a memory's relevance does not depend on top_k.
+    ranked_cosines = sorted(raw["vector"].values(), reverse=True)
+    floor = ranked_cosines[config.candidate_k - 1] if len(ranked_cosines) >= config.candidate_k > 0 else None
     vector_scale = _vector_scale(raw["vector"], floor)
     base, vector_share = _fuse(raw, cosine, vector_scale, weights, config)
 

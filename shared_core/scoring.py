@@ -133,9 +133,9 @@ def spread_max(scores: Mapping[str, float],
     ``a_1(m) = max over edges (n, m) of  decay * strength(n, m) * s(n)`` and
     ``a_h(m) = max over edges (n, m) of  decay * strength(n, m) * a_{h-1}(n)``; the boost of a
     node is ``sum_h a_h``. Taking the *best* neighbour (not the sum) keeps a dense cluster of
-    weak matches from outranking one strong match; the boost of a node does not count its own
-    score twice (walks back to a node are ignored). ``neighbors(n)`` gives ``(m, strength)``
-    pairs, already weighted by relation; at most ``fanout`` strongest are followed per node.
+    weak matches from outranking one strong match; a walk never steps back to the node it came
+    from nor to its seed, so no node is boosted by its own score. ``neighbors(n)`` gives
+    ``(m, strength)`` pairs, already weighted by relation; at most ``fanout`` strongest are followed per node.
     Hand-written: networkx's personalised PageRank walks the whole graph per query, this touches
     at most ``len(scores) * fanout ** hops`` edges.
 
@@ -146,25 +146,23 @@ def spread_max(scores: Mapping[str, float],
     {'b': 0.5, 'a': 0.4, 'c': 0.4}
     """
     boost: dict[str, float] = {}
-    frontier = {node: s for node, s in scores.items() if s > min_activation}
-    origin = {node: node for node in frontier}  # the node each activation started from
+    # node -> (activation, the seed it started from, the node it came from)
+    frontier = {node: (s, node, node) for node, s in scores.items() if s > min_activation}
     for _ in range(hops):
-        nxt: dict[str, float] = {}
-        nxt_origin: dict[str, str] = {}
-        for node, act in frontier.items():
+        nxt: dict[str, tuple[float, str, str]] = {}
+        for node, (act, origin, came_from) in frontier.items():
             edges = list(neighbors(node))
             if len(edges) > fanout:
                 edges = heapq.nlargest(fanout, edges, key=lambda e: e[1])
             for other, strength in edges:
-                if other == node or other == origin[node]:
+                if other in (node, origin, came_from):  # no walking back
                     continue
                 passed = act * strength * decay
-                if passed > nxt.get(other, min_activation):
-                    nxt[other] = passed
-                    nxt_origin[other] = origin[node]
-        for node, act in nxt.items():
+                if passed > min_activation and passed > nxt.get(other, (0.0, "", ""))[0]:
+                    nxt[other] = (passed, origin, node)
+        for node, (act, _, _) in nxt.items():
             boost[node] = boost.get(node, 0.0) + act
-        frontier, origin = nxt, nxt_origin
+        frontier = nxt
     return boost
 
 

@@ -52,7 +52,7 @@ _MDY = rf"(?P<m2>{_M})\.?\s+(?P<d2>\d{{1,2}}){_ORD}(?!\d)(?:,?\s*(?P<y2>{_YEAR})
 _ISO = rf"(?P<iso>{_YEAR}-\d{{2}}-\d{{2}})"
 _DATE = rf"(?:{_ISO}|{_DMY}|{_MDY})"
 _RE_DATE = re.compile(rf"\b{_DATE}\b", re.IGNORECASE)
-_RE_RANGE = re.compile(r"\b(?:between|from)\s+(?P<a>.+?)\s+(?:and|to|until|till|-)\s+(?P<b>.+?)(?=[?.!,;]|$)",
+_RE_RANGE = re.compile(r"\b(?:between|from)\s+(?P<a>.+?)\s+(?:and|to|until|till|-)\s+(?P<b>.+?)(?=[?.!;]|,(?!\s*\d)|$)",
                        re.IGNORECASE)
 _RE_RELATIVE_TO = re.compile(
     r"\b(?:the\s+)?(?:(?P<n>\d+|an?|one|two|three|four|five|six|seven|few|couple of)\s+)?"

@@ -1,0 +1,252 @@
+"""Each recall path, the fusion and the graph walk, on small hand-built memories with a known answer."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import pytest
+
+from shared_core import AtlasConfig, ElasticMemoryAtlas, ManualClock, NamespaceViolationError
+
+Make = Callable[..., ElasticMemoryAtlas]
+FILLER = ["The weather was grey all afternoon", "We talked about the football results",
+          "Lunch was a cheese sandwich", "The train was ten minutes late",
+          "She repainted the kitchen walls", "He is learning to juggle three balls"]
+
+
+def ts(day: str) -> float:
+    return datetime.fromisoformat(day).replace(tzinfo=UTC).timestamp()
+
+
+def ids(hits: list) -> list[str]:  # type: ignore[type-arg]
+    return [h.node.id for h in hits]
+
+
+def test_vector_path_alone_ranks_by_cosine(make_atlas: Make) -> None:
+    atlas = make_atlas(keyword_weight=0.0, graph_hops=0)
+    for text in FILLER:
+        atlas.add_memory(text, namespace="u")
+    target = atlas.add_memory("Alice prefers oat milk in her coffee", namespace="u")
+    hits = atlas.retrieve("oat milk coffee", namespace="u", top_k=3, reinforce=False)
+    assert hits[0].node.id == target.id
+    assert "vector" in hits[0].paths and "graph" not in hits[0].paths
+    assert hits[0].components["vector"] == pytest.approx(max(h.components["vector"] for h in hits))
+
+
+def test_keyword_path_finds_rare_words_that_embeddings_blur(make_atlas: Make) -> None:
+    atlas = make_atlas(vector_weight=0.0, graph_hops=0)
+    for text in FILLER:
+        atlas.add_memory(text, namespace="u")
+    order = atlas.add_memory("The parcel with order number 48213 arrived", namespace="u")
+    hits = atlas.retrieve("where is 48213?", namespace="u", top_k=2, reinforce=False)
+    assert hits[0].node.id == order.id
+    assert "keyword" in hits[0].paths and hits[0].components["keyword"] > 0
+
+
+def test_fusion_puts_the_memory_both_paths_agree_on_first(make_atlas: Make) -> None:
+    atlas = make_atlas(graph_hops=0)
+    for text in FILLER:
+        atlas.add_memory(text, namespace="u")
+    both = atlas.add_memory("Bob adopted a greyhound named Comet", namespace="u")
+    atlas.add_memory("Comet is a bright object in the night sky", namespace="u")
+    hits = atlas.retrieve("Bob's greyhound Comet", namespace="u", top_k=3, reinforce=False, explain=True)
+    assert hits[0].node.id == both.id
+    assert set(hits[0].paths) >= {"vector", "keyword"}
+    top = hits[0].components
+    assert {"relevance", "weight", "recency", "session", "score", "fused", "rank_vector"} <= set(top)
+    assert hits[0].score >= hits[1].score
+
+
+def test_graph_brings_linked_memories_that_share_no_word_with_the_query(make_atlas: Make) -> None:
+    atlas = make_atlas(similar_top=0, link_temporal=False)
+    for text in FILLER:
+        atlas.add_memory(text, namespace="u")
+    cause = atlas.add_memory("Dana slipped on the icy stairs in January", namespace="u")
+    effect = atlas.add_memory("She wore a cast for six weeks", namespace="u")
+    atlas.link(effect.id, cause.id, relation="caused_by", strength=1.0)
+    hits = atlas.retrieve("Dana icy stairs", namespace="u", top_k=4, reinforce=False)
+    assert ids(hits)[0] == cause.id
+    linked = next(h for h in hits if h.node.id == effect.id)
+    assert "graph" in linked.paths and linked.components["graph"] > 0
+
+    flat = make_atlas(similar_top=0, link_temporal=False, graph_hops=0)
+    assert all("graph" not in h.paths for h in flat.retrieve("anything", namespace="u"))
+
+
+def test_activation_decays_per_hop_and_stops_at_the_hop_limit(make_atlas: Make) -> None:
+    def chain(atlas: ElasticMemoryAtlas) -> list[str]:
+        for text in FILLER:
+            atlas.add_memory(text, namespace="u")
+        nodes = [atlas.add_memory(t, namespace="u") for t in (
+            "The quarterly zeppelin report is due", "Remember the blue folder", "Printer on floor two",
+            "Ask Kim for toner")]
+        for a, b in itertools.pairwise(nodes):
+            atlas.link(a.id, b.id, relation="part_of", strength=1.0)
+        return [n.id for n in nodes]
+
+    def graph_of(hops: int) -> dict[str, float]:
+        atlas = make_atlas(similar_top=0, link_temporal=False, graph_hops=hops, graph_hop_decay=0.5)
+        nodes = chain(atlas)
+        hits = {h.node.id: h for h in atlas.retrieve("zeppelin report", namespace="u", top_k=20, reinforce=False)}
+        assert hits[nodes[0]].components["relevance"] == max(h.components["relevance"] for h in hits.values())
+        return {name: hits[n].components.get("graph", 0.0) if n in hits else 0.0
+                for name, n in zip(("head", "one", "two", "three"), nodes, strict=True)}
+
+    two_hops, one_hop = graph_of(2), graph_of(1)
+    assert two_hops["one"] > two_hops["two"] > 0  # one hop from the match, then two
+    assert two_hops["two"] > one_hop["two"]  # the second hop is what reached it from the match
+
+
+def test_neighbouring_turns_come_along(make_atlas: Make) -> None:
+    atlas = make_atlas(similar_top=0)
+    turns = ["Ana: How was the trip?", "Ben: Great, we finally saw the aurora in Tromso!",
+             "Ana: Wow, what did it look like?", "Ben: Green curtains dancing over the fjord.",
+             *FILLER]
+    nodes = atlas.add_memories(turns, namespace="u", session_id="s1")
+    hits = atlas.retrieve("aurora Tromso", namespace="u", top_k=4, reinforce=False)
+    assert ids(hits)[0] == nodes[1].id
+    assert {nodes[0].id, nodes[2].id} <= set(ids(hits))  # the question and the follow-up
+
+
+def test_relation_weights_decide_what_flows(make_atlas: Make) -> None:
+    atlas = make_atlas(similar_top=0, link_temporal=False,
+                       relation_weights=(("caused_by", 1.0), ("related_to", 0.0)))
+    for text in FILLER:
+        atlas.add_memory(text, namespace="u")
+    seed = atlas.add_memory("The basement flooded after the storm", namespace="u")
+    caused = atlas.add_memory("We bought a new pump", namespace="u")
+    related = atlas.add_memory("Insurance forms are in the drawer", namespace="u")
+    atlas.link(caused.id, seed.id, relation="caused_by")
+    atlas.link(related.id, seed.id, relation="related_to")
+    hits = {h.node.id: h for h in atlas.retrieve("basement flooded", namespace="u", top_k=20, reinforce=False)}
+    assert "graph" in hits[caused.id].paths
+    assert related.id not in hits or "graph" not in hits[related.id].paths
+
+
+def test_recent_window_surfaces_the_latest_turns_of_the_session(make_atlas: Make) -> None:
+    atlas = make_atlas(recency_window=2, recent_weight=1.0)
+    for text in FILLER:
+        atlas.add_memory(text, namespace="u", session_id="s1")
+    last = atlas.add_memory("Ok, see you tomorrow", namespace="u", session_id="s1")
+    hits = atlas.retrieve("football results", namespace="u", session_id="s1", top_k=3, reinforce=False)
+    recent = next(h for h in hits if h.node.id == last.id)
+    assert "recent" in recent.paths
+
+
+def test_a_date_in_the_query_selects_memories_of_that_day(make_atlas: Make) -> None:
+    atlas = make_atlas(graph_hops=0)
+    may = atlas.add_memory("We went hiking in the hills", namespace="u", timestamp=ts("2023-05-09T10:00"))
+    atlas.add_memory("We went hiking by the lake", namespace="u", timestamp=ts("2023-06-20T10:00"))
+    atlas.add_memory("We went hiking near the coast", namespace="u", timestamp=ts("2023-07-02T10:00"))
+    hits = atlas.retrieve("Where did we go hiking on 9 May, 2023?", namespace="u", top_k=3, reinforce=False)
+    assert hits[0].node.id == may.id and "time" in hits[0].paths
+    assert all("time" not in h.paths for h in hits[1:])
+
+
+def test_a_month_without_year_moves_back_to_the_latest_year_with_memories(make_atlas: Make) -> None:
+    atlas = make_atlas(graph_hops=0)  # the clock is in November 2023
+    old_may = atlas.add_memory("The garden party was lovely", namespace="u", timestamp=ts("2021-05-15"))
+    atlas.add_memory("The garden party was rained out", namespace="u", timestamp=ts("2021-08-15"))
+    hits = atlas.retrieve("the garden party in May", namespace="u", top_k=2, reinforce=False)
+    assert hits[0].node.id == old_may.id and "time" in hits[0].paths
+
+
+def test_relative_cues_count_from_the_newest_memory_in_archive_mode(clock: ManualClock) -> None:
+    from shared_core import HashingEmbedder
+
+    def build(config: AtlasConfig) -> tuple[ElasticMemoryAtlas, str]:
+        atlas = ElasticMemoryAtlas(config=config, embedder=HashingEmbedder(dim=64), clock=clock)
+        atlas.add_memory("Planted tomatoes in the yard", namespace="u", timestamp=ts("2021-03-01"))
+        late = atlas.add_memory("Planted basil in the yard", namespace="u", timestamp=ts("2021-06-10"))
+        atlas.add_memory("Planted roses in the yard", namespace="u", timestamp=ts("2021-06-14"))
+        return atlas, late.id
+
+    archive, late = build(AtlasConfig.archive(graph_hops=0))
+    hits = archive.retrieve("what did I plant last week", namespace="u", top_k=3, reinforce=False)
+    assert {h.node.id for h in hits if "time" in h.paths} >= {late}
+    live, _ = build(AtlasConfig(graph_hops=0))  # two years later by the clock: nothing was last week
+    assert all("time" not in h.paths for h in live.retrieve("what did I plant last week", namespace="u"))
+
+
+def test_filters_apply_to_every_path_including_the_graph(make_atlas: Make) -> None:
+    atlas = make_atlas(similar_top=0, link_temporal=False)
+    keep = atlas.add_memory("Project Lynx kickoff notes", namespace="u", metadata={"type": "meeting"})
+    hidden = atlas.add_memory("Lynx budget spreadsheet", namespace="u", metadata={"type": "file"})
+    atlas.link(keep.id, hidden.id, relation="part_of")
+    hits = atlas.retrieve("Lynx", namespace="u", filters={"type": "meeting"}, top_k=5, reinforce=False)
+    assert ids(hits) == [keep.id]
+    hits = atlas.retrieve("Lynx", namespace="u", filters={"type": ["meeting", "file"]}, reinforce=False)
+    assert set(ids(hits)) == {keep.id, hidden.id}
+    when = {"$time": {"gte": "2000-01-01", "lt": "2001-01-01"}}
+    assert atlas.retrieve("Lynx", namespace="u", filters=when, reinforce=False) == []
+
+
+def test_session_scope_and_cross_session_labels(make_atlas: Make) -> None:
+    atlas = make_atlas(graph_hops=0)
+    mine = atlas.add_memory("Carol likes green tea", namespace="u", session_id="a")
+    other = atlas.add_memory("Carol likes green tea with honey", namespace="u", session_id="b")
+    scoped = atlas.retrieve("green tea", namespace="u", session_id="a", reinforce=False)
+    assert ids(scoped) == [mine.id]
+    wide = atlas.retrieve("green tea", namespace="u", session_id="a", cross_session=True, reinforce=False)
+    labelled = {h.node.id: h for h in wide}
+    assert labelled[other.id].other_session and not labelled[mine.id].other_session
+    assert labelled[other.id].components["session"] == atlas.config.cross_session_penalty
+
+
+def test_expired_and_superseded_memories_are_history(make_atlas: Make, clock: ManualClock) -> None:
+    atlas = make_atlas()
+    brief = atlas.add_memory("The door code is 4471", namespace="u", ttl=60)
+    old = atlas.add_memory("The wifi password is tulip", namespace="u")
+    new = atlas.update_memory(old.id, "The wifi password is orchid")
+    clock.advance(120)
+    current = ids(atlas.retrieve("door code wifi password", namespace="u", top_k=10, reinforce=False))
+    assert new.id in current and old.id not in current and brief.id not in current
+    everything = ids(atlas.retrieve("door code wifi password", namespace="u", top_k=10, reinforce=False,
+                                    include_history=True))
+    assert {old.id, new.id, brief.id} <= set(everything)
+
+
+def test_a_walk_never_leaves_its_namespace(make_atlas: Make) -> None:
+    atlas = make_atlas()
+    mine = atlas.add_memory("Eve's passport number is X123", namespace="eve")
+    theirs = atlas.add_memory("Mallory wants Eve's passport number", namespace="mallory")
+    with pytest.raises(NamespaceViolationError):
+        atlas.link(mine.id, theirs.id, relation="related_to")
+    with pytest.raises(NamespaceViolationError):
+        atlas.add_memory("sneaky", namespace="mallory", links_to=[mine.id])
+    for _ in range(3):
+        atlas.add_memory("Eve's passport number renewal", namespace="mallory")
+    for ns, foreign in (("eve", theirs.id), ("mallory", mine.id)):
+        hits = atlas.retrieve("Eve passport number", namespace=ns, top_k=50, reinforce=False)
+        assert foreign not in ids(hits) and all(h.node.namespace == ns for h in hits)
+
+
+def test_presets_rank_too(make_atlas: Make) -> None:
+    for preset in (AtlasConfig.rrf(), AtlasConfig.linear(), AtlasConfig.archive()):
+        atlas = make_atlas(**{f: getattr(preset, f) for f in ("fusion", "scoring", "vector_weight",
+                                                              "keyword_weight", "time_reference")})
+        for text in FILLER:
+            atlas.add_memory(text, namespace="u")
+        target = atlas.add_memory("Frank's bicycle has a red bell", namespace="u")
+        assert atlas.retrieve("Frank's bicycle bell", namespace="u", top_k=1, reinforce=False)[0].node.id == target.id
+
+
+def test_top_k_does_not_change_the_order(make_atlas: Make) -> None:
+    atlas = make_atlas()
+    atlas.add_memories([f"Note {i}: {text}" for i, text in enumerate(FILLER * 5)], namespace="u",
+                       session_id="s")
+    three = ids(atlas.retrieve("train kitchen walls", namespace="u", top_k=3, reinforce=False))
+    ten = ids(atlas.retrieve("train kitchen walls", namespace="u", top_k=10, reinforce=False))
+    assert ten[:3] == three
+
+
+def test_reinforce_on_and_off(make_atlas: Make) -> None:
+    atlas = make_atlas()
+    node = atlas.add_memory("Grace collects vintage stamps", namespace="u")
+    atlas.retrieve("vintage stamps", namespace="u", reinforce=False)
+    assert atlas.get(node.id).access_count == 0
+    atlas.retrieve("vintage stamps", namespace="u")
+    again = atlas.get(node.id)
+    assert again.access_count == 1 and again.weight > node.weight
