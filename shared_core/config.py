@@ -70,14 +70,14 @@ class AtlasConfig:
     fusion: Literal["convex", "rrf"] = "convex"
     candidate_k: int = 200
     rrf_k: float = 60.0
-    vector_weight: float = 0.6
-    keyword_weight: float = 0.4
+    vector_weight: float = 0.5
+    keyword_weight: float = 0.5
     graph_weight: float = 1.0
     recent_weight: float = 0.3
     time_weight: float = 0.5
     time_reference: Literal["clock", "latest"] = "clock"
     graph_hops: int = 2
-    graph_hop_decay: float = 0.5
+    graph_hop_decay: float = 0.45
     graph_seeds: int = 100
     graph_fanout: int = 16
     relation_weights: tuple[tuple[str, float], ...] = RELATION_WEIGHTS
