@@ -6,8 +6,8 @@ Each baseline turns a question into a ranking of the conversation's turns (indic
 dataset README's table.
 
 - ``recency``: the latest turns first (a plain chat buffer);
-- ``bm25``: bm25s over the rendered turns (English stopwords);
-- ``dense``: cosine of MiniLM vectors;
+- ``bm25``: bm25s over the rendered turns (English stopwords, Snowball stemmer);
+- ``dense``: cosine of the MiniLM vectors of the turns (the same vectors the memory stores);
 - ``hybrid``: reciprocal rank fusion (k = 60) of ``bm25`` and ``dense``;
 - ``langchain``: LangChain's ``InMemoryVectorStore`` retriever;
 - ``llamaindex``: a LlamaIndex ``VectorStoreIndex`` retriever.
@@ -55,6 +55,7 @@ def pack_lines(ranking: Sequence[int], lines: Sequence[str], budget: int,
     """Greedy first-fit packing of rendered lines (joined by newlines) in rank order.
 
     Returns the indices whose lines fit; the joined text counts at most ``budget`` tokens.
+    ``count`` is called once per line considered (pass a memoised counter for speed).
     """
     taken: list[int] = []
     used = 0
@@ -80,19 +81,25 @@ def _rrf(rankings: Sequence[Sequence[int]], k: float = 60.0) -> list[int]:
 
 def make_rankers(conv: Conversation, vectors: npt.NDArray[np.float32], cache: VectorCache, *,
                  names: Sequence[str] = BASELINES + FRAMEWORK_BASELINES) -> dict[str, Ranker]:
-    """One ranker per baseline name, built over the turns of ``conv`` (``vectors`` row-aligned)."""
-    import bm25s
+    """One ranker per baseline name, built over the turns of ``conv`` (``vectors`` row-aligned).
 
+    A ranker takes the question and its vector and returns turn indices, best first.
+    """
+    import bm25s
+    import Stemmer  # PyStemmer: the Snowball English stemmer bm25s uses
+
+    stemmer = Stemmer.Stemmer("english")
     lines = [t.dated for t in conv.turns]
     n = len(lines)
     retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize(lines, stopwords="en", show_progress=False), show_progress=False)
+    retriever.index(bm25s.tokenize(lines, stopwords="en", stemmer=stemmer, show_progress=False),
+                    show_progress=False)
 
     def recency(query: str, qvec: Vector) -> list[int]:
         return list(range(n - 1, -1, -1))
 
     def bm25(query: str, qvec: Vector) -> list[int]:
-        tokens = bm25s.tokenize([query], stopwords="en", show_progress=False)
+        tokens = bm25s.tokenize([query], stopwords="en", stemmer=stemmer, show_progress=False)
         if not tokens.vocab:
             return []
         docs, scores = retriever.retrieve(tokens, k=n, show_progress=False)
