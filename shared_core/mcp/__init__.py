@@ -12,9 +12,9 @@ and `build_server` imports the SDK when it is called.
 >>> service = MemoryService(ElasticMemoryAtlas(embedder=HashingEmbedder()), default_namespace="alice")
 >>> service.write("Alice prefers window seats").namespace
 'alice'
->>> print(service.read("seat preference", token_budget=60).text)  # doctest: +ELLIPSIS
-Memory timeline (oldest first):
-- [...] Alice prefers window seats
+>>> context = service.read("seat preference", token_budget=60)
+>>> "Alice prefers window seats" in context.text, context.tokens <= 60
+(True, True)
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ import logging
 import signal
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,7 @@ from ..atlas import ElasticMemoryAtlas
 from ..config import AtlasConfig
 from ..embedding import HashingEmbedder
 from ..errors import AtlasError, MissingDependencyError
+from ._autosave import AutoSaver
 from ._service import MemoryService
 
 if TYPE_CHECKING:
@@ -52,30 +54,57 @@ def build_parser() -> argparse.ArgumentParser:
                        help="a read or search that names a session sees only that session "
                             "(default: other sessions too, ranked lower)")
     atlas = parser.add_argument_group("atlas")
-    atlas.add_argument("--embedder", choices=["minilm", "hashing"], default="minilm",
-                       help="minilm: the bundled all-MiniLM-L6-v2 model (default); "
-                            "hashing: instant, not semantic (tests and demos)")
-    atlas.add_argument("--preset", choices=sorted(PRESETS), default="default", help="AtlasConfig preset")
+    atlas.add_argument("--embedder", choices=["minilm", "hashing"],
+                       help="minilm: the bundled all-MiniLM-L6-v2 model (default for a new atlas; a loaded "
+                            "one keeps its own); hashing: instant, not semantic (tests and demos)")
+    atlas.add_argument("--preset", choices=sorted(PRESETS), help="AtlasConfig preset of a new atlas (default: default)")
     atlas.add_argument("--max-nodes", type=int, metavar="N", help="capacity: evict the weakest memories beyond N")
     atlas.add_argument("--max-content-chars", type=int, metavar="N",
                        help="longest memory accepted (default: 100000 characters)")
     atlas.add_argument("--token-budget", type=int, default=1000, metavar="N",
                        help="memory_read's default token budget (default: 1000)")
     atlas.add_argument("--backend", metavar="URL", help="storage backend URL, e.g. falkordb://localhost:6379")
+    files = parser.add_argument_group("persistence", "a loaded atlas keeps the configuration it was saved with")
+    files.add_argument("--load", metavar="FILE", help="start from the atlas saved in FILE")
+    files.add_argument("--save", metavar="FILE",
+                       help="save the atlas to FILE (atomically) when it changed: every --save-every seconds "
+                            "and when the server stops")
+    files.add_argument("--store", metavar="FILE", help="both: load FILE if it exists, and save to it")
+    files.add_argument("--save-every", type=float, default=30.0, metavar="SECONDS",
+                       help="how often to save a changed atlas; 0: only when the server stops (default: 30)")
     parser.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], default="WARNING",
                         help="server log level, on stderr (default: WARNING)")
     return parser
 
 
-def build_atlas(args: argparse.Namespace) -> ElasticMemoryAtlas:
+def _files(args: argparse.Namespace) -> tuple[Path | None, Path | None]:
+    """The file to load (if any) and the file to save to (if any)."""
+    if args.store:
+        store = Path(args.store).expanduser()
+        return (store if store.exists() else None), store
+    return (Path(args.load).expanduser() if args.load else None,
+            Path(args.save).expanduser() if args.save else None)
+
+
+def open_atlas(args: argparse.Namespace, load: Path | None) -> ElasticMemoryAtlas:
+    """A new atlas configured by the options, or the one saved in ``load``."""
     overrides: dict[str, Any] = {}
     if args.max_nodes is not None:
         overrides["max_nodes"] = args.max_nodes
     if args.max_content_chars is not None:
         overrides["max_content_chars"] = args.max_content_chars
-    config = PRESETS[args.preset](**overrides)
-    embedder = HashingEmbedder() if args.embedder == "hashing" else None
-    return ElasticMemoryAtlas(config=config, embedder=embedder, backend=args.backend)
+    kwargs: dict[str, Any] = {"backend": args.backend}
+    if args.embedder == "hashing":
+        kwargs["embedder"] = HashingEmbedder()
+    if load is None:
+        return ElasticMemoryAtlas(config=PRESETS[args.preset or "default"](**overrides), **kwargs)
+    ignored = [f"--{name.replace('_', '-')}" for name in ("preset", *overrides) if getattr(args, name) is not None]
+    if ignored:
+        logger.warning("%s: ignored, the atlas loaded from %s keeps its saved configuration",
+                       ", ".join(ignored), load)
+    if args.embedder == "minilm":
+        kwargs["embedder"] = None
+    return ElasticMemoryAtlas.load(load, **kwargs)
 
 
 def _import_server() -> Callable[..., AtlasMCPServer]:
@@ -120,19 +149,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--port must be in 0..65535, got {args.port}")
     if not args.path.startswith("/"):
         parser.error(f"--path must start with '/', got {args.path!r}")
+    if args.store and (args.load or args.save):
+        parser.error("--store is --load and --save of one file: give either --store or --load/--save")
+    if args.save_every < 0:
+        parser.error(f"--save-every must be >= 0, got {args.save_every}")
     logging.basicConfig(level=args.log_level, stream=sys.stderr, format=f"{PROG}: %(levelname)s %(message)s")
+    load, save = _files(args)
     try:
-        atlas = build_atlas(args)
+        atlas = open_atlas(args, load)
         build_server = _import_server()
         service = MemoryService(atlas, default_namespace=args.namespace, fixed_namespace=args.fixed_namespace,
                                 default_token_budget=args.token_budget, cross_session=not args.session_only)
-    except AtlasError as exc:
+        saver = AutoSaver(atlas, save, every=args.save_every) if save is not None else None
+    except (AtlasError, OSError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     server = build_server(service, log_level=args.log_level)
     if args.transport == "http" and args.host not in ("127.0.0.1", "localhost", "::1"):
         logger.warning("listening on %s: anyone who can reach it can read and change every namespace", args.host)
     signal.signal(signal.SIGTERM, _interrupt)
+    status = 0
     try:
         if args.transport == "stdio":
             server.run("stdio")
@@ -143,4 +179,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                                           log_level=args.log_level))
     except KeyboardInterrupt:
         pass
-    return 0
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # let the last save finish
+        if saver is not None:
+            try:
+                saver.close()
+            except (AtlasError, OSError) as exc:
+                print(f"{PROG}: error: could not save the atlas to {str(save)!r}: {exc}", file=sys.stderr)
+                status = 1
+    return status

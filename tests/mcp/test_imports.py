@@ -34,7 +34,7 @@ def test_the_sdk_is_imported_only_by_the_server() -> None:
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
 
 
-@pytest.mark.parametrize("module", ["shared_core.mcp", "shared_core.mcp._service"])
+@pytest.mark.parametrize("module", ["shared_core.mcp", "shared_core.mcp._service", "shared_core.mcp._autosave"])
 def test_docstring_examples_run(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
