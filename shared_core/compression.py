@@ -6,8 +6,8 @@
    survives (the newest pinned one, if any is pinned: a pinned memory is never absorbed); it
    takes the union of the group's edges, the sum of their accesses, the highest weight and
    importance, and every absorbed memory's provenance under ``metadata["merged_from"]`` (id,
-   text, session, times, accesses, metadata). Two statements that `value_conflict` tells apart
-   ("the meeting is at 3pm" / "at 5pm") are never merged, nor are memories with a TTL.
+   text, session, times, accesses, metadata). Two statements that `different_values` tells
+   apart ("the meeting is at 3pm" / "at 5pm") are never merged, nor are memories with a TTL.
 2. **summarise**: Louvain communities (`networkx`) of the namespace's similarity graph
    (``similar_to`` edges plus each faded memory's nearest neighbours); each community with at
    least ``summary_min_size`` *faded* details (weight below ``summary_below``, unpinned, not yet
@@ -32,7 +32,7 @@ import networkx as nx
 import numpy as np
 import numpy.typing as npt
 
-from .contradiction import value_conflict
+from .contradiction import different_values
 from .model import MemoryEdge, MemoryNode, Relation, iso
 from .recall import effective_weight
 
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from .backend import Partition
     from .config import AtlasConfig
 
-__all__ = ["CompressionReport", "MergeRecord", "SummaryRecord", "group_pairs", "near_duplicate_pairs"]
+__all__ = ["CompressionReport", "MergeRecord", "SummaryRecord", "group_pairs", "keyword_text", "near_duplicate_pairs"]
 
 MERGED_FROM = "merged_from"
 
@@ -199,9 +199,20 @@ def merge_group(part: Partition, survivor: MemoryNode, absorbed: Sequence[Memory
                 continue
             part.graph.put_edge(replace(e, source=source, target=target))
         remove(x)
-    texts = dict.fromkeys([survivor.content, *(x.content for x in absorbed)])
-    part.keywords.add(survivor.id, "\n".join(texts), session_id=survivor.session_id)
+    part.keywords.add(survivor.id, keyword_text(merged), session_id=survivor.session_id)
     return merged
+
+
+def keyword_text(node: MemoryNode) -> str:
+    """What the keyword index holds for a merged memory: its text and each source's wording.
+
+    >>> keyword_text(MemoryNode(id="a", content="x", namespace="n", metadata={"merged_from": [{"content": "y"}]}))
+    'x\\ny'
+    """
+    sources = node.metadata.get(MERGED_FROM)
+    texts = [node.content, *(s.get("content") for s in sources if isinstance(s, dict))] \
+        if isinstance(sources, list) else [node.content]
+    return "\n".join(dict.fromkeys(t for t in texts if isinstance(t, str)))
 
 
 def merge_near_duplicates(part: Partition, *, config: AtlasConfig, now: float, dirty: set[str] | None,
@@ -224,8 +235,7 @@ def merge_near_duplicates(part: Partition, *, config: AtlasConfig, now: float, d
         chunk = rows[start:start + 512]
         for i, j, _ in near_duplicate_pairs(base[chunk], base, threshold=config.merge_threshold):
             a, b = nodes[chunk[i]], nodes[j]
-            if a.id != b.id and value_conflict(a.content, b.content) is None \
-                    and value_conflict(b.content, a.content) is None:
+            if a.id != b.id and not different_values(a.content, b.content):
                 pairs.append((a.id, b.id) if a.id < b.id else (b.id, a.id))
         tick(len(chunk))
     by_id = {n.id: n for n in nodes}
@@ -361,7 +371,7 @@ def compress_atlas(atlas: ElasticMemoryAtlas, namespaces: Sequence[str], *, prog
 
             for survivor, absorbed in merge_near_duplicates(part, config=cfg, now=now, dirty=dirty(part.namespace),
                                                             remove=drop, tick=bar.update if bar else _noop):
-                atlas._life.account(part, survivor)
+                atlas._life.account(part, survivor, indexed=keyword_text(survivor))
                 merged.append(MergeRecord(part.namespace, survivor.id, tuple(n.id for n in absorbed)))
                 atlas.events.emit("merge", namespace=part.namespace, node_id=survivor.id, at=now,
                                   reason=f"near-duplicates (cosine >= {cfg.merge_threshold})",

@@ -37,6 +37,7 @@ __all__ = [
     "ContradictionDetector",
     "HeuristicContradictionDetector",
     "LLMContradictionDetector",
+    "different_values",
     "parse_contradiction_answer",
     "value_conflict",
 ]
@@ -137,6 +138,26 @@ def value_conflict(new: str, old: str) -> Conflict | None:
         if any(w in FUNCTIONAL for w in a[max(0, i1 - 3):i1]):
             return Conflict("value", tuple(removed), tuple(added))
     return None
+
+
+def different_values(a: str, b: str) -> bool:
+    """Whether two texts state different facts although worded alike: they name different
+    numbers or dates anywhere, one negates the other, or `value_conflict` sees a changed value.
+    Near-duplicates that differ so are never merged.
+
+    >>> different_values("fact number 1 about the kitchen", "fact number 2 about the kitchen")
+    True
+    >>> different_values("User prefers oat milk", "user prefers oat milk!")
+    False
+    """
+    ta, tb = _tokens(a), _tokens(b)
+
+    def values(tokens: list[str]) -> set[str]:
+        return {w for w in tokens if w[:1].isdigit() or w in MONTHS or w in WEEKDAYS}
+
+    negated = sum(w in NEGATIONS for w in ta) % 2 != sum(w in NEGATIONS for w in tb) % 2
+    return values(ta) != values(tb) or negated or value_conflict(a, b) is not None \
+        or value_conflict(b, a) is not None
 
 
 @dataclass(frozen=True, slots=True)

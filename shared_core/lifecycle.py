@@ -78,6 +78,7 @@ class Lifecycle:
         self.held = WorkingBuffer(per_session=max(16, atlas.config.working_memory))
         self._expiry: list[tuple[float, str]] = []
         self._bytes: dict[str, int] = {}
+        self.indexed: dict[str, str] = {}  # keyword text of merged memories
         self._node_bytes = 0
         self._dirty: dict[str, set[str] | None] = {}
         self._since_compress: Counter[str] = Counter()
@@ -252,19 +253,27 @@ class Lifecycle:
                 self._dirty[namespace] = None  # cheaper to look at everything next time
 
     # -- removal, expiry, caps --------------------------------------------------------------
-    def account(self, part: Partition, node: MemoryNode) -> None:
-        """Record the bytes a (new or changed) memory occupies."""
-        size = node_bytes(node, part.vectors.dim)
+    def account(self, part: Partition, node: MemoryNode, *, indexed: str | None = None) -> None:
+        """Record the bytes a (new or changed) memory occupies; ``indexed`` is the keyword
+        index's text when it is not the memory's own (a merged memory)."""
+        if indexed is not None and indexed != node.content:
+            self.indexed[node.id] = indexed
+        size = node_bytes(node, part.vectors.dim, indexed_text=self.indexed.get(node.id))
         self._node_bytes += size - self._bytes.get(node.id, 0)
         self._bytes[node.id] = size
 
     def bytes_used(self) -> int:
-        """Accounted bytes: memories, edges and the turns held in working memory."""
-        edges = sum(p.graph.edge_count() for ns in self.atlas.backend.namespaces()
-                    if (p := self.atlas.backend.partition(ns)) is not None)
+        """Accounted bytes: memories, edges, the vector indexes' spare rows and the turns held in
+        working memory (see `shared_core.capacity`)."""
+        edges = slack = 0
+        for ns in self.atlas.backend.namespaces():
+            part = self.atlas.backend.partition(ns)
+            if part is not None:
+                edges += part.graph.edge_count()
+                slack += _vector_slack(part)
         held = stored_bytes(text_bytes=self.held.text_bytes, metadata_bytes=0, dim=0, overhead=0) \
             + self.held.count * NODE_OVERHEAD
-        return self._node_bytes + edges * EDGE_OVERHEAD + held
+        return self._node_bytes + edges * EDGE_OVERHEAD + slack + held
 
     def schedule_expiry(self, node: MemoryNode) -> None:
         assert node.expires_at is not None
@@ -288,6 +297,7 @@ class Lifecycle:
         part.untrack(node.id, node.session_id, node.timestamp)
         self.atlas._where.pop(node.id, None)
         self._node_bytes -= self._bytes.pop(node.id, 0)
+        self.indexed.pop(node.id, None)
         dirty = self._dirty.get(part.namespace)
         if dirty:
             dirty.discard(node.id)
@@ -359,7 +369,10 @@ class Lifecycle:
 
     def enforce_capacity(self, now: float, *, protect: set[str]) -> int:
         """Evict the lowest-value memories once the atlas is over ``max_nodes`` or ``max_bytes``:
-        down to ``1 - eviction_batch`` of the cap, so one O(n log n) pass serves a batch of writes."""
+        down to ``1 - eviction_batch`` of the cap, so one O(n log n) pass serves a batch of writes.
+
+        Pinned memories are never evicted, nor are the memories of the write being settled
+        (``protect``): a single write larger than the cap overshoots it until the next write."""
         cfg = self.atlas.config
         over_nodes = cfg.max_nodes is not None and len(self.atlas._where) > cfg.max_nodes
         used = self.bytes_used() if cfg.max_bytes is not None else 0
@@ -392,7 +405,9 @@ class Lifecycle:
             victim = owner.graph.get_node(node_id) if owner else None
             if owner is None or victim is None:
                 continue
-            used -= self._bytes.get(node_id, 0) + owner.graph.degree(node_id) * EDGE_OVERHEAD
+            # its vector row stays allocated (as spare capacity) until the index shrinks
+            row = owner.vectors.dim * 4 if callable(getattr(owner.vectors, "nbytes", None)) else 0
+            used -= self._bytes.get(node_id, 0) - row + owner.graph.degree(node_id) * EDGE_OVERHEAD
             self.remove(owner, victim, kind="evict", reason=f"{reason}; value {value:.3f}")
             evicted += 1
         if cfg.max_bytes is not None and used > cfg.max_bytes and not self._warned_full:
@@ -414,7 +429,7 @@ class Lifecycle:
         else:
             part = self.atlas.backend.partition(namespace)
             used = 0 if part is None else sum(self._bytes.get(n.id, 0) for n in part.graph.nodes()) \
-                + part.graph.edge_count() * EDGE_OVERHEAD
+                + part.graph.edge_count() * EDGE_OVERHEAD + _vector_slack(part)
             held = sum(n.namespace == namespace for n in self.held)
         return collect_stats(self.atlas, namespace, bytes_used=used, held=held, max_bytes=self.atlas.config.max_bytes)
 
@@ -423,7 +438,8 @@ class Lifecycle:
         """What `shared_core.persistence` saves besides the partitions (JSON-ready)."""
         return {"held": [_node_record(n) for n in self.held],
                 "dirty": {ns: None if d is None else sorted(d) for ns, d in self._dirty.items()},
-                "since_compress": dict(self._since_compress), "since_prune": self._since_prune}
+                "since_compress": dict(self._since_compress), "since_prune": self._since_prune,
+                "indexed": dict(self.indexed)}
 
     def restore(self, state: dict[str, Any], nodes: Callable[[dict[str, Any]], MemoryNode]) -> None:
         """Rebuild from a saved `state` and the partitions already loaded."""
@@ -432,6 +448,7 @@ class Lifecycle:
         self._dirty = {str(ns): None if d is None else {str(i) for i in d} for ns, d in state["dirty"].items()}
         self._since_compress = Counter({str(k): int(v) for k, v in state["since_compress"].items()})
         self._since_prune = int(state["since_prune"])
+        self.indexed = {str(k): str(v) for k, v in state["indexed"].items()}
         self._bytes.clear()
         self._node_bytes = 0
         self._expiry = []
@@ -442,6 +459,14 @@ class Lifecycle:
                 if node.expires_at is not None:
                     self._expiry.append((node.expires_at, node.id))
         heapq.heapify(self._expiry)
+
+
+def _vector_slack(part: Partition) -> int:
+    """Bytes the vector index holds beyond its rows (a growing matrix's spare capacity)."""
+    nbytes = getattr(part.vectors, "nbytes", None)
+    if not callable(nbytes):
+        return 0
+    return max(0, int(nbytes()) - len(part.vectors) * part.vectors.dim * 4)
 
 
 def _node_record(node: MemoryNode) -> dict[str, Any]:

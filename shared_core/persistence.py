@@ -272,8 +272,8 @@ def load_atlas(cls: type[ElasticMemoryAtlas], path: PathLike, **kwargs: Any) -> 
         kwargs.setdefault("event_log_size", events["maxlen"])
         try:
             log = EventLog.from_records(events["records"], totals=events["totals"], maxlen=events["maxlen"])
-        except InvalidInputError as exc:
-            raise CorruptFileError(f"the event log is malformed: {exc}") from None
+        except (InvalidInputError, KeyError, TypeError) as exc:
+            raise CorruptFileError(f"the event log is malformed: {exc!r}") from None
         atlas = cls(**kwargs)
         if atlas.embedder.dim != dim:
             raise InvalidInputError(f"{where!r} holds embeddings of dimension {dim}; the embedder gives "
@@ -294,9 +294,10 @@ def load_atlas(cls: type[ElasticMemoryAtlas], path: PathLike, **kwargs: Any) -> 
     built: list[str] = []
     try:
         with atlas._lock:
+            indexed = state["lifecycle"]["indexed"]
             for record, nodes, matrix in plans:
                 built.append(record["namespace"])
-                _build_partition(atlas, record, nodes, matrix)
+                _build_partition(atlas, record, nodes, matrix, indexed)
             atlas.events = log
             atlas._life.restore(state["lifecycle"], node_from_record)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:  # CorruptFileError is a ValueError
@@ -332,7 +333,7 @@ def _check_partition(record: Mapping[str, Any], arrays: Mapping[str, np.ndarray[
 
 
 def _build_partition(atlas: ElasticMemoryAtlas, record: Mapping[str, Any], nodes: list[MemoryNode],
-                     matrix: np.ndarray[Any, Any]) -> None:
+                     matrix: np.ndarray[Any, Any], indexed: Mapping[str, str]) -> None:
     part = atlas.backend.partition(record["namespace"], create=True)
     assert part is not None
     by_id = {n.id: n for n in nodes}
@@ -342,10 +343,10 @@ def _build_partition(atlas: ElasticMemoryAtlas, record: Mapping[str, Any], nodes
     part.vectors.add([n.id for n in nodes], matrix)
     add_many = getattr(part.keywords, "add_many", None)
     if callable(add_many):
-        add_many([(n.id, _indexed_text(n), n.session_id) for n in nodes])
+        add_many([(n.id, indexed.get(n.id, n.content), n.session_id) for n in nodes])
     else:
         for n in nodes:
-            part.keywords.add(n.id, _indexed_text(n), session_id=n.session_id)
+            part.keywords.add(n.id, indexed.get(n.id, n.content), session_id=n.session_id)
     for e in record["edges"]:
         part.graph.put_edge(MemoryEdge(source=e["source"], target=e["target"], relation=Relation(e["relation"]),
                                        strength=float(e["strength"]), created_at=float(e["created_at"]),
@@ -355,15 +356,6 @@ def _build_partition(atlas: ElasticMemoryAtlas, record: Mapping[str, Any], nodes
             part.track(nid, session, by_id[nid].timestamp)
     part.inactive.update(record["inactive"])
     part.turn = record["turn"]
-
-
-def _indexed_text(node: MemoryNode) -> str:
-    """The keyword index's text: a merged memory is also found by its sources' wording."""
-    sources = node.metadata.get("merged_from")
-    if not isinstance(sources, list):
-        return node.content
-    texts = [node.content, *(s.get("content") for s in sources if isinstance(s, dict))]
-    return "\n".join(dict.fromkeys(t for t in texts if isinstance(t, str)))
 
 
 # -- exports -------------------------------------------------------------------------------------

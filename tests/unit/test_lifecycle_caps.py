@@ -20,7 +20,8 @@ def _accounted(atlas: ElasticMemoryAtlas) -> int:
     for ns in atlas.backend.namespaces():
         part = atlas.backend.partition(ns)
         assert part is not None
-        total += sum(node_bytes(n, part.vectors.dim) for n in part.graph.nodes())
+        total += sum(node_bytes(n, part.vectors.dim, indexed_text=atlas._life.indexed.get(n.id))
+                     for n in part.graph.nodes())
         total += part.graph.edge_count() * EDGE_OVERHEAD
         total += max(0, part.vectors.nbytes() - len(part.vectors) * part.vectors.dim * 4)  # type: ignore[attr-defined]
     return total
@@ -38,7 +39,8 @@ def test_bytes_are_accounted_incrementally_and_exactly(make_atlas: Build) -> Non
     assert 0 < per_ns < atlas.stats().bytes_used
     for node in atlas.memories(namespace="u", include_history=True)[:30]:
         atlas.forget(node.id)
-    atlas.compress()
+    atlas.add_memories(["the garage door is painted green", "The garage door is painted green!"], namespace="u")
+    assert atlas.compress().absorbed == 1 and atlas._life.indexed  # the merged text is indexed and counted
     assert atlas.stats().bytes_used == _accounted(atlas)
 
 
