@@ -34,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .errors import MissingDependencyError
-from .vector_index import Hits, Vector
+from .vector_index import Hits, Vector, dot_rows
 
 __all__ = ["IVFVectorIndex", "ann_available"]
 
@@ -53,12 +53,20 @@ def ann_available() -> bool:
 
 
 def _faiss() -> Any:
+    """The faiss module, set to one OpenMP thread for the calling thread.
+
+    A query or a write here touches a few thousand vectors: far too little work to pay for an
+    OpenMP barrier. On a busy two-core machine a parallel region waits for a descheduled worker,
+    which was measured to turn a 0.01 ms insert into 4 to 15 ms. (The setting is per thread and
+    only affects faiss's own OpenMP runtime.)
+    """
     try:
         import faiss
     except ImportError as exc:
         raise MissingDependencyError(
             "the approximate vector index needs faiss: pip install faiss-cpu "
             "(a dependency of elastic-atlas; reinstall it)") from exc
+    faiss.omp_set_num_threads(1)
     return faiss
 
 
@@ -141,6 +149,7 @@ class IVFVectorIndex:
             self._labels[node_id] = label
             labels[j] = label
         data = np.ascontiguousarray(vectors, dtype=np.float32)
+        _faiss()
         try:
             if self._index is None or len(self._labels) > RETRAIN_GROWTH * self._trained_on:
                 self._retrain(extra=(labels, data))
@@ -170,8 +179,9 @@ class IVFVectorIndex:
         labels = np.fromiter((get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
         sims = np.zeros(len(ids), dtype=np.float32)
         present = labels >= 0
+        _faiss()
         if present.any():
-            sims[present] = self._index.reconstruct_batch(labels[present]) @ query
+            sims[present] = dot_rows(self._index.reconstruct_batch(labels[present]), query)
         return sims
 
     def search(self, query: Vector, k: int, *, subset: Collection[str] | None = None) -> Hits:
@@ -185,17 +195,20 @@ class IVFVectorIndex:
         if labels.size == 0:
             return []
         if labels.size <= EXACT_SUBSET:
-            sims = self._index.reconstruct_batch(labels) @ q[0]
+            _faiss()
+            sims = dot_rows(self._index.reconstruct_batch(labels), q[0])
             top = np.argsort(-sims, kind="stable")[:k]
             ids = self._ids
             return [(ids[int(labels[t])], float(sims[t])) for t in top]  # type: ignore[misc]
         return self._search(q, k, labels)[0]
 
-    def search_many(self, queries: npt.NDArray[np.float32], k: int) -> list[Hits]:
-        """`search` for each row of ``queries`` in one faiss call."""
+    def search_many(self, queries: npt.NDArray[np.float32], k: int, *,
+                    min_similarity: float | None = None) -> list[Hits]:
+        """`search` for each row of ``queries`` in one faiss call (hits below ``min_similarity``
+        dropped)."""
         if k <= 0 or not self._labels:
             return [[] for _ in range(len(queries))]
-        return self._search(np.ascontiguousarray(queries, dtype=np.float32), k, None)
+        return self._search(np.ascontiguousarray(queries, dtype=np.float32), k, None, min_similarity)
 
     def vectors(self) -> tuple[list[str], npt.NDArray[np.float32]]:
         """Every id and its vector (a copy), to rebuild another index from."""
@@ -208,8 +221,8 @@ class IVFVectorIndex:
         return len(self._labels) * (4 * self._dim + 8) + self.lists * 4 * self._dim
 
     # -- internals ----------------------------------------------------------------------------
-    def _search(self, queries: npt.NDArray[np.float32], k: int,
-                labels: npt.NDArray[np.int64] | None) -> list[Hits]:
+    def _search(self, queries: npt.NDArray[np.float32], k: int, labels: npt.NDArray[np.int64] | None,
+                min_similarity: float | None = None) -> list[Hits]:
         faiss = _faiss()
         pool = len(self._labels) if labels is None else int(labels.size)
         want = min(k, pool)
@@ -223,6 +236,8 @@ class IVFVectorIndex:
         if short.size and probes < self.lists:  # too few vectors in the probed lists: scan all
             params = faiss.SearchParametersIVF(nprobe=self.lists, sel=selector)
             sims[short], found[short] = self._index.search(queries[short], want, params=params)
+        if min_similarity is not None:
+            found[sims < min_similarity] = -1
         ids = self._ids
         return [[(ids[label], s) for label, s in zip(row, vals, strict=True) if label >= 0]
                 for row, vals in zip(found.tolist(), sims.tolist(), strict=True)]

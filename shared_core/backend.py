@@ -152,8 +152,9 @@ class TieredVectorIndex:
     def search(self, query: Vector, k: int, *, subset: Collection[str] | None = None) -> Hits:
         return self._impl.search(query, k, subset=subset)
 
-    def search_many(self, queries: npt.NDArray[np.float32], k: int) -> list[Hits]:
-        return search_many(self._impl, queries, k)
+    def search_many(self, queries: npt.NDArray[np.float32], k: int, *,
+                    min_similarity: float | None = None) -> list[Hits]:
+        return search_many(self._impl, queries, k, min_similarity=min_similarity)
 
     def similarities(self, query: Vector, ids: Sequence[str]) -> npt.NDArray[np.float32]:
         return self._impl.similarities(query, ids)

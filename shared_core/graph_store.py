@@ -57,7 +57,7 @@ class GraphStore(Protocol):
 
 
 class DictGraphStore:
-    """Nodes in a dict, and for each node one list of its edges (in and out, in insertion order).
+    """Nodes in a dict, and for each node one list of its edges (in and out).
 
     An edge object sits in both its ends' lists; at most one edge per (source, target, relation).
 
@@ -119,7 +119,14 @@ class DictGraphStore:
         return True
 
     def edges(self, node_id: str) -> list[MemoryEdge]:
-        return list(self._adj.get(node_id, ()))
+        """Out-edges first, then in-edges, each in insertion order (as networkx lists them)."""
+        edges = self._adj.get(node_id)
+        if not edges:
+            return []
+        out = [e for e in edges if e.source == node_id]
+        if len(out) < len(edges):
+            out.extend(e for e in edges if e.source != node_id)
+        return out
 
     def neighbors(self, node_id: str) -> list[tuple[str, float]]:
         return [(e.target if e.source == node_id else e.source, e.strength) for e in self._adj.get(node_id, ())]

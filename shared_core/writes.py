@@ -181,23 +181,22 @@ def _similar(part: Partition, vecs: npt.NDArray[np.float32], cfg: AtlasConfig) -
     the partition's current memories and the earlier rows (given by row number)."""
     top, threshold = cfg.similar_top, cfg.similar_threshold
     n = len(vecs)
+    out: list[list[tuple[str | int, float]]] = [[] for _ in range(n)]
     if top <= 0:
-        return [[] for _ in range(n)]
+        return out
     inactive = part.inactive
-    existing = search_many(part.vectors, vecs, top + min(len(inactive), 8) + 1) if len(part.vectors) else None
-    within = vecs @ vecs.T if n > 1 else None  # row j looks at columns < j only: the earlier rows
-    out: list[list[tuple[str | int, float]]] = []
-    for j in range(n):
-        found: list[tuple[str | int, float]] = []
-        if existing is not None:
-            found = [(i, s) for i, s in existing[j] if s >= threshold and i not in inactive]
-        if within is not None and j:
-            row = within[j, :j]
-            hits = np.flatnonzero(row >= threshold)
-            if hits.size:
-                found.extend((int(h), float(row[h])) for h in hits)
-                found.sort(key=lambda pair: -pair[1])
-        out.append(found[:top])
+    if len(part.vectors):
+        found = search_many(part.vectors, vecs, top + min(len(inactive), 8) + 1, min_similarity=threshold)
+        for j, hits in enumerate(found):
+            kept: list[tuple[str | int, float]] = [(i, s) for i, s in hits if i not in inactive]
+            out[j] = kept[:top]
+    if n > 1:  # the earlier rows of the batch, as if they had been inserted one by one
+        within = vecs @ vecs.T
+        rows, cols = np.nonzero(np.tril(within >= threshold, k=-1))
+        for r, c, v in zip(rows.tolist(), cols.tolist(), within[rows, cols].tolist(), strict=True):
+            out[r].append((c, v))
+        for r in set(rows.tolist()):
+            out[r] = sorted(out[r], key=lambda pair: -pair[1])[:top]
     return out
 
 

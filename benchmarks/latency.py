@@ -1,0 +1,500 @@
+"""Latency and memory of Elastic Atlas at 1k, 10k and 100k memories, against the peers users
+would pick instead, on the same vectors and queries.
+
+    .venv/bin/python benchmarks/latency.py                       # 1k, 10k, 100k (~6 min on 2 cores)
+    .venv/bin/python benchmarks/latency.py --sizes 1000,10000 --plot benchmarks/latency.png
+    .venv/bin/python benchmarks/latency.py --sizes 100000 --profile   # pyinstrument of the read path
+
+For each size it prints p50 / p95 / p99 (ms) of ``add_memory``, ``add_memories`` (per memory, per
+batch of 1,000), ``retrieve`` (top 10) and ``build_context`` (400 tokens), with precomputed
+embeddings so the model is not what is timed (the embedder is a dict lookup), and, on the same
+vectors and queries, LangChain ``InMemoryVectorStore.similarity_search_by_vector``, chromadb
+``EphemeralClient`` (HNSW, ef_construction 200, ef_search 100), LlamaIndex ``VectorStoreIndex``
+retrieval and plain numpy top-k (the floor). Ratios are the atlas's p50 over the peer's p50 (below 1:
+the atlas is faster). One extra row runs the real MiniLM model (embedding included). Memory per
+stored memory (RSS and tracemalloc) is measured in a fresh interpreter per size.
+
+The corpus is synthetic but shaped like real embeddings: 200 topics, each with its own words;
+a memory is 12 words (about 90 characters), 70% from its topic; a word's vector is its topic's
+centre plus noise and a memory's vector is the normalised sum of its words' vectors (so memories
+sharing words or topics are close, as with a sentence model). A query is 4 words of a random
+memory plus one other word. recall@10 compares each index's top 10 with exact search.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from shared_core import AtlasConfig, ElasticMemoryAtlas, ManualClock
+
+Matrix = npt.NDArray[np.float32]
+DIM = 384
+TOP_K = 10
+BUDGET = 400
+PEERS = ("numpy", "langchain", "chroma", "llamaindex")
+PEER_NAMES = {"numpy": "numpy top-k", "langchain": "LangChain InMemoryVectorStore",
+              "chroma": "chromadb (HNSW)", "llamaindex": "LlamaIndex VectorStoreIndex"}
+OPS = ("add_memory", "add_memories", "retrieve", "build_context")
+SYLLABLES = ("ka", "lo", "mi", "ren", "tas", "vu", "bel", "dor", "fi", "gan",
+             "hu", "jo", "kel", "ma", "no", "pri", "qua", "ros", "si", "tem")
+
+
+# -- data ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Corpus:
+    texts: list[str]
+    vectors: Matrix
+    queries: list[str]
+    query_vectors: Matrix
+
+    def embedder(self) -> LookupEmbedder:
+        return LookupEmbedder(dict(zip(self.texts + self.queries,
+                                       np.concatenate([self.vectors, self.query_vectors]), strict=True)))
+
+
+def make_corpus(n: int, n_queries: int, *, extra: int = 0, seed: int = 0, topics: int = 200) -> tuple[Corpus, Corpus]:
+    """``n`` memories with ``n_queries`` queries about them, and ``extra`` more memories of the
+    same distribution (not queried) to time single inserts with."""
+    rng = np.random.default_rng(seed)
+    words = [a + b for a in SYLLABLES for b in SYLLABLES] + [a + b + c for a in SYLLABLES[:10]
+                                                             for b in SYLLABLES for c in SYLLABLES[:10]]
+    word_topic = rng.integers(0, topics, len(words))
+    centres = rng.standard_normal((topics, DIM)).astype(np.float32)
+    word_vectors = centres[word_topic] + 1.5 * rng.standard_normal((len(words), DIM)).astype(np.float32)
+    by_topic = [np.flatnonzero(word_topic == t) for t in range(topics)]
+
+    def sentence(topic: int, count: int) -> npt.NDArray[np.int64]:
+        own = rng.choice(by_topic[topic], size=round(0.7 * count))
+        return np.concatenate([own, rng.integers(0, len(words), count - len(own))])
+
+    def vectorise(rows: list[npt.NDArray[np.int64]]) -> Matrix:
+        if not rows:
+            return np.zeros((0, DIM), dtype=np.float32)
+        out = np.stack([word_vectors[r].sum(axis=0) for r in rows]).astype(np.float32)
+        out += 0.5 * rng.standard_normal(out.shape).astype(np.float32)
+        return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
+
+    rows = [sentence(int(t), 12) for t in rng.integers(0, topics, n + extra)]
+    texts = [f"{i}: " + " ".join(words[w] for w in r) for i, r in enumerate(rows)]  # unique texts
+    query_rows = []
+    for target in rng.integers(0, n, n_queries):
+        picked = rng.choice(rows[target], size=4, replace=False)
+        query_rows.append(np.concatenate([picked, rng.integers(0, len(words), 1)]))
+    queries = [f"q{i}: " + " ".join(words[w] for w in r) for i, r in enumerate(query_rows)]
+    vectors, query_vectors = vectorise(rows), vectorise(query_rows)
+    return (Corpus(texts[:n], vectors[:n], queries, query_vectors),
+            Corpus(texts[n:], vectors[n:], [], np.zeros((0, DIM), dtype=np.float32)))
+
+
+class LookupEmbedder:
+    """Precomputed vectors by text: the `Embedder` the atlas calls costs a dict lookup."""
+
+    dim = DIM
+
+    def __init__(self, table: dict[str, Matrix]) -> None:
+        self.table = table
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        return np.stack([self.table[t] for t in texts])
+
+
+# -- timing -------------------------------------------------------------------------------------
+def timed(fn: Callable[[int], object], count: int, *, warmup: int = 3, budget_s: float = 60.0) -> list[float]:
+    """Seconds per call of ``fn(i)`` for i < count (fewer if the budget runs out; at least 5)."""
+    for i in range(min(warmup, count)):
+        fn(i)
+    samples: list[float] = []
+    start = time.perf_counter()
+    for i in range(count):
+        t0 = time.perf_counter()
+        fn(i)
+        samples.append(time.perf_counter() - t0)
+        if len(samples) >= 5 and time.perf_counter() - start > budget_s:
+            break
+    return samples
+
+
+def pcts(samples: Sequence[float]) -> tuple[float, float, float]:
+    """p50, p95, p99 in milliseconds."""
+    if not samples:
+        return (math.nan, math.nan, math.nan)
+    p = np.percentile(np.asarray(samples) * 1e3, [50, 95, 99])
+    return float(p[0]), float(p[1]), float(p[2])
+
+
+def recall_at_k(found: Sequence[Sequence[int]], corpus: Corpus, k: int = TOP_K) -> float:
+    exact = np.argsort(-(corpus.query_vectors[: len(found)] @ corpus.vectors.T), axis=1)[:, :k]
+    return float(np.mean([len(set(f[:k]) & set(e.tolist())) / k for f, e in zip(found, exact, strict=True)]))
+
+
+# -- the atlas ----------------------------------------------------------------------------------
+def batch_size(n: int) -> int:
+    return max(10, min(1000, n // 10))
+
+
+def build_atlas(corpus: Corpus, embedder: Any = None) -> tuple[ElasticMemoryAtlas, list[float], float]:
+    atlas = ElasticMemoryAtlas(config=AtlasConfig(), embedder=embedder or corpus.embedder(),
+                               clock=ManualClock(1_700_000_000.0))
+    step = batch_size(len(corpus.texts))
+    per_memory: list[float] = []
+    start = time.perf_counter()
+    for s in range(0, len(corpus.texts), step):
+        items = [{"content": t, "session_id": f"s{(s + j) // 50}"} for j, t in enumerate(corpus.texts[s:s + step])]
+        t0 = time.perf_counter()
+        atlas.add_memories(items, namespace="bench", progress=False)
+        per_memory.append((time.perf_counter() - t0) / len(items))
+    return atlas, per_memory, len(corpus.texts) / (time.perf_counter() - start)
+
+
+def bench_atlas(corpus: Corpus, *, extra: Corpus, embedder: Any = None) -> dict[str, Any]:
+    """Time every operation; ``embedder=None`` uses the precomputed vectors (no model)."""
+    atlas, per_memory, rate = build_atlas(corpus, embedder)
+    part = atlas.backend.partition("bench")
+    assert part is not None
+    q = corpus.queries
+    index_ids = {n.id: n.content for n in part.graph.nodes()}
+    found = [[int(index_ids[i].split(":")[0]) for i, _ in part.vectors.search(v, TOP_K)]
+             for v in corpus.query_vectors]
+    out: dict[str, Any] = {
+        "add_memories": pcts(per_memory), "add_memories_per_s": rate,
+        "retrieve": pcts(timed(lambda i: atlas.retrieve(q[i % len(q)], namespace="bench", top_k=TOP_K), len(q))),
+        "build_context": pcts(timed(lambda i: atlas.build_context(q[i % len(q)], namespace="bench",
+                                                                  token_budget=BUDGET, style="bullet"), len(q))),
+        "recall": recall_at_k(found, corpus),
+        "approximate": bool(getattr(part.vectors, "approximate", False)),
+    }
+    texts, vectors = extra.texts, (extra.vectors if embedder is None else [None] * len(extra.texts))
+    out["add_memory"] = pcts(timed(lambda i: atlas.add_memory(texts[i], namespace="bench", session_id="single",
+                                                              embedding=vectors[i]), len(texts), warmup=0))
+    return out
+
+
+# -- the peers ----------------------------------------------------------------------------------
+def bench_peer(name: str, corpus: Corpus) -> dict[str, Any]:
+    makers = {"numpy": _numpy, "langchain": _langchain, "chroma": _chroma, "llamaindex": _llamaindex}
+    build, query = makers[name](corpus)
+    t0 = time.perf_counter()
+    build()
+    insert = (time.perf_counter() - t0) / len(corpus.texts)
+    results: list[list[int]] = []
+    samples = timed(lambda i: results.append(query(i)), len(corpus.queries), budget_s=30.0)
+    found = results[-len(samples):]
+    return {"query": pcts(samples), "insert_ms": 1e3 * insert, "recall": recall_at_k(found, corpus),
+            "queries": len(samples)}
+
+
+Peer = tuple[Callable[[], None], Callable[[int], list[int]]]
+
+
+def _numpy(corpus: Corpus) -> Peer:
+    matrix = np.zeros((0, DIM), dtype=np.float32)
+
+    def build() -> None:
+        nonlocal matrix
+        matrix = np.ascontiguousarray(corpus.vectors)
+
+    def query(i: int) -> list[int]:
+        sims = matrix @ corpus.query_vectors[i]
+        top = np.argpartition(-sims, TOP_K)[:TOP_K]
+        return [int(t) for t in top[np.argsort(-sims[top])]]
+
+    return build, query
+
+
+def _langchain(corpus: Corpus) -> Peer:
+    from langchain_core.embeddings import Embeddings
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    table = corpus.embedder().table
+
+    class Lookup(Embeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return [table[t].tolist() for t in texts]
+
+        def embed_query(self, text: str) -> list[float]:
+            return table[text].tolist()  # type: ignore[no-any-return]
+
+    store = InMemoryVectorStore(Lookup())
+    vectors = [v.tolist() for v in corpus.query_vectors]
+
+    def build() -> None:
+        store.add_texts(corpus.texts, ids=[str(i) for i in range(len(corpus.texts))])
+
+    def query(i: int) -> list[int]:
+        return [int(d.id) for d in store.similarity_search_by_vector(vectors[i], k=TOP_K)]  # type: ignore[arg-type]
+
+    return build, query
+
+
+def _chroma(corpus: Corpus) -> Peer:
+    import chromadb
+
+    client = chromadb.EphemeralClient()
+    name = f"bench-{len(corpus.texts)}-{os.getpid()}"
+    collection = client.create_collection(name, embedding_function=None, configuration={
+        "hnsw": {"space": "ip", "ef_construction": 200, "ef_search": 100, "max_neighbors": 16}})
+
+    def build() -> None:
+        step = client.get_max_batch_size()
+        for s in range(0, len(corpus.texts), step):
+            collection.add(ids=[str(i) for i in range(s, min(s + step, len(corpus.texts)))],
+                           embeddings=corpus.vectors[s:s + step], documents=corpus.texts[s:s + step])
+
+    def query(i: int) -> list[int]:
+        hits = collection.query(query_embeddings=corpus.query_vectors[i:i + 1], n_results=TOP_K)
+        return [int(h) for h in hits["ids"][0]]
+
+    return build, query
+
+
+def _llamaindex(corpus: Corpus) -> Peer:
+    from llama_index.core import Settings, VectorStoreIndex
+    from llama_index.core.embeddings import BaseEmbedding
+    from llama_index.core.schema import QueryBundle, TextNode
+
+    from shared_core import TiktokenCounter
+
+    Settings.tokenizer = TiktokenCounter().encode  # its default tokenizer downloads at first use
+    table = corpus.embedder().table
+
+    class Lookup(BaseEmbedding):
+        def _get_text_embedding(self, text: str) -> list[float]:
+            return table[text].tolist()  # type: ignore[no-any-return]
+
+        def _get_query_embedding(self, query: str) -> list[float]:
+            return table[query].tolist()  # type: ignore[no-any-return]
+
+        async def _aget_query_embedding(self, query: str) -> list[float]:
+            return self._get_query_embedding(query)
+
+    holder: dict[str, Any] = {}
+    bundles = [QueryBundle(query_str=q, embedding=v.tolist()) for q, v in zip(corpus.queries, corpus.query_vectors,
+                                                                             strict=True)]
+
+    def build() -> None:
+        nodes = [TextNode(id_=str(i), text=t, embedding=v.tolist())
+                 for i, (t, v) in enumerate(zip(corpus.texts, corpus.vectors, strict=True))]
+        index = VectorStoreIndex(nodes, embed_model=Lookup(model_name="lookup"), show_progress=False)
+        holder["retriever"] = index.as_retriever(similarity_top_k=TOP_K)
+
+    def query(i: int) -> list[int]:
+        return [int(h.node.node_id) for h in holder["retriever"].retrieve(bundles[i])]
+
+    return build, query
+
+
+# -- memory per stored memory, in a fresh interpreter -----------------------------------------
+def memory_probe(n: int, *, traced: bool) -> float:
+    """Growth per memory while the atlas takes ``n`` memories: of RSS, or (``traced``) of the
+    Python allocations tracemalloc sees (which misses faiss's and SQLite's own allocations)."""
+    corpus, _ = make_corpus(n, 1)
+    embedder = corpus.embedder()
+    warm = ElasticMemoryAtlas(embedder=embedder)  # imports and first-use tables, outside the count
+    warm.add_memories([{"content": f"warm {i}", "embedding": v} for i, v in enumerate(corpus.vectors[:64])],
+                      namespace="warm")
+    gc.collect()
+    if traced:
+        tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0] if traced else _rss()
+    atlas, _, _ = build_atlas(corpus, embedder)
+    gc.collect()
+    grown = (tracemalloc.get_traced_memory()[0] if traced else _rss()) - before
+    assert len(atlas) == n
+    return grown / n
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def run_memory_probe(n: int) -> dict[str, float]:
+    """Both probes, each in a fresh interpreter (tracemalloc's own bookkeeping would inflate RSS)."""
+    def probe(flag: str) -> float:
+        done = subprocess.run([sys.executable, __file__, flag, str(n)], capture_output=True, text=True, check=True)
+        return float(done.stdout.strip().splitlines()[-1])
+
+    corpus, _ = make_corpus(n, 1)
+    text = float(np.mean([len(t.encode()) for t in corpus.texts]))
+    rss = probe("--rss-probe")
+    return {"rss": rss, "traced": probe("--traced-probe"), "text": text, "embedding": 4.0 * DIM,
+            "overhead": rss - 4.0 * DIM - text}
+
+
+# -- report -------------------------------------------------------------------------------------
+def ratio(ours: float, theirs: float) -> str:
+    return "—" if not (ours > 0 and theirs > 0) else f"{ours / theirs:.2g}×"
+
+
+def report(results: dict[int, dict[str, Any]], model: dict[str, Any] | None) -> str:
+    head = ("| memories | operation | p50 ms | p95 ms | p99 ms | " + " | ".join(f"vs {PEER_NAMES[p]}" for p in PEERS)
+            + " |")
+    lines = [head, "|" + "---|" * (5 + len(PEERS))]
+    for n, res in results.items():
+        for op in OPS:
+            p50, p95, p99 = res["atlas"][op]
+            if op in ("retrieve", "build_context"):
+                cmp = [ratio(p50, res[p]["query"][0]) for p in PEERS]
+            elif op == "add_memories":
+                cmp = [ratio(p50, res[p]["insert_ms"]) if p != "numpy" else "—" for p in PEERS]
+            else:
+                cmp = ["—"] * len(PEERS)
+            lines.append(f"| {n:,} | `{op}` | {p50:.3f} | {p95:.3f} | {p99:.3f} | " + " | ".join(cmp) + " |")
+    if model:
+        for op in OPS:
+            p50, p95, p99 = model[op]
+            lines.append(f"| {model['n']:,} (MiniLM, embedding included) | `{op}` | {p50:.3f} | {p95:.3f} | "
+                         f"{p99:.3f} | " + " | ".join(["—"] * len(PEERS)) + " |")
+    lines += ["", "| memories | peer | query p50 ms | p95 ms | p99 ms | insert ms/memory | recall@10 | queries |",
+              "|---|---|---|---|---|---|---|---|"]
+    for n, res in results.items():
+        a = res["atlas"]
+        lines.append(f"| {n:,} | Elastic Atlas vector index ({'IVF' if a['approximate'] else 'exact'}) | — | — | — | "
+                     f"{a['add_memories'][0]:.4f} | {a['recall']:.3f} | {len(res['corpus_queries'])} |")
+        for p in PEERS:
+            r = res[p]
+            q50, q95, q99 = r["query"]
+            lines.append(f"| {n:,} | {PEER_NAMES[p]} | {q50:.3f} | {q95:.3f} | {q99:.3f} | {r['insert_ms']:.4f} | "
+                         f"{r['recall']:.3f} | {r['queries']} |")
+    lines += ["", "| memories | add_memories per s | RSS B/memory | tracemalloc B/memory | embedding B | "
+              "text B | overhead B/memory |", "|---|---|---|---|---|---|---|"]
+    for n, res in results.items():
+        m = res.get("memory")
+        if m:
+            lines.append(f"| {n:,} | {res['atlas']['add_memories_per_s']:,.0f} | {m['rss']:,.0f} | "
+                         f"{m['traced']:,.0f} | {m['embedding']:,.0f} | {m['text']:,.0f} | {m['overhead']:,.0f} |")
+    return "\n".join(lines)
+
+
+def plot(results: dict[int, dict[str, Any]], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = list(results)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    series = [("Elastic Atlas retrieve", [results[n]["atlas"]["retrieve"][0] for n in sizes], "o-", 2.5),
+              ("Elastic Atlas build_context", [results[n]["atlas"]["build_context"][0] for n in sizes], "s-", 2.5)]
+    series += [(PEER_NAMES[p], [results[n][p]["query"][0] for n in sizes], "^--", 1.2) for p in PEERS]
+    for label, values, style, width in series:
+        ax.plot(sizes, values, style, label=label, linewidth=width)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("memories in the namespace")
+    ax.set_ylabel("p50 latency (ms, log)")
+    ax.set_title("Query latency against size (precomputed embeddings, 2-core CPU)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def profile(corpus: Corpus) -> str:
+    from pyinstrument import Profiler
+
+    atlas, _, _ = build_atlas(corpus)
+    q = corpus.queries
+    out = []
+    for name, call in (("retrieve", lambda i: atlas.retrieve(q[i % len(q)], namespace="bench", top_k=TOP_K)),
+                       ("build_context", lambda i: atlas.build_context(q[i % len(q)], namespace="bench",
+                                                                       token_budget=BUDGET, style="bullet"))):
+        profiler = Profiler(interval=0.0005)
+        profiler.start()
+        for i in range(len(q)):
+            call(i)
+        profiler.stop()
+        out.append(f"== {name} x {len(q)}\n" + profiler.output_text(unicode=False, show_all=False))
+    return "\n".join(out)
+
+
+def blas() -> str:
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return "unknown BLAS"
+    info = [f"{i.get('internal_api')} {i.get('version')} ({i.get('architecture')}, {i.get('num_threads')} threads)"
+            for i in threadpool_info() if i.get("user_api") == "blas"]
+    return ", ".join(info) or "no BLAS"
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1000,10000,100000", help="comma-separated atlas sizes")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--plot", metavar="FILE.png")
+    parser.add_argument("--json", metavar="FILE.json", help="also write the raw results")
+    parser.add_argument("--no-model", action="store_true", help="skip the row with the real MiniLM model")
+    parser.add_argument("--no-memory", action="store_true", help="skip the memory probes")
+    parser.add_argument("--peers", default=",".join(PEERS))
+    parser.add_argument("--profile", action="store_true", help="pyinstrument the read path at the largest size")
+    parser.add_argument("--blas-threads", type=int, default=1,
+                        help="BLAS threads for everyone (default 1: on a shared 2-core machine threaded "
+                             "matrix-vector products were measured up to 200x slower)")
+    parser.add_argument("--rss-probe", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--traced-probe", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.rss_probe or args.traced_probe:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(args.blas_threads)
+        print(memory_probe(args.rss_probe or args.traced_probe, traced=bool(args.traced_probe)))
+        return
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(args.blas_threads)  # for the peers' numpy as for the atlas
+    sizes = [int(s) for s in args.sizes.split(",")]
+    peers = [p for p in args.peers.split(",") if p]
+    load = os.getloadavg()[0]
+    print(f"# {os.cpu_count()} cores, load {load:.2f}, {blas()}, python {sys.version.split()[0]}", flush=True)
+    if args.profile:
+        print(profile(make_corpus(max(sizes), args.queries)[0]))
+        return
+    results: dict[int, dict[str, Any]] = {}
+    for n in sizes:
+        corpus, extra = make_corpus(n, args.queries, extra=200)
+        res: dict[str, Any] = {"corpus_queries": corpus.queries}
+        t0 = time.perf_counter()
+        res["atlas"] = bench_atlas(corpus, extra=extra)
+        print(f"# {n:,}: atlas done in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+        for p in PEERS:
+            t0 = time.perf_counter()
+            res[p] = bench_peer(p, corpus) if p in peers else {"query": pcts([]), "insert_ms": math.nan,
+                                                               "recall": math.nan, "queries": 0}
+            gc.collect()
+            print(f"# {n:,}: {p} done in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+        if not args.no_memory:
+            res["memory"] = run_memory_probe(n)
+        results[n] = res
+    model = None
+    if not args.no_model:
+        from shared_core import MiniLMEmbedder
+
+        corpus, extra = make_corpus(1000, min(args.queries, 100), extra=100)
+        model = bench_atlas(corpus, extra=extra, embedder=MiniLMEmbedder()) | {"n": 1000}
+    print(report(results, model))
+    print(f"# load average after the run: {os.getloadavg()[0]:.2f}")
+    if args.plot:
+        plot(results, args.plot)
+    if args.json:
+        Path(args.json).write_text(json.dumps({str(n): {k: v for k, v in r.items() if k != "corpus_queries"}
+                                               for n, r in results.items()} | {"model": model}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
