@@ -32,7 +32,7 @@ DAY = 86_400.0
 
 @dataclass(frozen=True, slots=True)
 class KeyHitWindow:
-    """One time window ``[start, end)``: recalls made, key memories existing and returned."""
+    """One time window ``(start, end]``: recalls made, key memories existing and returned."""
 
     start: float
     end: float
@@ -50,9 +50,9 @@ def key_hit_windows(recalls: Iterable[AtlasEvent], key_created: Sequence[float],
                     window: float = DAY, windows: int = 7) -> tuple[KeyHitWindow, ...]:
     """The key-memory hit rate over the last ``windows`` windows of ``window`` seconds, oldest first.
 
-    In window ``[s, e)``: ``key_memories`` counts the key memories created before ``e`` (among
-    those that still exist), ``keys_hit`` the distinct ones that a recall event in the window
-    returned (its ``data["keys"]``), ``recalls`` the recall events.
+    Windows end at ``now`` and are half-open, ``(s, e]``. In each, ``key_memories`` counts the key
+    memories created by ``e`` (among those that still exist), ``keys_hit`` the distinct ones that
+    a recall event in the window returned (its ``data["keys"]``), ``recalls`` the recall events.
 
     >>> from shared_core.events import AtlasEvent
     >>> ev = [AtlasEvent("recall", "u", None, 50.0, data={"keys": ["k1"]})]
@@ -66,7 +66,7 @@ def key_hit_windows(recalls: Iterable[AtlasEvent], key_created: Sequence[float],
     for i in range(windows, 0, -1):
         end = now - (i - 1) * window
         start = end - window
-        inside = [e for e in events if start <= e.at < end or (i == 1 and e.at == end)]
+        inside = [e for e in events if start < e.at <= end]
         hit = {k for e in inside for k in e.data.get("keys", ())}
         existing = int(np.searchsorted(np.asarray(created, dtype=float), end, side="right"))
         out.append(KeyHitWindow(start, end, len(inside), existing, min(len(hit), existing)))
