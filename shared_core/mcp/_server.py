@@ -118,7 +118,7 @@ def _tool(fn: Callable[..., Any], *, title: str, description: str, annotations: 
     tool.parameters["additionalProperties"] = False
     namespace = tool.parameters.get("properties", {}).get("namespace")
     if namespace is not None and default_namespace is not None:
-        namespace["description"] = (f"Whose memory this is: a user or tenant id. Default: {default_namespace!r}.")
+        namespace["description"] = f"Whose memory this is: a user or tenant id. Default: {default_namespace!r}."
     return tool
 
 
@@ -181,9 +181,12 @@ def build_server(service: MemoryService, *, name: str = SERVER_NAME, log_level: 
     ]
     tools = [_tool(fn, title=title, description=desc, annotations=ann, default_namespace=service.default_namespace)
              for fn, title, desc, ann in specs]
-    scope = (f"Every call acts on namespace {service.default_namespace!r}." if service.fixed_namespace
-             else f"Calls that name no namespace act on {service.default_namespace!r}."
-             if service.default_namespace else "Every call must name its namespace (a user or tenant id).")
+    if service.fixed_namespace:
+        scope = f"Every call acts on namespace {service.default_namespace!r}."
+    elif service.default_namespace is not None:
+        scope = f"Calls that name no namespace act on {service.default_namespace!r}."
+    else:
+        scope = "Every call must name its namespace (a user or tenant id)."
     instructions = ("Long-term memory for an agent. Save durable facts with memory_write; before answering, "
                     "call memory_read for a ready-to-use context block; find ids with memory_search, then "
                     f"fix memories with memory_update or delete them with memory_forget. {scope}")
