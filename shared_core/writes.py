@@ -8,6 +8,7 @@ exactly as the same memories inserted one at a time would be (with an exact vect
 
 from __future__ import annotations
 
+import sys
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -133,7 +134,10 @@ def insert_batches(backend: Backend, specs: Sequence[MemorySpec], vecs: Sequence
 
 
 CHUNK = 1024
-_NO_METADATA: Mapping[str, Any] = MappingProxyType({})  # one shared, immutable {} for automatic edges
+# Memory per node: a memory or an automatic edge without metadata shares one immutable empty
+# mapping (an empty dict costs 64 bytes), and session ids are interned (one string per session,
+# not one per memory, when callers build them per request).
+_NO_METADATA: Mapping[str, Any] = MappingProxyType({})
 
 
 def _insert_chunk(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDArray[np.float32], now: float,
@@ -143,12 +147,13 @@ def _insert_chunk(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDArra
     nodes: list[MemoryNode] = []
     for spec in specs:
         part.turn += 1
+        session = spec.session_id if spec.session_id is None else sys.intern(spec.session_id)
         nodes.append(MemoryNode(
-            id=uuid.uuid4().hex, content=spec.content, namespace=spec.namespace,
-            session_id=spec.session_id, weight=spec.importance if spec.importance > 0 else cfg.weight_floor,
+            id=uuid.uuid4().hex, content=spec.content, namespace=part.namespace,
+            session_id=session, weight=spec.importance if spec.importance > 0 else cfg.weight_floor,
             importance=spec.importance, timestamp=spec.timestamp if spec.timestamp is not None else now,
             created_at=now, last_accessed_at=now, turn=part.turn, accessed_turn=part.turn,
-            metadata=spec.metadata,
+            metadata=spec.metadata or _NO_METADATA,
             pinned=spec.pinned, expires_at=None if spec.ttl is None else now + spec.ttl,
             valid_from=now, kind=spec.kind,
         ))
@@ -161,11 +166,11 @@ def _insert_chunk(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDArra
     edges: list[MemoryEdge] = []
     for j, (node, spec) in enumerate(zip(nodes, specs, strict=True)):
         if cfg.link_temporal:
-            previous = part.latest(spec.session_id, 1)
+            previous = part.latest(node.session_id, 1)
             if previous:
                 edges.append(MemoryEdge(source=previous[0], target=node.id, relation=Relation.BEFORE,
                                         strength=1.0, created_at=now, metadata=_NO_METADATA))
-        part.track(node.id, spec.session_id, node.timestamp)
+        part.track(node.id, node.session_id, node.timestamp)
         for other, sim in similar[j]:
             edges.append(MemoryEdge(source=node.id, target=other if isinstance(other, str) else nodes[other].id,
                                     relation=Relation.SIMILAR_TO, strength=sim, created_at=now,
