@@ -304,9 +304,9 @@ def memory_probe(n: int, *, traced: bool) -> float:
     Python allocations tracemalloc sees (which misses faiss's and SQLite's own allocations)."""
     corpus, _ = make_corpus(n, 1)
     embedder = corpus.embedder()
-    warm = ElasticMemoryAtlas(embedder=embedder)  # imports and first-use tables, outside the count
-    warm.add_memories([{"content": f"warm {i}", "embedding": v} for i, v in enumerate(corpus.vectors[:64])],
-                      namespace="warm")
+    warm = ElasticMemoryAtlas(config=AtlasConfig(ann_threshold=64), embedder=embedder)  # imports (faiss
+    warm.add_memories([{"content": f"warm {i}", "embedding": v}  # included) and first-use tables,
+                       for i, v in enumerate(corpus.vectors[:64])], namespace="warm")  # outside the count
     gc.collect()
     if traced:
         tracemalloc.start()

@@ -8,8 +8,8 @@ exactly as the same memories inserted one at a time would be (with an exact vect
 
 from __future__ import annotations
 
+import os
 import sys
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -145,11 +145,12 @@ def _insert_chunk(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDArra
     """Insert one chunk, appending its nodes to ``done`` before the first change to a store."""
     similar = _similar(part, vecs, cfg)
     nodes: list[MemoryNode] = []
-    for spec in specs:
+    random_hex = os.urandom(16 * len(specs)).hex()  # ids: 128 random bits each, as uuid4().hex but 5x faster
+    for j, spec in enumerate(specs):
         part.turn += 1
         session = spec.session_id if spec.session_id is None else sys.intern(spec.session_id)
         nodes.append(MemoryNode(
-            id=uuid.uuid4().hex, content=spec.content, namespace=part.namespace,
+            id=random_hex[32 * j:32 * j + 32], content=spec.content, namespace=part.namespace,
             session_id=session, weight=spec.importance if spec.importance > 0 else cfg.weight_floor,
             importance=spec.importance, timestamp=spec.timestamp if spec.timestamp is not None else now,
             created_at=now, last_accessed_at=now, turn=part.turn, accessed_turn=part.turn,
