@@ -268,6 +268,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-frameworks", action="store_true", help="skip the LangChain and LlamaIndex baselines")
     parser.add_argument("--config", default="archive", choices=["archive", "default", "rrf"],
                         help="the AtlasConfig preset (default: archive, for imported history)")
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                        help="override an AtlasConfig field for an ablation, e.g. --set graph_hops=0")
     parser.add_argument("--json", metavar="FILE", help="also write every mean to a JSON file")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
@@ -279,13 +281,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     styles = tuple(s for s in args.styles.split(",") if s)
     config = {"archive": AtlasConfig.archive, "default": AtlasConfig.default,
               "rrf": lambda: AtlasConfig.archive(fusion="rrf", vector_weight=1.0, keyword_weight=1.0)}[args.config]()
+    if args.set:
+        import ast
+
+        overrides = {}
+        for item in args.set:
+            name, _, value = item.partition("=")
+            try:
+                overrides[name.strip()] = ast.literal_eval(value.strip())
+            except (ValueError, SyntaxError):
+                overrides[name.strip()] = value.strip()
+        config = config.replace(**overrides)
     names = BASELINES if args.no_frameworks else BASELINES + FRAMEWORK_BASELINES
     plot_budgets = PLOT_BUDGETS if args.plot else ()
     started = time.perf_counter()
     results = run_benchmark(conversations, config=config, styles=styles, plot_budgets=plot_budgets,
                             baselines=names, progress=not args.quiet)
     print(markdown(results, styles=styles))
-    print(f"\n(config preset: {args.config}; total run time {time.perf_counter() - started:.0f} s)")
+    print(f"\n(config preset: {args.config}{''.join(' --set ' + x for x in args.set)}; "
+          f"total run time {time.perf_counter() - started:.0f} s)")
     if args.plot:
         plot(results, PLOT_BUDGETS, args.plot)
         print(f"plot written to {args.plot}")

@@ -21,6 +21,7 @@ within the budget, so ``tokens <= budget`` always holds.
 from __future__ import annotations
 
 import bisect
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -55,6 +56,7 @@ class _Item:
         return node.timestamp, node.turn, node.id
 
 
+@functools.lru_cache(maxsize=4096)
 def _day(ts: float) -> str:
     d = datetime.fromtimestamp(ts, tz=UTC)
     return f"{d:%a} {d.day} {d:%b %Y}"

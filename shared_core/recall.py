@@ -29,7 +29,7 @@ from .backend import Partition
 from .config import AtlasConfig
 from .decay import decayed_weight, recency_score, rich_weight
 from .filters import Predicate
-from .model import MemoryNode, ScoredMemory
+from .model import MemoryNode, Relation, ScoredMemory
 from .scoring import (
     convex_fusion,
     linear_score,
@@ -186,8 +186,11 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
     boost: dict[str, float] = {}
     if config.graph_hops > 0 and config.graph_weight > 0 and config.graph_seeds > 0:
         seeds = dict(heapq.nlargest(config.graph_seeds, base.items(), key=lambda kv: kv[1]))
+        # activations below 1% of the best seed's cannot move a ranking: do not walk them
+        floor_act = 0.01 * max(seeds.values(), default=0.0)
         boost = spread_max(seeds, _neighbours(part, config, allowed), hops=config.graph_hops,
-                           decay=config.graph_hop_decay, fanout=config.graph_fanout)
+                           decay=config.graph_hop_decay, fanout=config.graph_fanout,
+                           min_activation=floor_act)
         reached = [i for i in boost if i not in cosine]
         if reached:  # found only through the graph: their own relevance is their cosine's share
             sims = part.vectors.similarities(req.vector, reached)
@@ -285,18 +288,25 @@ def _fuse(raw: Mapping[str, Mapping[str, float]], cosine: Mapping[str, float],
 
 
 def _neighbours(part: Partition, config: AtlasConfig, allowed: Callable[[str], bool]
-                ) -> Callable[[str], Iterator[tuple[str, float]]]:
-    """Edges of a node as (other end, strength x relation weight), admissible ends only."""
-    by_relation = dict(config.relation_weights)
+                ) -> Callable[[str], list[tuple[str, float]]]:
+    """Edges of a node as (other end, strength x relation weight), admissible ends only;
+    memoised for the duration of one recall (a walk reaches many nodes more than once)."""
+    by_relation = {Relation(name): w for name, w in config.relation_weights if w > 0}
+    seen: dict[str, list[tuple[str, float]]] = {}
 
-    def neighbours(node_id: str) -> Iterator[tuple[str, float]]:
-        for edge in part.graph.edges(node_id):
-            factor = by_relation.get(edge.relation.value, 0.0)
-            if factor <= 0:
-                continue
-            other = edge.target if edge.source == node_id else edge.source
-            if other != node_id and allowed(other):
-                yield other, min(1.0, edge.strength) * factor
+    def neighbours(node_id: str) -> list[tuple[str, float]]:
+        out = seen.get(node_id)
+        if out is None:
+            out = []
+            for edge in part.graph.edges(node_id):
+                factor = by_relation.get(edge.relation)
+                if factor is None:
+                    continue
+                other = edge.target if edge.source == node_id else edge.source
+                if other != node_id and allowed(other):
+                    out.append((other, min(1.0, edge.strength) * factor))
+            seen[node_id] = out
+        return out
 
     return neighbours
 

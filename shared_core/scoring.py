@@ -135,7 +135,8 @@ def spread_max(scores: Mapping[str, float],
     node is ``sum_h a_h``. Taking the *best* neighbour (not the sum) keeps a dense cluster of
     weak matches from outranking one strong match; a walk never steps back to the node it came
     from nor to its seed, so no node is boosted by its own score. ``neighbors(n)`` gives
-    ``(m, strength)`` pairs, already weighted by relation; at most ``fanout`` strongest are followed per node.
+    ``(m, strength)`` pairs, already weighted by relation; at most ``fanout`` strongest are
+    followed per node, and activations at or below ``min_activation`` are not passed on.
     Hand-written: networkx's personalised PageRank walks the whole graph per query, this touches
     at most ``len(scores) * fanout ** hops`` edges.
 
