@@ -22,9 +22,10 @@ are computed outside it and applied afterwards to the members that still exist.
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,7 @@ import numpy.typing as npt
 from .contradiction import different_values
 from .model import MemoryEdge, MemoryNode, Relation, iso
 from .recall import effective_weight
+from .summarize import Summarizer, extractive_summary
 
 if TYPE_CHECKING:
     from .atlas import ElasticMemoryAtlas
@@ -42,6 +44,8 @@ if TYPE_CHECKING:
     from .config import AtlasConfig
 
 __all__ = ["CompressionReport", "MergeRecord", "SummaryRecord", "group_pairs", "keyword_text", "near_duplicate_pairs"]
+
+logger = logging.getLogger("shared_core")
 
 MERGED_FROM = "merged_from"
 
@@ -215,11 +219,11 @@ def keyword_text(node: MemoryNode) -> str:
     return "\n".join(dict.fromkeys(t for t in texts if isinstance(t, str)))
 
 
-def merge_near_duplicates(part: Partition, *, config: AtlasConfig, now: float, dirty: set[str] | None,
-                          remove: Callable[[MemoryNode], None],
-                          tick: Callable[[int], None]) -> list[tuple[MemoryNode, list[MemoryNode]]]:
-    """Find and merge the near-duplicate groups of one partition; ``dirty`` limits the query side
-    to the memories written since the last run (None: all). Returns (survivor, absorbed) pairs."""
+def find_merges(part: Partition, *, config: AtlasConfig, now: float, dirty: set[str] | None,
+                tick: Callable[[int], None]) -> list[tuple[str, list[str]]]:
+    """The near-duplicate groups of one partition as (survivor, absorbed ids), without changing
+    anything; ``dirty`` limits the query side to the memories written since the last run (None:
+    all of them)."""
     nodes = [n for n in _current(part, now) if n.expires_at is None]
     if len(nodes) < 2:
         tick(len(nodes))
@@ -239,16 +243,21 @@ def merge_near_duplicates(part: Partition, *, config: AtlasConfig, now: float, d
                 pairs.append((a.id, b.id) if a.id < b.id else (b.id, a.id))
         tick(len(chunk))
     by_id = {n.id: n for n in nodes}
-    merged: list[tuple[MemoryNode, list[MemoryNode]]] = []
+    groups: list[tuple[str, list[str]]] = []
     for group in group_pairs(sorted(set(pairs))):
         members = [by_id[i] for i in group]
-        pinned = [n for n in members if n.pinned]
-        survivor = _newest(pinned or members)
-        absorbed = [n for n in members if n.id != survivor.id and not n.pinned]
+        survivor = _newest([n for n in members if n.pinned] or members)
+        absorbed = [n.id for n in members if n.id != survivor.id and not n.pinned]
         if absorbed:
-            new = merge_group(part, survivor, absorbed, config=config, remove=remove)
-            merged.append((new, absorbed))
-    return merged
+            groups.append((survivor.id, absorbed))
+    return groups
+
+
+def _live(part: Partition, node_id: str, now: float) -> MemoryNode | None:
+    node = part.graph.get_node(node_id)
+    ok = node is not None and node.kind == "memory" and node_id not in part.inactive and node.is_current(now) \
+        and node.expires_at is None
+    return node if ok else None
 
 
 @dataclass(slots=True)
@@ -264,9 +273,11 @@ class SummaryPlan:
     vector: npt.NDArray[np.float32] | None = None
 
 
-def plan_clusters(part: Partition, *, config: AtlasConfig, now: float) -> list[SummaryPlan]:
-    """Louvain communities of the similarity graph holding enough faded, unsummarised details."""
-    current = _current(part, now)
+def plan_clusters(part: Partition, *, config: AtlasConfig, now: float, exclude: Collection[str] = ()
+                  ) -> list[SummaryPlan]:
+    """Louvain communities of the similarity graph holding enough faded, unsummarised details
+    (``exclude``: memories about to be merged away)."""
+    current = [n for n in _current(part, now) if n.id not in exclude]
     faded = {n.id for n in current
              if not n.pinned and effective_weight(n, now=now, turn=part.turn, config=config) < config.summary_below
              and not _covered(part, n.id, "cluster")}
@@ -296,14 +307,15 @@ def plan_clusters(part: Partition, *, config: AtlasConfig, now: float) -> list[S
     return plans
 
 
-def plan_chapters(part: Partition, *, config: AtlasConfig) -> list[SummaryPlan]:
-    """One plan per run of ``chapter_size`` memories of a session that no chapter covers yet."""
+def plan_chapters(part: Partition, *, config: AtlasConfig, exclude: Collection[str] = ()) -> list[SummaryPlan]:
+    """One plan per run of ``chapter_size`` memories of a session that no chapter covers yet
+    (``exclude``: memories about to be merged away)."""
     plans = []
     for session, ids in part.sessions.items():
         if session is None or len(ids) < config.chapter_size:
             continue
         open_ids = [i for i in ids if (n := part.graph.get_node(i)) is not None and n.kind == "memory"
-                    and not _covered(part, i, "chapter")]
+                    and i not in exclude and not _covered(part, i, "chapter")]
         for start in range(0, len(open_ids) - config.chapter_size + 1, config.chapter_size):
             chunk = open_ids[start:start + config.chapter_size]
             texts = [n.content for i in chunk if (n := part.graph.get_node(i)) is not None]
@@ -352,75 +364,120 @@ def _place_before(part: Partition, node_id: str, session: str | None, members: s
     part.sessions[session] = dict.fromkeys(order)
 
 
-def compress_atlas(atlas: ElasticMemoryAtlas, namespaces: Sequence[str], *, progress: bool,
-                   dirty: Callable[[str], set[str] | None]) -> CompressionReport:
-    """Run the three steps over ``namespaces`` (see the module docstring)."""
+def compress_atlas(atlas: ElasticMemoryAtlas, namespaces: Sequence[str], *, progress: bool) -> CompressionReport:
+    """Run the three steps over ``namespaces`` (see the module docstring).
+
+    Everything is planned under the lock without changing anything; summary texts and their
+    embeddings are computed outside it; then merges and summaries are applied under the lock to
+    the memories that still qualify. So a failing embedder or summarizer leaves the atlas as it was.
+    """
     started = time.perf_counter()
-    cfg = atlas.config
+    cfg, life = atlas.config, atlas._life
     bar = _progress(progress)
-    merged: list[MergeRecord] = []
+    groups: list[tuple[str, str, list[str]]] = []
     plans: list[SummaryPlan] = []
+    seen: dict[str, set[str] | None] = {}
     with atlas._lock:
         now = atlas.clock.now()
         parts = [p for ns in namespaces if (p := atlas.backend.partition(ns)) is not None]
         if bar is not None:
             bar.total = sum(p.graph.node_count() for p in parts)
         for part in parts:
-            def drop(node: MemoryNode, part: Partition = part) -> None:
-                atlas._life.remove(part, node, kind=None, reason="merge")
-
-            for survivor, absorbed in merge_near_duplicates(part, config=cfg, now=now, dirty=dirty(part.namespace),
-                                                            remove=drop, tick=bar.update if bar else _noop):
-                atlas._life.account(part, survivor, indexed=keyword_text(survivor))
-                merged.append(MergeRecord(part.namespace, survivor.id, tuple(n.id for n in absorbed)))
-                atlas.events.emit("merge", namespace=part.namespace, node_id=survivor.id, at=now,
-                                  reason=f"near-duplicates (cosine >= {cfg.merge_threshold})",
-                                  absorbed=[n.id for n in absorbed])
-            plans += plan_clusters(part, config=cfg, now=now) + plan_chapters(part, config=cfg)
-    if plans:
+            seen[part.namespace] = dirty = life.dirty_ids(part.namespace)
+            found = find_merges(part, config=cfg, now=now, dirty=dirty, tick=bar.update if bar else _noop)
+            groups += [(part.namespace, survivor, absorbed) for survivor, absorbed in found]
+            gone = {i for _, absorbed in found for i in absorbed}
+            plans += plan_clusters(part, config=cfg, now=now, exclude=gone) + \
+                plan_chapters(part, config=cfg, exclude=gone)
+    try:
+        if plans:
+            if bar is not None:
+                bar.total = (bar.total or 0) + len(plans)
+                bar.refresh()
+            for plan in plans:
+                plan.text = _summarize(life.summarizer, plan.texts)
+            for plan, vector in zip(plans, atlas._embed([p.text for p in plans]), strict=True):
+                plan.vector = vector
+        with atlas._lock:
+            now = atlas.clock.now()
+            merged = [record for ns, survivor, absorbed in groups
+                      if (record := _apply_merge(atlas, ns, survivor, absorbed, now)) is not None]
+            summaries, faded = _apply_summaries(atlas, plans, now, bar)
+            for ns, dirty in seen.items():
+                life.clear_dirty(ns, dirty)
+            report = CompressionReport(tuple(merged), tuple(summaries), faded, tuple(namespaces),
+                                       time.perf_counter() - started)
+            for ns in namespaces:
+                atlas.events.emit("compress", namespace=ns, node_id=None, at=now, reason="compress",
+                                  merged=sum(len(m.absorbed) for m in merged if m.namespace == ns),
+                                  summaries=sum(s.namespace == ns for s in summaries))
+            life.enforce(now, protect={s.summary_id for s in summaries})
+    finally:
         if bar is not None:
-            bar.total = (bar.total or 0) + len(plans)
-            bar.refresh()
-        summarizer = atlas._life.summarizer
-        for plan in plans:
-            plan.text = summarizer.summarize(plan.texts)
-        texts = [p.text if p.text.strip() else "-" for p in plans]
-        for plan, vector in zip(plans, atlas._embed(texts), strict=True):
-            plan.vector = vector
+            bar.close()
+    return report
+
+
+def _summarize(summarizer: Summarizer, texts: Sequence[str]) -> str:
+    fallback = extractive_summary(texts) or " ".join(texts)[:600]
+    try:
+        text = summarizer.summarize(texts)
+    except Exception:
+        logger.exception("summarizer %r failed; using the extractive summary", summarizer)
+        return fallback
+    if not isinstance(text, str) or not text.strip():
+        logger.warning("summarizer %r returned %r; using the extractive summary", summarizer, text)
+        return fallback
+    return text
+
+
+def _apply_merge(atlas: ElasticMemoryAtlas, namespace: str, survivor_id: str, absorbed_ids: Sequence[str],
+                 now: float) -> MergeRecord | None:
+    part = atlas.backend.partition(namespace)
+    survivor = _live(part, survivor_id, now) if part is not None else None
+    if part is None or survivor is None:
+        return None
+    absorbed = [n for i in absorbed_ids if (n := _live(part, i, now)) is not None and not n.pinned]
+    if not absorbed:
+        return None
+
+    def drop(node: MemoryNode) -> None:
+        atlas._life.remove(part, node, kind=None, reason="merge")
+
+    merged = merge_group(part, survivor, absorbed, config=atlas.config, remove=drop)
+    atlas._life.account(part, merged, indexed=keyword_text(merged))
+    atlas.events.emit("merge", namespace=namespace, node_id=merged.id, at=now,
+                      reason=f"near-duplicates (cosine >= {atlas.config.merge_threshold})",
+                      absorbed=[n.id for n in absorbed])
+    return MergeRecord(namespace, merged.id, tuple(n.id for n in absorbed))
+
+
+def _apply_summaries(atlas: ElasticMemoryAtlas, plans: Sequence[SummaryPlan], now: float, bar: Any
+                     ) -> tuple[list[SummaryRecord], int]:
+    cfg = atlas.config
     summaries: list[SummaryRecord] = []
     faded = 0
-    with atlas._lock:
-        now = atlas.clock.now()
-        for plan in plans:
-            owner = atlas.backend.partition(plan.namespace)
-            written = write_summary(atlas, owner, plan, now) if owner is not None else None
-            if bar is not None:
-                bar.update(1)
-            if owner is None or written is None:
-                continue
-            node, members = written
-            atlas._life.account(owner, node)
-            summaries.append(SummaryRecord(plan.namespace, node.id, plan.kind, tuple(m.id for m in members),
-                                           plan.session_id))
-            atlas.events.emit("summarize", namespace=plan.namespace, node_id=node.id, at=now,
-                              reason=f"{plan.kind} of {len(members)} memories", members=[m.id for m in members])
-            if plan.kind == "cluster":
-                for m in members:
-                    weight = max(cfg.weight_floor, m.weight * cfg.summary_fade)
-                    owner.graph.put_node(replace(m, weight=weight))
-                    atlas.events.emit("decay", namespace=plan.namespace, node_id=m.id, at=now,
-                                      reason=f"summarized by {node.id} (x{cfg.summary_fade})", weight=weight)
-                    faded += 1
-        report = CompressionReport(tuple(merged), tuple(summaries), faded, tuple(namespaces),
-                                   time.perf_counter() - started)
-        for ns in namespaces:
-            atlas.events.emit("compress", namespace=ns, node_id=None, at=now, reason="compress",
-                              merged=sum(len(m.absorbed) for m in merged if m.namespace == ns),
-                              summaries=sum(s.namespace == ns for s in summaries))
-        atlas._life.enforce(now, protect={s.summary_id for s in summaries})
-    if bar is not None:
-        bar.close()
-    return report
+    for plan in plans:
+        owner = atlas.backend.partition(plan.namespace)
+        written = write_summary(atlas, owner, plan, now) if owner is not None else None
+        if bar is not None:
+            bar.update(1)
+        if owner is None or written is None:
+            continue
+        node, members = written
+        atlas._life.account(owner, node)
+        summaries.append(SummaryRecord(plan.namespace, node.id, plan.kind, tuple(m.id for m in members),
+                                       plan.session_id))
+        atlas.events.emit("summarize", namespace=plan.namespace, node_id=node.id, at=now,
+                          reason=f"{plan.kind} of {len(members)} memories", members=[m.id for m in members])
+        if plan.kind == "cluster":
+            for m in members:
+                weight = max(cfg.weight_floor, m.weight * cfg.summary_fade)
+                owner.graph.put_node(replace(m, weight=weight))
+                atlas.events.emit("decay", namespace=plan.namespace, node_id=m.id, at=now,
+                                  reason=f"summarized by {node.id} (x{cfg.summary_fade})", weight=weight)
+                faded += 1
+    return summaries, faded
 
 
 def _noop(_: int) -> None:

@@ -229,21 +229,30 @@ class Lifecycle:
 
     # -- compression ------------------------------------------------------------------------
     def compress(self, namespaces: Sequence[str], *, progress: bool) -> CompressionReport:
-        """Run `shared_core.compression` over ``namespaces``; one run at a time."""
+        """Run `shared_core.compression` over ``namespaces``; one run at a time (a run asked for
+        while another is going returns an empty report)."""
         if not self._compressing.acquire(blocking=False):
             return CompressionReport()
         try:
+            report = compress_atlas(self.atlas, namespaces, progress=progress)
             with self.atlas._lock:
                 for ns in namespaces:
                     self._since_compress.pop(ns, None)
-            return compress_atlas(self.atlas, namespaces, progress=progress, dirty=self._take_dirty)
+            return report
         finally:
             self._compressing.release()
 
-    def _take_dirty(self, namespace: str) -> set[str] | None:
-        dirty = self._dirty.pop(namespace, None)
-        self._dirty[namespace] = set()
-        return dirty
+    def dirty_ids(self, namespace: str) -> set[str] | None:
+        """The memories written to a namespace since its last compression (None: look at all)."""
+        dirty = self._dirty.get(namespace)
+        return None if dirty is None else set(dirty)
+
+    def clear_dirty(self, namespace: str, seen: set[str] | None) -> None:
+        """Forget the memories a compression run has looked at; later writes stay dirty."""
+        if seen is None:
+            self._dirty[namespace] = set()
+        elif (dirty := self._dirty.get(namespace)) is not None:
+            dirty -= seen
 
     def _mark(self, namespace: str, node_id: str) -> None:
         dirty = self._dirty.get(namespace)

@@ -14,6 +14,8 @@ from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, Manual
 from shared_core.compression import group_pairs, near_duplicate_pairs
 from shared_core.summarize import extractive_summary
 
+from ._state import snapshot
+
 Build = Callable[..., ElasticMemoryAtlas]
 DIM = 32
 
@@ -181,3 +183,34 @@ def test_the_extractive_summary_keeps_facts_and_drops_small_talk() -> None:
     assert text == "please remind me to call Ana on 12 May. We decided to take the 7:05 train."
     assert len(extractive_summary(["A decision on 1 May."] * 3 + [f"Fact {i} on May {i}." for i in range(50)],
                                   max_chars=80)) <= 80
+
+
+def test_a_failing_embedder_leaves_the_atlas_as_it_was(clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    atlas = _atlas(clock, similar_threshold=0.5, merge_threshold=0.999)
+    _faded_cluster(atlas, clock)
+    atlas.add_memories(["the garage door is green", "The garage door is green!"], namespace="u")
+    before = snapshot(atlas)
+
+    def broken(texts: object, **kwargs: object) -> object:
+        raise ConnectionError("embedding service down")
+
+    monkeypatch.setattr(atlas, "_embed", broken)
+    with pytest.raises(ConnectionError):
+        atlas.compress()
+    assert snapshot(atlas) == before  # neither the merge nor the summary was applied
+    monkeypatch.undo()
+    report = atlas.compress()
+    assert report.absorbed == 1 and len(report.summaries) == 1
+
+
+def test_a_failing_summarizer_falls_back_to_the_extractive_summary(clock: ManualClock,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    class Broken:
+        def summarize(self, texts: object) -> str:
+            raise RuntimeError("summarizer crashed")
+
+    atlas = ElasticMemoryAtlas(config=AtlasConfig(similar_threshold=0.5, merge_threshold=0.999),
+                               embedder=HashingEmbedder(dim=DIM), clock=clock, summarizer=Broken())
+    _faded_cluster(atlas, clock)
+    [summary] = atlas.compress().summaries
+    assert "May 3" in atlas.get(summary.summary_id).content and "summarizer crashed" in caplog.text
