@@ -63,8 +63,14 @@ def _edge_record(edge: MemoryEdge) -> dict[str, Any]:
 
 
 # -- save ----------------------------------------------------------------------------------------
+def _path(path: object) -> Path:
+    if not isinstance(path, (str, os.PathLike)) or not str(path):
+        raise InvalidInputError(f"path must be a non-empty str or os.PathLike, got {path!r}")
+    return Path(path)
+
+
 def _atomic_write(path: PathLike, write: Callable[[IO[bytes]], None]) -> Path:
-    target = Path(path)
+    target = _path(path)
     if not target.parent.is_dir():
         raise InvalidInputError(f"cannot write {str(target)!r}: directory {str(target.parent)!r} does not exist")
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
@@ -160,7 +166,7 @@ def _jsonable(value: object) -> Any:
 
 # -- load ----------------------------------------------------------------------------------------
 def _read(path: PathLike) -> tuple[dict[str, Any], dict[str, np.ndarray[Any, Any]]]:
-    source = Path(path)
+    source = _path(path)
     if not source.is_file():
         raise FileNotFoundError(f"no saved atlas at {str(source)!r}")
     try:

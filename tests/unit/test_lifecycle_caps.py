@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, ManualClock
-from shared_core.capacity import EDGE_OVERHEAD, node_bytes
+from shared_core.capacity import EDGE_OVERHEAD, NODE_OVERHEAD, node_bytes
 
 Build = Callable[..., ElasticMemoryAtlas]
 
@@ -24,7 +24,8 @@ def _accounted(atlas: ElasticMemoryAtlas) -> int:
                      for n in part.graph.nodes())
         total += part.graph.edge_count() * EDGE_OVERHEAD
         total += max(0, part.vectors.nbytes() - len(part.vectors) * part.vectors.dim * 4)  # type: ignore[attr-defined]
-    return total
+    held = atlas._life.held  # turns the write filter kept in working memory: text and overhead, no vector
+    return total + sum(NODE_OVERHEAD + 2 * len(n.content.encode("utf-8")) for n in held)
 
 
 def test_bytes_are_accounted_incrementally_and_exactly(make_atlas: Build) -> None:
@@ -123,3 +124,37 @@ def test_expiry_bookkeeping_does_not_grow_with_forgotten_ttls(clock: ManualClock
     clock.advance(6)
     atlas.add_memory("sweep", namespace="u")
     assert atlas.count(namespace="u") == 1 and atlas.stats().expirations == 1
+
+
+def test_threads_writing_compressing_and_saving_keep_the_books_exact(clock: ManualClock, tmp_path: object) -> None:
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+    from pathlib import Path
+
+    atlas = ElasticMemoryAtlas(config=AtlasConfig.managed(max_bytes=400_000, compress_every=25, chapter_size=30),
+                               embedder=HashingEmbedder(dim=32), clock=clock)
+    barrier = threading.Barrier(6)
+    errors: list[BaseException] = []
+
+    def worker(w: int) -> None:
+        try:
+            barrier.wait()
+            for i in range(60):
+                atlas.add_memory(f"worker {w} logged value {i % 7} for sensor {w}", namespace=f"n{w % 2}",
+                                 session_id=f"s{w}")
+                atlas.add_memory("ok thanks", namespace=f"n{w % 2}", session_id=f"s{w}")
+                if i % 20 == 0:
+                    atlas.compress()
+                    atlas.save(Path(str(tmp_path)) / f"w{w}.atlas")
+                atlas.build_context("sensor value", namespace=f"n{w % 2}", session_id=f"s{w}", token_budget=80)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    with ThreadPoolExecutor(6) as pool:
+        list(pool.map(worker, range(6)))
+    assert errors == []
+    assert len(atlas._life.held) > 0 and atlas.stats().bytes_used == _accounted(atlas)
+    assert atlas._life._node_bytes == sum(atlas._life._bytes.values())
+    assert set(atlas._life._bytes) == set(atlas._where)
+    loaded = ElasticMemoryAtlas.load(Path(str(tmp_path)) / "w0.atlas")
+    assert len(loaded) > 0

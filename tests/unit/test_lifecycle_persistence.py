@@ -278,3 +278,13 @@ def test_exports_for_other_tools(saved: tuple[ElasticMemoryAtlas, Path], tmp_pat
     assert graph.number_of_nodes() == len(atlas) and graph.number_of_edges() == atlas.stats().edges
     some = next(iter(graph.nodes(data=True)))[1]
     assert {"content", "namespace", "weight", "kind", "metadata"} <= set(some)
+
+
+@pytest.mark.parametrize("path", [None, 3, "", b"bytes.atlas"])
+def test_a_bad_path_is_refused_before_anything_happens(atlas: ElasticMemoryAtlas, path: Any) -> None:
+    with pytest.raises(InvalidInputError, match="path must be"):
+        atlas.save(path)
+    with pytest.raises(InvalidInputError, match="path must be"):
+        ElasticMemoryAtlas.load(path)
+    with pytest.raises(InvalidInputError, match="path must be"):
+        atlas.export_jsonl(path)
