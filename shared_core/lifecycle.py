@@ -39,6 +39,7 @@ from .contradiction import (
 from .decay import eviction_value
 from .errors import InvalidInputError
 from .model import MemoryEdge, MemoryNode, Relation, ScoredMemory
+from .persistence import node_record
 from .recall import effective_weight
 from .stats import KEY_FLAG, AtlasStats, collect_stats
 from .summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
@@ -445,7 +446,7 @@ class Lifecycle:
     # -- persistence ------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
         """What `shared_core.persistence` saves besides the partitions (JSON-ready)."""
-        return {"held": [_node_record(n) for n in self.held],
+        return {"held": [node_record(n) for n in self.held],
                 "dirty": {ns: None if d is None else sorted(d) for ns, d in self._dirty.items()},
                 "since_compress": dict(self._since_compress), "since_prune": self._since_prune,
                 "indexed": dict(self.indexed)}
@@ -476,9 +477,3 @@ def _vector_slack(part: Partition) -> int:
     if not callable(nbytes):
         return 0
     return max(0, int(nbytes()) - len(part.vectors) * part.vectors.dim * 4)
-
-
-def _node_record(node: MemoryNode) -> dict[str, Any]:
-    from .persistence import node_record
-
-    return node_record(node)
