@@ -94,10 +94,11 @@ def resolve_time_cue(part: Partition, query: str, *, now: float, config: AtlasCo
     memory instead of the clock, which is what they mean in imported history. A cue with no
     written year ("in May") moves back a year at a time until its range holds memories.
     """
-    reference = now
-    if config.time_reference == "latest":
-        reference = _latest_timestamp(part, now) or now
-    cue = parse_time_cue(query, now=reference)
+    cue = parse_time_cue(query, now=now)  # whether there is a cue does not depend on the reference
+    if cue is not None and config.time_reference == "latest":
+        reference = _latest_timestamp(part, now)
+        if reference is not None and reference != now:
+            cue = parse_time_cue(query, now=reference)
     if cue is None or not cue.floating:
         return cue
     for back in range(_MAX_YEARS_BACK):
