@@ -5,8 +5,8 @@ Three styles:
 - ``timeline``: the memories in time order under one dated header per day (``[Mon 8 May 2023]``),
   one memory per line, with ``…`` where the conversation skips memories in between; every line
   is dated by the header it sits under, which costs a few tokens per day instead of ten per line;
-- ``bullet``: the current conversation, then recalled memories as numbered, dated points by
-  score, then summaries;
+- ``bullet``: the current conversation, then recalled memories as numbered points by score, each
+  dated (``1. [8 May 2023] ...``), then summaries;
 - ``narrative``: one paragraph of sentences in time order, each day opened by "On <date>,";
   extractive (an LLM can rewrite it, see `ElasticMemoryAtlas.build_context`).
 
@@ -60,6 +60,13 @@ class _Item:
 def _day(ts: float) -> str:
     d = datetime.fromtimestamp(ts, tz=UTC)
     return f"{d:%a} {d.day} {d:%b %Y}"
+
+
+@functools.lru_cache(maxsize=4096)
+def _short_day(ts: float) -> str:
+    """The date on every bullet line: no weekday, two tokens fewer per memory."""
+    d = datetime.fromtimestamp(ts, tz=UTC)
+    return f"{d.day} {d:%b %Y}"
 
 
 def _label(hit: ScoredMemory) -> str:
@@ -126,7 +133,7 @@ def _bullets(items: Sequence[_Item]) -> str:
         lines.append(_HEADERS[("bullet", tier)])
         for i, it in enumerate(tier_items, start=1):
             if tier == RECALLED:
-                lines.append(f"{i}. [{_day(it.hit.node.timestamp)}] {_body(it, 'bullet')}")
+                lines.append(f"{i}. [{_short_day(it.hit.node.timestamp)}] {_body(it, 'bullet')}")
             else:
                 lines.append(f"- {_body(it, 'bullet')}")
     return "\n".join(lines)
@@ -182,7 +189,7 @@ class _Packer:
             header = 0 if opened else self.count(_HEADERS[("bullet", item.tier)]) + (2 if self.tiers else 1)
             if item.tier == RECALLED:
                 rank = self.ranks.get(item.tier, 0) + 1
-                return header + body + self.count(f"{rank}. [{_day(item.hit.node.timestamp)}] ")
+                return header + body + self.count(f"{rank}. [{_short_day(item.hit.node.timestamp)}] ")
             return header + body + 1
         day_key = _day(item.hit.node.timestamp)
         day = self.days.get(day_key)
