@@ -156,8 +156,9 @@ def plot_graph(view: GraphView, *, ax: Any = None, color_by: str = "session", se
     """A static matplotlib drawing of ``view`` (spring layout); returns the axes.
 
     Nodes are coloured by ``color_by`` and sized by weight, edges coloured by relation (dashed:
-    ``before``/``after``), with a legend for each; ``labels`` (default: when there are at most
-    24 nodes) writes the start of each memory's text next to its node.
+    ``before``/``after``), with a legend for each (for the nodes, when there are no more groups
+    than colours); ``labels`` (default: when there are at most 24 nodes) writes the start of
+    each memory's text next to its node.
     """
     try:
         import matplotlib.pyplot as plt
@@ -189,7 +190,7 @@ def plot_graph(view: GraphView, *, ax: Any = None, color_by: str = "session", se
         short = {n.id: n.content if len(n.content) <= 24 else n.content[:23] + "…" for n in view.nodes}
         nx.draw_networkx_labels(g, {k: (x, y - 0.045) for k, (x, y) in pos.items()}, labels=short, ax=ax,
                                 font_size=7, verticalalignment="top", font_color="#333")
-    if groups:
+    if 0 < len(groups) <= len(PALETTE):  # beyond that, colours repeat and the legend would mislead
         handles = [Line2D([], [], marker="o", ls="", color=c, label=k) for k, c in groups.items()]
         ax.add_artist(ax.legend(handles=handles, title=color_by, loc="upper left", fontsize=8, title_fontsize=8))
     relations = sorted({e.relation for e in view.edges}, key=lambda r: r.value)
@@ -197,7 +198,8 @@ def plot_graph(view: GraphView, *, ax: Any = None, color_by: str = "session", se
         handles = [Line2D([], [], color=RELATION_COLOURS.get(r, "#8c8c8c"), label=r.value,
                           ls="--" if r in (Relation.BEFORE, Relation.AFTER) else "-") for r in relations]
         ax.legend(handles=handles, title="edges", loc="upper right", fontsize=8, title_fontsize=8)
-    ax.set_title(f"{len(view.nodes)} memories, {len(view.edges)} edges (size = weight)")
+    coloured = f"colour = {color_by}" + (f", {len(groups)} groups" if len(groups) > len(PALETTE) else "")
+    ax.set_title(f"{len(view.nodes)} memories, {len(view.edges)} edges (size = weight, {coloured})")
     ax.margins(0.1)
     ax.set_axis_off()
     return ax
