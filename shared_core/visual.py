@@ -176,7 +176,8 @@ def plot_graph(view: GraphView, *, ax: Any = None, color_by: str = "session", se
         _, ax = plt.subplots(figsize=(9, 6.5))
     groups: dict[str, str] = {}
     colours = [groups.setdefault(_group_key(n, color_by), PALETTE[len(groups) % len(PALETTE)]) for n in view.nodes]
-    sizes = [40 + 160 * view.weights.get(n.id, n.weight) for n in view.nodes]
+    shrink = min(1.0, math.sqrt(60 / max(1, len(view.nodes))))  # large graphs: smaller nodes, less overlap
+    sizes = [(40 + 160 * view.weights.get(n.id, n.weight)) * shrink for n in view.nodes]
     for dashed in (True, False):
         drawn = [e for e in view.edges if (e.relation in (Relation.BEFORE, Relation.AFTER)) is dashed]
         if drawn:
