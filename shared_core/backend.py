@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import bisect
 import logging
-from collections.abc import Collection, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterator, MutableMapping, MutableSet, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -24,23 +24,80 @@ import numpy.typing as npt
 
 from .ann_index import IVFVectorIndex, ann_available
 from .config import AtlasConfig
+from .decay import reinforced_weight
 from .graph_store import DictGraphStore, GraphStore
-from .keyword_index import FTS5KeywordIndex, _SharedDatabase
+from .keyword_index import FTS5KeywordIndex, KeywordIndex, _SharedDatabase
+from .model import MemoryNode
 from .vector_index import Hits, NumpyVectorIndex, Vector, VectorIndex, search_many
 
-__all__ = ["Backend", "InProcessBackend", "Partition", "TieredVectorIndex"]
+__all__ = ["Backend", "InProcessBackend", "InProcessPartition", "Partition", "TieredVectorIndex"]
 
 logger = logging.getLogger("shared_core")
 
 
-@dataclass(slots=True, eq=False)
-class Partition:
-    """Everything the atlas keeps for one namespace.
+@runtime_checkable
+class Partition(Protocol):
+    """Everything the atlas keeps for one namespace: three stores and the bookkeeping.
 
-    Besides the three stores, it keeps the bookkeeping the read path needs without scanning the
-    namespace: the ids of each session in write order, the ids that are superseded, and the
-    memories' timestamps sorted for time-range lookups.
+    Besides the graph, vector and keyword stores, a partition answers what the read path needs
+    without scanning the namespace: the ids of each session in write order (``sessions``), the
+    superseded ids (``inactive``), the memories' timestamps for time ranges (`between`) and the
+    namespace's write counter (``turn``). `InProcessPartition` keeps them in this process; a
+    server backend answers them from the server, the one source of truth when several
+    processes share a namespace.
+
+    Weight updates go through `reinforce` and `fade`, each one atomic step (decay to ``now``,
+    then scale), so concurrent workers sharing a server never lose an update.
     """
+
+    namespace: str
+
+    @property
+    def graph(self) -> GraphStore: ...
+
+    @property
+    def vectors(self) -> VectorIndex: ...
+
+    @property
+    def keywords(self) -> KeywordIndex: ...
+
+    @property
+    def sessions(self) -> MutableMapping[str | None, dict[str, None]]:
+        """Session id -> its tracked ids in write order (as dict keys), sessions in first-write order."""
+
+    @property
+    def inactive(self) -> MutableSet[str]:
+        """The ids of superseded memories."""
+
+    turn: int  # the namespace's write counter; assigning rolls back a failed write's turns
+
+    def next_turn(self, count: int = 1) -> int:
+        """Reserve ``count`` consecutive turns; returns the first (the counter ends on the last)."""
+
+    def track(self, node_id: str, session_id: str | None, timestamp: float) -> None:
+        """Count a stored memory in its session's order and in the time index."""
+
+    def untrack(self, node_id: str, session_id: str | None, timestamp: float) -> None: ...
+
+    def between(self, start: float, end: float) -> list[str]:
+        """Ids whose timestamp lies in ``[start, end)``, oldest first."""
+
+    def latest(self, session_id: str | None, n: int) -> list[str]:
+        """The last ``n`` ids written to a session, newest first."""
+
+    def reinforce(self, node_id: str, *, now: float, config: AtlasConfig) -> MemoryNode | None:
+        """Recall's reinforcement, in one step: the weight decayed to ``now`` times
+        ``reinforce_factor`` (at most ``weight_cap``), one more access, last access now.
+        Returns the updated node (None if it is gone)."""
+
+    def fade(self, node_id: str, factor: float, *, now: float, config: AtlasConfig) -> MemoryNode | None:
+        """The weight decayed to ``now`` times ``factor`` (at least ``weight_floor``), last access
+        now. Returns the updated node (None if it is gone)."""
+
+
+@dataclass(slots=True, eq=False)
+class InProcessPartition:
+    """The in-process `Partition`: stores and bookkeeping in this process's memory."""
 
     namespace: str
     graph: GraphStore
@@ -50,6 +107,11 @@ class Partition:
     sessions: dict[str | None, dict[str, None]] = field(default_factory=dict)
     inactive: set[str] = field(default_factory=set)
     _times: list[tuple[float, str]] = field(default_factory=list)
+
+    def next_turn(self, count: int = 1) -> int:
+        first = self.turn + 1
+        self.turn += count
+        return first
 
     def track(self, node_id: str, session_id: str | None, timestamp: float) -> None:
         self.sessions.setdefault(session_id, {})[node_id] = None
@@ -83,6 +145,31 @@ class Partition:
             if len(out) == n:
                 break
         return out
+
+    def reinforce(self, node_id: str, *, now: float, config: AtlasConfig) -> MemoryNode | None:
+        from .recall import effective_weight  # recall imports this module
+
+        node = self.graph.get_node(node_id)
+        if node is None:
+            return None
+        current = effective_weight(node, now=now, turn=self.turn, config=config)
+        weight = reinforced_weight(current, factor=config.reinforce_factor, cap=config.weight_cap)
+        updated = replace(node, weight=weight, last_accessed_at=now, access_count=node.access_count + 1,
+                          accessed_turn=self.turn)
+        self.graph.put_node(updated)
+        return updated
+
+    def fade(self, node_id: str, factor: float, *, now: float, config: AtlasConfig) -> MemoryNode | None:
+        from .recall import effective_weight
+
+        node = self.graph.get_node(node_id)
+        if node is None:
+            return None
+        w = effective_weight(node, now=now, turn=self.turn, config=config)
+        updated = replace(node, weight=max(config.weight_floor, w * factor), last_accessed_at=now,
+                          accessed_turn=self.turn)
+        self.graph.put_node(updated)
+        return updated
 
 
 @runtime_checkable
@@ -187,14 +274,14 @@ class InProcessBackend:
         self.ann_threshold = cfg.ann_threshold
         self.ann_probe_fraction = cfg.ann_probe_fraction
         self._db = _SharedDatabase()
-        self._partitions: dict[str, Partition] = {}
+        self._partitions: dict[str, InProcessPartition] = {}
 
-    def partition(self, namespace: str, *, create: bool = False) -> Partition | None:
+    def partition(self, namespace: str, *, create: bool = False) -> InProcessPartition | None:
         part = self._partitions.get(namespace)
         if part is None and create:
             vectors = TieredVectorIndex(self.dim, threshold=self.ann_threshold,
                                         probe_fraction=self.ann_probe_fraction)
-            part = Partition(namespace, DictGraphStore(), vectors, FTS5KeywordIndex.create(self._db))
+            part = InProcessPartition(namespace, DictGraphStore(), vectors, FTS5KeywordIndex.create(self._db))
             self._partitions[namespace] = part
         return part
 

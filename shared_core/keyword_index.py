@@ -48,9 +48,10 @@ class KeywordIndex(Protocol):
 
     def remove(self, node_id: str) -> None: ...
 
-    def search(self, query: str, k: int, *, session_id: str | None = None
-               ) -> list[tuple[str, float]]:
-        """Up to k ids, best first, with their BM25 score (higher is better)."""
+    def search(self, query: str, k: int, *, session_id: str | None = None,
+               subset: Collection[str] | None = None) -> list[tuple[str, float]]:
+        """Up to k ids (among ``subset``, when given), best first, with their BM25 score
+        (higher is better)."""
 
 
 class _SharedDatabase:

@@ -360,7 +360,8 @@ def _build_partition(atlas: ElasticMemoryAtlas, record: Mapping[str, Any], nodes
     for session, members in record["sessions"]:
         for nid in members:
             part.track(nid, session, by_id[nid].timestamp)
-    part.inactive.update(record["inactive"])
+    for node_id in record["inactive"]:
+        part.inactive.add(node_id)
     part.turn = record["turn"]
 
 
