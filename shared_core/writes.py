@@ -146,14 +146,15 @@ def _insert_chunk(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDArra
     similar = _similar(part, vecs, cfg)
     nodes: list[MemoryNode] = []
     random_hex = os.urandom(16 * len(specs)).hex()  # ids: 128 random bits each, as uuid4().hex but 5x faster
+    first_turn = part.next_turn(len(specs))  # one atomic reservation: a shared counter never interleaves
     for j, spec in enumerate(specs):
-        part.turn += 1
+        turn = first_turn + j
         session = spec.session_id if spec.session_id is None else sys.intern(spec.session_id)
         nodes.append(MemoryNode(
             id=random_hex[32 * j:32 * j + 32], content=spec.content, namespace=part.namespace,
             session_id=session, weight=spec.importance if spec.importance > 0 else cfg.weight_floor,
             importance=spec.importance, timestamp=spec.timestamp if spec.timestamp is not None else now,
-            created_at=now, last_accessed_at=now, turn=part.turn, accessed_turn=part.turn,
+            created_at=now, last_accessed_at=now, turn=turn, accessed_turn=turn,
             metadata=spec.metadata or _NO_METADATA,
             pinned=spec.pinned, expires_at=None if spec.ttl is None else now + spec.ttl,
             valid_from=now, kind=spec.kind,
