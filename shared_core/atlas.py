@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,6 @@ from .clock import Clock, SystemClock
 from .compression import CompressionReport
 from .config import AtlasConfig
 from .context import STYLES, build_context_block
-from .decay import reinforced_weight
 from .embedding import Embedder, as_embedder, normalize_rows
 from .errors import (
     InvalidInputError,
@@ -38,7 +37,7 @@ from .events import AtlasEvent, EventLog
 from .filters import compile_filters
 from .lifecycle import AtlasStats, Lifecycle
 from .model import Context, MemoryEdge, MemoryNode, Relation, ScoredMemory
-from .recall import RecallRequest, effective_weight, recall
+from .recall import RecallRequest, recall
 from .tokens import TokenCounter, as_token_counter
 from .writes import MemorySpec, build_spec, insert_batches, insert_memory, specs_from_items
 
@@ -76,11 +75,13 @@ class ElasticMemoryAtlas:
         self.clock: Clock = clock or SystemClock()
         self.events = EventLog(maxlen=event_log_size)
         self._lock = threading.RLock()
-        self._where: dict[str, str] = {}
         self._backend_arg = backend
         self._backend: Backend | None = None if backend is None or isinstance(backend, str) else backend
         if isinstance(backend, str):
             self._backend = _backend_from_url(backend, self)
+        # id -> namespace; a shared backend answers for memories that other processes wrote
+        directory = getattr(self._backend, "directory", None)
+        self._where: MutableMapping[str, str] = directory() if callable(directory) else {}
         self._life = Lifecycle(self, llm=llm, contradiction_detector=contradiction_detector,
                                write_filter=write_filter, summarizer=summarizer)
 
@@ -325,9 +326,7 @@ class ElasticMemoryAtlas:
                 if mode == "delete":
                     self._life.remove(part, node, kind="forget", reason="end_session")
                 else:
-                    w = effective_weight(node, now=now, turn=part.turn, config=self.config)
-                    part.graph.put_node(replace(node, weight=max(self.config.weight_floor, w * factor),
-                                                last_accessed_at=now, accessed_turn=part.turn))
+                    part.fade(nid, factor, now=now, config=self.config)  # one atomic step
                     self.events.emit("fade", namespace=ns, node_id=nid, at=now, reason="end_session")
                 touched += 1
             self.events.emit("end_session", namespace=ns, node_id=None, at=now, reason=mode,
@@ -448,14 +447,12 @@ class ElasticMemoryAtlas:
     def _reinforce(self, part: Partition, hits: Sequence[ScoredMemory], now: float) -> list[ScoredMemory]:
         out = []
         for hit in hits:
-            node = part.graph.get_node(hit.node.id) or hit.node
-            current = effective_weight(node, now=now, turn=part.turn, config=self.config)
-            weight = reinforced_weight(current, factor=self.config.reinforce_factor, cap=self.config.weight_cap)
-            updated = replace(node, weight=weight, last_accessed_at=now, access_count=node.access_count + 1,
-                              accessed_turn=part.turn)
-            part.graph.put_node(updated)
-            self.events.emit("reinforce", namespace=part.namespace, node_id=node.id, at=now,
-                             reason="recalled", weight=weight)
+            updated = part.reinforce(hit.node.id, now=now, config=self.config)  # one atomic step
+            if updated is None:
+                out.append(hit)
+                continue
+            self.events.emit("reinforce", namespace=part.namespace, node_id=updated.id, at=now,
+                             reason="recalled", weight=updated.weight)
             out.append(replace(hit, node=updated))
         return out
 
@@ -636,4 +633,10 @@ class ElasticMemoryAtlas:
 
 
 def _backend_from_url(url: str, atlas: ElasticMemoryAtlas) -> Backend:
-    raise InvalidInputError(f"unsupported backend URL {url!r}: only the in-process backend is available")
+    """A backend from its URL: ``falkordb://host:port`` (see `shared_core.falkordb`)."""
+    scheme = url.partition("://")[0].lower()
+    if scheme in ("falkordb", "falkor", "redis"):
+        from .falkordb import FalkorDBBackend  # loads the falkordb client only now
+
+        return FalkorDBBackend.from_url(url, dim=atlas.embedder.dim)
+    raise InvalidInputError(f"unsupported backend URL {url!r}: expected falkordb://host:port")
