@@ -8,15 +8,21 @@ mix namespaces: one tenant's words cannot change another tenant's scores.
 
 from __future__ import annotations
 
+import logging
 import re
 import sqlite3
 import threading
 from collections.abc import Collection, Sequence
 from typing import Protocol, runtime_checkable
 
+logger = logging.getLogger("shared_core")
+
 __all__ = ["FTS5KeywordIndex", "KeywordIndex", "query_terms"]
 
-_WORD = re.compile(r"\w+", re.UNICODE)
+# Words as FTS5's unicode61 tokenizer sees them: letters and digits, with "_" a separator. A query
+# term the tokenizer would split ("0_0") would otherwise become a phrase query, which a
+# detail='column' table refuses.
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # Query-side stopwords only (documents keep every word): an OR over "the" would match the whole
 # table and make a query slow without changing the ranking.
 _STOPWORDS = frozenset((
@@ -148,7 +154,11 @@ class FTS5KeywordIndex:
         sql += " ORDER BY bm25(" + self._table + ") LIMIT ?"
         params.append(k if subset is None else max(4 * k, k + len(subset)))
         with self._db.lock:
-            rows = self._db.conn.execute(sql, params).fetchall()
+            try:
+                rows = self._db.conn.execute(sql, params).fetchall()
+            except sqlite3.OperationalError:  # a query FTS5 cannot parse finds nothing, it never fails recall
+                logger.warning("keyword search could not run for %r", match, exc_info=True)
+                return []
         out = [(self._ids[r], float(s)) for r, s in rows if r in self._ids]
         if subset is not None:
             out = [(i, s) for i, s in out if i in subset]

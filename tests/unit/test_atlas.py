@@ -265,3 +265,9 @@ def test_exclude_ids_keeps_shown_turns_out_of_recall_and_context(atlas: ElasticM
     assert "we talked about tea" not in ctx.text and "Darjeeling" in ctx.text
     with pytest.raises(InvalidInputError, match="exclude_ids"):
         atlas.retrieve("tea", namespace="u", exclude_ids="abc")
+
+
+@pytest.mark.parametrize("query", ["0_0", "snake_case_word", '"quoted"', "a-b", "NEAR(x y)", "x*", "AND OR NOT", "^"])
+def test_keyword_path_accepts_any_query_text(atlas: ElasticMemoryAtlas, query: str) -> None:
+    atlas.add_memories(["0_0 snake_case_word", "plain text"], namespace="u")
+    assert isinstance(atlas.retrieve(query, namespace="u", reinforce=False), list)
