@@ -11,8 +11,13 @@ is trained on the vectors present when the index is built and retrained when the
 grown four times since, so the lists stay balanced as a namespace grows.
 
 Recall is set by ``probe_fraction``, the share of the lists scanned per query (at least
-``min_probes``). If the probed lists hold fewer than ``k`` admissible vectors the search falls back
-to scanning every list, so a query never comes back short. Searches restricted to a small
+``min_probes``). The defaults (10%, at least 16) were chosen on MiniLM vectors, which are harder
+than clustered synthetic data: on the 2,759 LoCoMo turns with their questions as queries, recall@10
+was 0.93 with 8 of 70 lists probed and 0.96 with 14; on 10k and 100k vectors mixed from those turns
+it was 0.977 (20 of 200 lists) and 0.998 (64 of 632). A thresholded batch search (the write path's
+``similar_to`` links) probes a quarter as many lists: it only wants near neighbours. If the probed
+lists hold fewer than ``k`` admissible vectors the search falls back to scanning every list, so a
+query never comes back short. Searches restricted to a small
 ``subset`` of ids are exact (the subset's vectors are fetched and compared directly).
 
 >>> import numpy as np
@@ -87,7 +92,7 @@ class IVFVectorIndex:
     them). Labels are reused after deletes, so the id tables stay as large as the index.
     """
 
-    def __init__(self, dim: int, *, probe_fraction: float = 0.1, min_probes: int = 8,
+    def __init__(self, dim: int, *, probe_fraction: float = 0.1, min_probes: int = 16,
                  seed: int = 1234) -> None:
         if not 0 < probe_fraction <= 1:
             raise ValueError(f"probe_fraction must be in (0, 1], got {probe_fraction!r}")
@@ -227,6 +232,8 @@ class IVFVectorIndex:
         pool = len(self._labels) if labels is None else int(labels.size)
         want = min(k, pool)
         probes = self.probes
+        if min_similarity is not None:  # near neighbours only (linking): they sit in the closest lists
+            probes = max(4, probes // 4)
         if labels is not None:  # a sparse subset needs more lists to find k of its members
             probes = min(self.lists, math.ceil(probes * len(self._labels) / pool))
         selector = None if labels is None else faiss.IDSelectorBatch(labels)
