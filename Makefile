@@ -9,7 +9,7 @@ PIP    := $(BIN)/python -m pip
 .PHONY: help demo test lint typecheck unit integration notebooks bench install install-dev clean falkordb falkordb-stop browser
 
 help:
-	@echo "make demo | make test | make lint | make bench | make falkordb | make clean"
+	@echo "make demo | make test | make lint | make notebooks | make bench | make falkordb | make clean"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,11 @@ test: $(VENV)/.dev browser
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+# The five notebooks, run top to bottom offline as `make test` runs them (tests/test_notebooks.py);
+# the executed copies, outputs included, are kept in build/notebooks (git keeps them stripped).
+notebooks: $(VENV)/.dev
+	ATLAS_NOTEBOOK_OUTPUT=build/notebooks $(BIN)/python -m pytest tests/test_notebooks.py -q -s -p no:cacheprovider
 
 bench: $(VENV)/.dev
 	$(BIN)/python benchmarks/locomo_recall.py --data ../shared/data/locomo/locomo_dev.json
