@@ -96,8 +96,7 @@ class AtlasStats:
     key_memories: int = 0
     key_hit_rate: tuple[KeyHitWindow, ...] = ()
 
-    def as_table(self) -> str:
-        """A plain-text table, as the demo prints it."""
+    def _rows(self) -> list[tuple[str, object]]:
         cap = f" / {self.max_bytes:,}" if self.max_bytes else ""
         rows: list[tuple[str, object]] = [
             ("namespaces", self.namespaces), ("memories", self.nodes), ("edges", self.edges),
@@ -110,21 +109,50 @@ class AtlasStats:
         rows.append(("bytes used", f"{self.bytes_used:,}{cap}"))
         rows += [(f"  kind {k}", v) for k, v in sorted(self.nodes_by_kind.items())]
         rows += [(f"  edges {k}", v) for k, v in sorted(self.edges_by_relation.items())]
+        return rows
+
+    def _key_rates(self) -> list[str] | None:
+        if not (self.key_memories and any(w.recalls for w in self.key_hit_rate)):
+            return None
+        return ["-" if w.rate is None else f"{w.rate:.0%}" for w in self.key_hit_rate]
+
+    def as_table(self) -> str:
+        """A plain-text table, as the demo prints it."""
+        rows = self._rows()
         width = max(len(str(r[0])) for r in rows)
         lines = [f"{name:<{width}}  {value!s:>7}" for name, value in rows]
         peak = max((c for _, _, c in self.weight_histogram), default=0) or 1
         lines.append("weight histogram:")
         for lo, hi, c in self.weight_histogram:
             lines.append(f"  {lo:4.2f}-{hi:4.2f} {c:>6} {'#' * round(30 * c / peak)}")
-        if self.key_memories and any(w.recalls for w in self.key_hit_rate):
+        if (rates := self._key_rates()) is not None:
             lines.append(f"key memories: {self.key_memories}; hit rate per day (oldest first):")
-            lines.append("  " + " ".join("-" if w.rate is None else f"{w.rate:.0%}" for w in self.key_hit_rate))
+            lines.append("  " + " ".join(rates))
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        body = "".join(f"<tr><td>{line[:20].strip()}</td><td><pre>{line[20:]}</pre></td></tr>"
-                       for line in self.as_table().splitlines())
-        return f"<table>{body}</table>"
+        """Notebook display: the counts, the weight histogram with bars, the key-memory hit rate."""
+        from html import escape
+
+        cell = "padding:1px 8px;text-align:{}"
+        counts = "".join(
+            f"<tr><td style='{cell.format('left')}{';padding-left:22px' if name.startswith('  ') else ''}'>"
+            f"{escape(name.strip())}</td><td style='{cell.format('right')}'>{escape(str(value))}</td></tr>"
+            for name, value in self._rows())
+        peak = max((c for _, _, c in self.weight_histogram), default=0) or 1
+        bars = "".join(
+            f"<tr><td style='{cell.format('right')}'>{lo:.2f}–{hi:.2f}</td><td style='{cell.format('right')}'>{c}</td>"
+            f"<td style='{cell.format('left')};width:160px'><div style='background:#4e79a7;height:10px;"
+            f"width:{round(150 * c / peak)}px'></div></td></tr>"
+            for lo, hi, c in self.weight_histogram)
+        keys = ""
+        if (rates := self._key_rates()) is not None:
+            days = "".join(f"<td style='{cell.format('right')}'>{r}</td>" for r in rates)
+            keys = (f"<div style='margin-top:6px'><b>key memories</b>: {self.key_memories}; hit rate per day, "
+                    f"oldest first:<table><tr>{days}</tr></table></div>")
+        return ("<div><div style='display:flex;gap:32px;align-items:flex-start'>"
+                f"<div><b>atlas</b><table>{counts}</table></div>"
+                f"<div><b>weight histogram</b><table>{bars}</table></div></div>{keys}</div>")
 
     def __str__(self) -> str:
         return self.as_table()

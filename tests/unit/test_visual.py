@@ -70,3 +70,10 @@ def test_static_graph_has_labels_and_legends(small: ElasticMemoryAtlas) -> None:
     from shared_core.visual import graph_view, plot_graph
 
     assert len(plot_graph(graph_view(small, namespace="u"), labels=False).texts) == 0
+
+
+def test_stats_html_is_a_real_table(small: ElasticMemoryAtlas) -> None:
+    html = small.stats()._repr_html_()
+    assert "<td style='padding:1px 8px;text-align:left'>memories</td>" in html
+    assert "weight histogram" in html and html.count("background:#4e79a7") == 9  # one bar per bin
+    assert "edges caused_by" in html and "padding-left:22px" in html  # breakdowns indented, not cut
