@@ -70,7 +70,7 @@ class FalkorDBBackend:
     def _create_schema(self, part: FalkorPartition) -> None:
         """Indexes and the counter node; another process creating them at once is fine."""
         graph = GraphKey(self.conn, part.key)
-        for statement in (q.RANGE_INDEX, q.vector_index(self.dim), q.FULLTEXT_INDEX):
+        for statement in (q.RANGE_INDEX, q.EMBEDDING_INDEX, q.vector_index(self.dim), q.FULLTEXT_INDEX):
             try:
                 graph.write(statement)
             except BackendError as exc:
@@ -80,7 +80,7 @@ class FalkorDBBackend:
 
     def _check_dimension(self, part: FalkorPartition) -> None:
         for label, _, options in GraphKey(self.conn, part.key).read(q.INDEXES):
-            found = (options or {}).get("embedding", {}) if label == "Memory" else {}
+            found = (options or {}).get("embedding", {}) if label == "Embedding" else {}
             dim = found.get("dimension") if isinstance(found, dict) else None
             if dim is not None and int(dim) != self.dim:
                 raise InvalidInputError(f"namespace {part.namespace!r} on {self.url} holds {dim}-dimensional "

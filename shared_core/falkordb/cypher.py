@@ -1,15 +1,22 @@
 """Every Cypher statement of the FalkorDB backend, in one place.
 
-Memories are ``(:Memory)`` nodes of the namespace's graph; each namespace also has one
-``(:Atlas)`` node holding its write counter (``turn``) and its tracking sequence (``seq``). Edges
-are relationships typed by the relation in upper case (``SIMILAR_TO``). Statements keep to the
-openCypher subset that Neo4j also accepts, except where marked FalkorDB: the vector and
-full-text index procedures and ``vecf32``/``vec.cosineDistance`` (see ``docs/falkordb.md`` for
-what a Neo4j backend would write instead).
+Memories are ``(:Memory)`` nodes of the namespace's graph; their vectors are separate
+``(:Embedding {id, embedding})`` nodes, which are never updated; each namespace also has one
+``(:Atlas)`` node holding its write counter (``turn``), its tracking sequence (``seq``) and the
+number of vectors deleted from the vector index (``stale``). Edges are relationships typed by the
+relation in upper case (``SIMILAR_TO``). Statements keep to the openCypher subset that Neo4j
+also accepts, except where marked FalkorDB: the vector and full-text index procedures and
+``vecf32``/``vec.cosineDistance`` (see ``docs/falkordb.md`` for what a Neo4j backend would write
+instead).
 
-Bookkeeping properties besides the memory's own fields: ``embedding`` (vector index),
-``text`` (full-text index), ``tracked`` and ``pos`` (in its session's order and the time
-index; ``pos`` orders a session), ``superseded`` (in ``Partition.inactive``).
+Why vectors live apart: FalkorDB 4.16's HNSW index keeps a stale entry each time a node
+holding a vector is updated or deleted, and those entries still count towards the k of a query
+(which then returns fewer than k nodes). Memory nodes change on every recall (reinforcement), so
+their vectors sit on nodes that never change, and a search asks for ``k + stale`` neighbours.
+
+Bookkeeping properties besides the memory's own fields: ``text`` (full-text index), ``tracked``
+and ``pos`` (in its session's order and the time index; ``pos`` orders a session),
+``superseded`` (in ``Partition.inactive``).
 
 Result-set doubles come back with 15 significant digits, which would round POSIX times to
 10 microseconds, so times are returned as two columns, ``floor(t)`` and ``t - floor(t)``, whose
@@ -49,15 +56,16 @@ def rel_type(relation: Relation) -> str:
 
 # -- schema -------------------------------------------------------------------------------------
 RANGE_INDEX = "CREATE INDEX FOR (n:Memory) ON (n.id, n.session_id, n.timestamp)"
+EMBEDDING_INDEX = "CREATE INDEX FOR (e:Embedding) ON (e.id)"
 
 
 def vector_index(dim: int) -> str:  # FalkorDB; Neo4j: CREATE VECTOR INDEX ... OPTIONS {indexConfig: {...}}
-    return (f"CREATE VECTOR INDEX FOR (n:Memory) ON (n.embedding) "
+    return (f"CREATE VECTOR INDEX FOR (e:Embedding) ON (e.embedding) "
             f"OPTIONS {{dimension: {int(dim)}, similarityFunction: 'cosine'}}")
 
 
 FULLTEXT_INDEX = "CALL db.idx.fulltext.createNodeIndex({label: 'Memory', language: 'english'}, 'text')"  # FalkorDB
-COUNTER = "MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0"
+COUNTER = "MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0"
 INDEXES = "CALL db.indexes() YIELD label, properties, options RETURN label, properties, options"  # FalkorDB
 
 # -- the write counter --------------------------------------------------------------------------
@@ -149,15 +157,23 @@ SUPERSEDED = "MATCH (n:Memory) WHERE n.superseded RETURN n.id"
 SUPERSEDED_AMONG = "UNWIND $ids AS id MATCH (n:Memory {id: id}) WHERE n.superseded RETURN n.id"
 
 # -- vectors (FalkorDB: vecf32, db.idx.vector.queryNodes, vec.cosineDistance) ------------------
-SET_VECTORS = "UNWIND $rows AS row MATCH (n:Memory {id: row[0]}) SET n.embedding = vecf32(row[1])"
-REMOVE_VECTORS = "UNWIND $ids AS id MATCH (n:Memory {id: id}) SET n.embedding = null"
-GET_VECTOR = "MATCH (n:Memory {id: $id}) RETURN n.embedding"
-VECTOR_COUNT = "MATCH (n:Memory) WHERE n.embedding IS NOT NULL RETURN count(n)"
-# the index answers cosine *distances*, best first; filters apply after the k-nearest search
-VECTOR_SEARCH = ("CALL db.idx.vector.queryNodes('Memory', 'embedding', $k, vecf32($query)) YIELD node, score "
-                 "RETURN node.id, score ORDER BY score")
-VECTOR_AMONG = ("UNWIND $ids AS id MATCH (n:Memory {id: id}) WHERE n.embedding IS NOT NULL "
-                "RETURN n.id, vec.cosineDistance(n.embedding, vecf32($query))")
+# adding a vector for an id that has one replaces it (a new node; the old one counts as stale)
+SET_VECTORS = ("UNWIND $rows AS row OPTIONAL MATCH (old:Embedding {id: row[0]}) "
+               "WITH row, old, CASE WHEN old IS NULL THEN 0 ELSE 1 END AS replaced DELETE old "
+               "WITH row, replaced CREATE (:Embedding {id: row[0], embedding: vecf32(row[1])}) "
+               "WITH toInteger(sum(replaced)) AS gone MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0 "
+               "SET c.stale = c.stale + gone")
+REMOVE_VECTORS = ("UNWIND $ids AS id MATCH (e:Embedding {id: id}) DELETE e WITH count(*) AS gone "
+                  "MATCH (c:Atlas) SET c.stale = c.stale + gone")
+GET_VECTOR = "MATCH (e:Embedding {id: $id}) RETURN e.embedding"
+VECTOR_COUNT = "MATCH (e:Embedding) RETURN count(e)"
+# the index answers cosine *distances*, best first; filters apply after the k-nearest search, and
+# stale entries (see above) take places among the k: ask for k + stale
+VECTOR_SEARCH = ("OPTIONAL MATCH (c:Atlas) WITH $k + coalesce(c.stale, 0) AS wanted "
+                 "CALL db.idx.vector.queryNodes('Embedding', 'embedding', wanted, vecf32($query)) YIELD node, score "
+                 "RETURN node.id, score ORDER BY score, node.id LIMIT $k")
+VECTOR_AMONG = ("UNWIND $ids AS id MATCH (e:Embedding {id: id}) "
+                "RETURN e.id, vec.cosineDistance(e.embedding, vecf32($query))")
 
 # -- full text (FalkorDB: db.idx.fulltext.queryNodes, RediSearch query syntax) -----------------
 SET_TEXTS = "UNWIND $rows AS row MATCH (n:Memory {id: row[0]}) SET n.text = row[1]"

@@ -1,10 +1,10 @@
 """`FalkorVectorIndex` and `FalkorKeywordIndex`: the vector and full-text indexes of one graph.
 
-Vectors are the ``embedding`` property (``vecf32``) of each memory, searched through FalkorDB's
-HNSW index with cosine distance: the index answers *distances*, best first, so similarity is
-``1 - distance``. Its filters apply after the k-nearest search, so a search restricted to a
-subset of ids (a session, a filter) is computed exactly over that subset with
-``vec.cosineDistance`` instead.
+Vectors are ``(:Embedding {id, embedding})`` nodes (``vecf32``) beside the memories (see
+`shared_core.falkordb.cypher` for why), searched through FalkorDB's HNSW index with cosine
+distance: the index answers *distances*, best first, so similarity is ``1 - distance``. Its
+filters apply after the k-nearest search, so a search restricted to a subset of ids (a session,
+a filter) is computed exactly over that subset with ``vec.cosineDistance`` instead.
 
 Text is the ``text`` property (the memory's content, or a merged memory's combined text), in
 FalkorDB's full-text index (RediSearch: English stemming, TF-IDF scores, higher is better). The

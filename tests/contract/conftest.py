@@ -1,0 +1,69 @@
+"""The contract suite runs every test against each backend: in-process and FalkorDB.
+
+``make_atlas`` and ``atlas`` here replace the shared ones: same deterministic atlas (hashing
+embedder, manual clock), on the backend of the test's parameter. Each FalkorDB test gets a graph
+prefix of its own, dropped afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, ManualClock
+
+from ..falkordb._server import drop_all, fresh_prefix, session_server
+
+Make = Callable[..., ElasticMemoryAtlas]
+
+
+@pytest.fixture(scope="session")
+def falkordb_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    yield from session_server(tmp_path_factory.mktemp("falkordb"))
+
+
+@pytest.fixture(params=["memory", pytest.param("falkordb", marks=pytest.mark.falkordb)])
+def backend_name(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def make_backend(backend_name: str, request: pytest.FixtureRequest) -> Iterator[Callable[[int], Any]]:
+    """``make_backend(dim)``: None (the in-process default) or a FalkorDB backend of its own."""
+    made: list[Any] = []
+
+    def build(dim: int) -> Any:
+        if backend_name == "memory":
+            return None
+        from shared_core.falkordb import FalkorDBBackend
+
+        url = request.getfixturevalue("falkordb_url")
+        backend = FalkorDBBackend.from_url(f"{url}?prefix={fresh_prefix()}", dim=dim)
+        made.append(backend)
+        return backend
+
+    yield build
+    for backend in made:
+        drop_all(backend)
+
+
+@pytest.fixture
+def make_atlas(make_backend: Callable[[int], Any], clock: ManualClock) -> Make:
+    def build(**config: Any) -> ElasticMemoryAtlas:
+        return ElasticMemoryAtlas(config=AtlasConfig(**config), embedder=HashingEmbedder(dim=256), clock=clock,
+                                  backend=make_backend(256))
+
+    return build
+
+
+@pytest.fixture
+def atlas(make_atlas: Make) -> ElasticMemoryAtlas:
+    return make_atlas()
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path

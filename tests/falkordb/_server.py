@@ -1,0 +1,43 @@
+"""The FalkorDB server the tests use: ``ATLAS_FALKORDB_URL`` (``make test`` starts one and stops
+it by its pid afterwards) or, when unset, one started here for the session."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from shared_core import MissingDependencyError
+
+ENV = "ATLAS_FALKORDB_URL"
+
+
+def session_server(tmp: Path) -> Iterator[str]:
+    url = os.environ.get(ENV)
+    if url:
+        yield url.split("?")[0]
+        return
+    try:
+        from shared_core.falkordb.server import start_server
+
+        server = start_server(tmp)
+    except MissingDependencyError as exc:  # pragma: no cover - the dev extra installs it
+        pytest.skip(f"no FalkorDB server: {exc}")
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+def fresh_prefix() -> str:
+    """A graph-key prefix of its own for one test, so tests never see each other's namespaces."""
+    return f"t{uuid.uuid4().hex[:12]}:"
+
+
+def drop_all(backend: object) -> None:
+    for ns in list(backend.namespaces()):  # type: ignore[attr-defined]
+        backend.drop(ns)  # type: ignore[attr-defined]
+    backend.close()  # type: ignore[attr-defined]
