@@ -187,8 +187,8 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
     boost: dict[str, float] = {}
     if config.graph_hops > 0 and config.graph_weight > 0 and config.graph_seeds > 0:
         seeds = dict(heapq.nlargest(config.graph_seeds, base.items(), key=lambda kv: kv[1]))
-        # activations below 1% of the best seed's cannot move a ranking: do not walk them
-        floor_act = 0.01 * max(seeds.values(), default=0.0)
+        # an activation under 0.1% of the best seed's cannot move a ranking: do not walk it
+        floor_act = 0.001 * max(seeds.values(), default=0.0)
         boost = spread_max(seeds, _neighbours(part, config, allowed), hops=config.graph_hops,
                            decay=config.graph_hop_decay, fanout=config.graph_fanout,
                            min_activation=floor_act)
@@ -209,39 +209,41 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
             continue
         graph_part = config.graph_weight * boost.get(node_id, 0.0)
         relevance = min(1.0, (fused + graph_part) / norm)
-        association = _association(part, node_id, config) if config.weight_model == "rich" else 0.0
-        weight = effective_weight(node, now=req.now, turn=part.turn, config=config, association=association)
-        recency = recency_score(req.now - node.timestamp, half_life=config.recency_half_life)
-        other = req.session_id is not None and node.session_id != req.session_id
-        session_factor = config.cross_session_penalty if other else 1.0
-        if config.scoring == "linear":
-            score = linear_score(relevance, weight, recency, cap=config.weight_cap,
-                                 weights=config.linear_weights, session_factor=session_factor)
-        else:
-            score = multiplicative_score(relevance, weight, recency,
-                                         weight_exponent=config.weight_exponent,
-                                         recency_exponent=config.recency_exponent,
-                                         session_factor=session_factor)
-        paths = tuple(p for p in _PATHS if node_id in raw.get(p, {}))
+        paths = tuple(p for p in _PATHS if node_id in raw.get(p, {})) + (("graph",) if graph_part > 0 else ())
+        components = {"vector": cosine.get(node_id, 0.0)}
+        components.update({p: raw[p][node_id] for p in paths if p not in ("vector", "graph")})
         if graph_part > 0:
-            paths += ("graph",)
-        components = {"relevance": relevance, "weight": weight, "recency": recency,
-                      "session": session_factor, "vector": cosine.get(node_id, 0.0)}
-        for p in paths:
-            if p == "graph":
-                components["graph"] = boost[node_id]
-            elif p != "vector":
-                components[p] = raw[p][node_id]
+            components["graph"] = boost[node_id]
         if req.explain:
             components["fused"] = fused
-            for p in paths:
-                if p != "graph":
-                    components[f"rank_{p}"] = float(list(raw[p]).index(node_id) + 1)
-        components["score"] = score
-        if math.isfinite(score):
-            hits.append(ScoredMemory(node, score, components, paths, other))
+            components.update({f"rank_{p}": float(list(raw[p]).index(node_id) + 1)
+                               for p in paths if p != "graph"})
+        hit = _scored(part, node, relevance, req, config, paths, components)
+        if hit is not None:
+            hits.append(hit)
     hits.sort(key=lambda h: (-h.score, -h.node.timestamp, h.node.id))
     return hits[: req.top_k]
+
+
+def _scored(part: Partition, node: MemoryNode, relevance: float, req: RecallRequest, config: AtlasConfig,
+            paths: tuple[str, ...], components: dict[str, float]) -> ScoredMemory | None:
+    """The final score of one memory: relevance x weight x recency (or the linear preset)."""
+    association = _association(part, node.id, config) if config.weight_model == "rich" else 0.0
+    weight = effective_weight(node, now=req.now, turn=part.turn, config=config, association=association)
+    recency = recency_score(req.now - node.timestamp, half_life=config.recency_half_life)
+    other = req.session_id is not None and node.session_id != req.session_id
+    session_factor = config.cross_session_penalty if other else 1.0
+    if config.scoring == "linear":
+        score = linear_score(relevance, weight, recency, cap=config.weight_cap,
+                             weights=config.linear_weights, session_factor=session_factor)
+    else:
+        score = multiplicative_score(relevance, weight, recency, weight_exponent=config.weight_exponent,
+                                     recency_exponent=config.recency_exponent, session_factor=session_factor)
+    if not math.isfinite(score):
+        return None
+    components.update({"relevance": relevance, "weight": weight, "recency": recency,
+                       "session": session_factor, "score": score})
+    return ScoredMemory(node, score, components, paths, other)
 
 
 def _vector_scale(found: Mapping[str, float], floor: float | None) -> tuple[float, float]:
