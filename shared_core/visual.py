@@ -82,25 +82,32 @@ def _vis_js() -> str:
     return candidates[-1].read_text(encoding="utf-8")
 
 
-def _group_key(node: MemoryNode, color_by: str) -> str:
+def _group_key(node: MemoryNode, color_by: str, *, several_namespaces: bool = False) -> str:
     if color_by == "type":
         return node.type or node.kind
     if color_by == "namespace":
         return node.namespace
-    return str(node.session_id)
+    # sessions are named per namespace: two users' "monday" are different sessions
+    return f"{node.namespace} · {node.session_id}" if several_namespaces else str(node.session_id)
+
+
+def _several_namespaces(view: GraphView) -> bool:
+    return len({n.namespace for n in view.nodes}) > 1
 
 
 def _payload(view: GraphView, color_by: str) -> dict[str, Any]:
     groups: dict[str, str] = {}
+    several = _several_namespaces(view)
     nodes = []
     for node in view.nodes:
-        key = _group_key(node, color_by)
+        key = _group_key(node, color_by, several_namespaces=several)
         colour = groups.setdefault(key, PALETTE[len(groups) % len(PALETTE)])
         weight = view.weights.get(node.id, node.weight)
         tip = (f"{node.content}\n\nweight {weight:.2f} (importance {node.importance:g}, "
                f"{node.access_count} recalls){' · pinned' if node.pinned else ''}\n"
                f"happened {iso(node.timestamp)}\nstored {iso(node.created_at)}\n"
-               f"last recalled {iso(node.last_accessed_at)}\nsession {node.session_id} · {node.kind}")
+               f"last recalled {iso(node.last_accessed_at)}\n"
+               f"{node.namespace} · session {node.session_id} · {node.kind}")
         label = node.content if len(node.content) <= 28 else node.content[:27] + "…"
         nodes.append({"id": node.id, "label": label, "title": tip, "value": round(8 + 14 * math.sqrt(weight), 2),
                       "color": colour, "shape": "star" if node.kind == "summary" else "dot",
@@ -175,7 +182,9 @@ def plot_graph(view: GraphView, *, ax: Any = None, color_by: str = "session", se
     if ax is None:
         _, ax = plt.subplots(figsize=(9, 6.5))
     groups: dict[str, str] = {}
-    colours = [groups.setdefault(_group_key(n, color_by), PALETTE[len(groups) % len(PALETTE)]) for n in view.nodes]
+    several = _several_namespaces(view)
+    keys = [_group_key(n, color_by, several_namespaces=several) for n in view.nodes]
+    colours = [groups.setdefault(key, PALETTE[len(groups) % len(PALETTE)]) for key in keys]
     shrink = min(1.0, math.sqrt(60 / max(1, len(view.nodes))))  # large graphs: smaller nodes, less overlap
     sizes = [(40 + 160 * view.weights.get(n.id, n.weight)) * shrink for n in view.nodes]
     for dashed in (True, False):

@@ -77,3 +77,10 @@ def test_stats_html_is_a_real_table(small: ElasticMemoryAtlas) -> None:
     assert "<td style='padding:1px 8px;text-align:left'>memories</td>" in html
     assert "weight histogram" in html and html.count("background:#4e79a7") == 9  # one bar per bin
     assert "edges caused_by" in html and "padding-left:22px" in html  # breakdowns indented, not cut
+
+
+def test_sessions_of_different_namespaces_get_different_colours(atlas: ElasticMemoryAtlas) -> None:
+    atlas.add_memory("alice on monday", namespace="alice", session_id="monday")
+    atlas.add_memory("bob on monday", namespace="bob", session_id="monday")
+    assert "alice · monday" in atlas.to_html() and "bob · monday" in atlas.to_html()
+    assert "alice · monday" not in atlas.to_html(namespace="alice")  # one namespace: the session alone
