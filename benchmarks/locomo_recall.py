@@ -76,6 +76,7 @@ class Results:
     scores: dict[str, dict[str, list[tuple[int, float]]]] = field(
         default_factory=lambda: defaultdict(lambda: defaultdict(list)))
     timings: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    packed: dict[str, list[tuple[int, int]]] = field(default_factory=lambda: defaultdict(list))  # (memories, tokens)
     questions: int = 0
     skipped: int = 0
     conversations: int = 0
@@ -153,6 +154,9 @@ def run_benchmark(conversations: Sequence[Conversation], *, config: AtlasConfig 
                     results.add(name, f"R@{k}", q.category, recall_fraction(q.evidence, dias[:k]))
                 for b in sorted({*budgets, *plot_budgets}):
                     packed = pack_lines(ranking, lines, b, count)
+                    if b == 2000:
+                        used = count("\n".join(lines[i] for i in packed)) if packed else 0
+                        results.packed[name].append((len(packed), used))
                     results.add(name, f"R@{b}tok", q.category,
                                 recall_fraction(q.evidence, [conv.turns[i].dia_id for i in packed]))
             results.questions += 1
@@ -180,6 +184,7 @@ def _ask_atlas(atlas: ElasticMemoryAtlas, conv: Conversation, q: Any, dia_of: di
                                       reinforce=False)
             if style == "timeline" and b == 2000:
                 results.timings["build_context"].append(time.perf_counter() - start)
+                results.packed["atlas"].append((len(ctx.memories), ctx.tokens))
             assert ctx.tokens <= b, (ctx.tokens, b)
             present = [d for d in q.evidence if text_of[d] in ctx.text]
             results.add(f"atlas:{style}", f"R@{b}tok", q.category, len(present) / len(q.evidence))
@@ -220,6 +225,13 @@ def markdown(results: Results, *, styles: Sequence[str] = STYLES, budgets: Seque
         if counts.get(cat):
             out += ["", f"### {name} (category {cat}, {counts[cat]} questions)", ""]
             out += _rows(results, cat, styles, budgets)
+    if results.packed.get("atlas") and results.packed.get("hybrid"):
+        out += ["", "### What fits in 2,000 tokens", "", "| method | memories per context | tokens used |",
+                "|---|---:|---:|"]
+        for name in ("atlas", "hybrid"):
+            n, used = np.mean(results.packed[name], axis=0)
+            label = f"**{LABELS['atlas']}** (timeline)" if name == "atlas" else LABELS[name]
+            out.append(f"| {label} | {n:.1f} | {used:.0f} |")
     t = {k: 1000 * float(np.mean(v)) for k, v in results.timings.items() if v}
     if t:
         out += ["", "### Mean query time (ms)", "", "| call | without the embedding call | with it |",
