@@ -12,6 +12,7 @@ recall may be reinforced twice).
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -78,17 +79,18 @@ def parse_url(url: str) -> Settings:
     """
     if not isinstance(url, str):
         raise InvalidInputError(f"a FalkorDB URL must be a string, got {type(url).__name__}")
+    shown = _redact(url)
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError as exc:
-        raise InvalidInputError(f"bad FalkorDB URL {url!r}: {exc}") from None
+        raise InvalidInputError(f"bad FalkorDB URL {shown!r}: {exc}") from None
     if parts.scheme.lower() not in _SCHEMES:
-        raise InvalidInputError(f"bad FalkorDB URL {url!r}: the scheme must be one of {', '.join(_SCHEMES)}")
+        raise InvalidInputError(f"bad FalkorDB URL {shown!r}: the scheme must be one of {', '.join(_SCHEMES)}")
     if not parts.hostname:
-        raise InvalidInputError(f"bad FalkorDB URL {url!r}: no host (expected falkordb://host:port)")
+        raise InvalidInputError(f"bad FalkorDB URL {shown!r}: no host (expected falkordb://host:port)")
     if parts.path not in ("", "/"):
-        raise InvalidInputError(f"bad FalkorDB URL {url!r}: unexpected path {parts.path!r}")
+        raise InvalidInputError(f"bad FalkorDB URL {shown!r}: unexpected path {parts.path!r}")
     options: dict[str, Any] = {}
     numbers = {"ttl": ("namespace_ttl", int), "timeout": ("timeout", float),
                "connect_timeout": ("connect_timeout", float), "retry_for": ("retry_for", float)}
@@ -100,13 +102,25 @@ def parse_url(url: str) -> Settings:
             try:
                 options[name] = kind(value)
             except ValueError:
-                raise InvalidInputError(f"bad FalkorDB URL {url!r}: {key}={value!r} is not a number") from None
+                raise InvalidInputError(f"bad FalkorDB URL {shown!r}: {key}={value!r} is not a number") from None
         else:
-            raise InvalidInputError(f"bad FalkorDB URL {url!r}: unknown option {key!r} "
+            raise InvalidInputError(f"bad FalkorDB URL {shown!r}: unknown option {key!r} "
                                     f"(known: prefix, {', '.join(numbers)})")
-    return Settings(host=parts.hostname, port=6379 if port is None else port,
-                    username=unquote(parts.username) if parts.username else None,
-                    password=unquote(parts.password) if parts.password else None, **options)
+    try:
+        return Settings(host=parts.hostname, port=6379 if port is None else port,
+                        username=unquote(parts.username) if parts.username else None,
+                        password=unquote(parts.password) if parts.password else None, **options)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"bad FalkorDB URL {shown!r}: {exc}") from None
+
+
+def _redact(url: str) -> str:
+    """The URL as error messages show it: without its password.
+
+    >>> _redact("falkordb://bob:secret@db:6379")
+    'falkordb://bob:***@db:6379'
+    """
+    return re.sub(r"(//[^/@:]*:)[^/@]*@", r"\1***@", url)
 
 
 def _client() -> Any:
@@ -138,10 +152,11 @@ class Connection:
         self.settings = settings
         self._transient = (redis.ConnectionError, redis.TimeoutError)
         self._response_error = redis.ResponseError
-        self._db = falkordb.FalkorDB(host=settings.host, port=settings.port, username=settings.username,
-                                     password=settings.password, socket_timeout=settings.timeout,
-                                     socket_connect_timeout=settings.connect_timeout,
-                                     retry=Retry(NoBackoff(), 0))  # retries are ours: bounded in time
+        # the client asks the server about itself (sentinel? cluster?) while it is built
+        self._db = self._retrying(lambda: falkordb.FalkorDB(
+            host=settings.host, port=settings.port, username=settings.username, password=settings.password,
+            socket_timeout=settings.timeout, socket_connect_timeout=settings.connect_timeout,
+            retry=Retry(NoBackoff(), 0)), "connecting")  # retries are ours: bounded in time
         self._graphs: dict[str, Any] = {}
 
     def _retrying(self, call: Callable[[], T], what: str) -> T:
