@@ -44,10 +44,26 @@ browser:
 	  echo "installing Debian's chromium for the browser test"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
+# The integration tests' FalkorDB server: started fresh on a free 127.0.0.1 port, stopped by its
+# pid whatever the tests do.
+FALKORDB_TEST := .falkordb/test
+
 test: $(VENV)/.dev browser
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	@$(BIN)/python scripts/falkordb.py stop --dir $(FALKORDB_TEST) >/dev/null 2>&1; rm -rf $(FALKORDB_TEST)
+	$(BIN)/python scripts/falkordb.py start --dir $(FALKORDB_TEST) --appendfsync always
+	trap '$(BIN)/python scripts/falkordb.py stop --dir $(FALKORDB_TEST)' EXIT; \
+	  ATLAS_FALKORDB_URL=$$($(BIN)/python scripts/falkordb.py url --dir $(FALKORDB_TEST)) \
+	  $(BIN)/python -m pytest -q -p no:cacheprovider
+
+# A FalkorDB server for development: 127.0.0.1, a free port, append-only file in .falkordb/dev;
+# `make falkordb-stop` stops it by its pid. The URL is printed and kept in .falkordb/dev/url.
+falkordb: $(VENV)/.dev
+	$(BIN)/python scripts/falkordb.py start --dir .falkordb/dev
+
+falkordb-stop:
+	$(BIN)/python scripts/falkordb.py stop --dir .falkordb/dev
 
 # The five notebooks, run top to bottom offline as `make test` runs them (tests/test_notebooks.py);
 # the executed copies, outputs included, are kept in build/notebooks (git keeps them stripped).
