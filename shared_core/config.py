@@ -19,8 +19,8 @@ __all__ = ["AtlasConfig"]
 
 DAY = 86_400.0
 #: How much relevance flows along each kind of edge during recall (see `shared_core.recall`):
-#: the turns around a match and the parts, causes and summaries of a memory come along fully;
-#: mere similarity little (the vector path already finds similar memories); old versions never.
+#: the turns around a match fully, the parts, causes and summaries of a memory almost fully,
+#: mere similarity little (the vector path already finds similar memories), old versions never.
 RELATION_WEIGHTS: tuple[tuple[str, float], ...] = (
     ("before", 1.0), ("after", 1.0), ("responds_to", 1.0), ("part_of", 0.8), ("summarizes", 0.8),
     ("caused_by", 0.8), ("related_to", 0.6), ("contradicts", 0.5), ("similar_to", 0.2),
@@ -36,6 +36,14 @@ class AtlasConfig:
     up to ``weight_cap``; it halves every ``half_life`` (seconds, or writes to its namespace
     when ``decay_unit="turns"``) down to ``weight_floor``. ``weight_model="rich"`` adds the
     seed's access, recency and association terms (see `shared_core.decay.rich_weight`).
+
+    Recall (see `shared_core.recall`): the vector, keyword, time and recent paths each bring
+    ``candidate_k`` candidates; ``fusion="convex"`` sums their scaled scores with
+    ``vector_weight``, ``keyword_weight``, ``time_weight`` and ``recent_weight`` (``"rrf"``:
+    reciprocal rank fusion with ``rrf_k``); then the best ``graph_seeds`` pass relevance along
+    their edges for ``graph_hops`` hops, times ``graph_hop_decay`` per hop and
+    ``relation_weights`` per edge kind, scaled by ``graph_weight``. ``time_reference`` is what
+    relative cues ("last week") count from: the clock, or the newest memory (``"latest"``).
 
     Scoring: ``"multiplicative"`` ranks by relevance * weight**weight_exponent *
     recency**recency_exponent; ``"linear"`` by the seed's 0.5 relevance + 0.3 weight + 0.2 recency.
