@@ -65,6 +65,7 @@ class FalkorDBBackend:
                     self._check_dimension(part)
         if not exists:
             self._create_schema(part)
+        part.begin()  # every atlas call asks for its partition first: a fresh view of the server
         return part
 
     def _create_schema(self, part: FalkorPartition) -> None:

@@ -140,6 +140,39 @@ def _params_header(params: Mapping[str, Any]) -> str:
     return f"CYPHER {items} "
 
 
+def _value(cell: list[Any]) -> Any:
+    """One value of a compact result set: ``[type, value]`` (scalars, arrays, maps, float32 vectors)."""
+    kind, value = cell
+    if kind == 2:
+        return value
+    if kind == 5:
+        return float(value)
+    if kind == 3:
+        return int(value)
+    if kind == 1:
+        return None
+    if kind == 4:
+        return value == "true"
+    if kind == 6:
+        return [_value(c) for c in value]
+    if kind == 12:
+        return [float(x) for x in value]
+    if kind == 10:
+        return {str(value[i]): _value(value[i + 1]) for i in range(0, len(value), 2)}
+    raise BackendError(f"unexpected value of type {kind} in a FalkorDB result (the backend reads no graph objects)")
+
+
+def _rows(response: list[Any]) -> list[list[Any]]:
+    """The rows of a compact ``GRAPH.QUERY`` reply (``[header, rows, stats]``, or ``[stats]``).
+
+    Parsed here rather than by the client's `QueryResult`, which builds an object per value: the
+    backend only ever returns scalars, and a recall reads thousands of them.
+    """
+    if len(response) < 3:
+        return []
+    return [[_value(cell) for cell in row] for row in response[1]]
+
+
 class Connection:
     """One client (a redis connection pool) to one server."""
 
@@ -157,7 +190,6 @@ class Connection:
             host=settings.host, port=settings.port, username=settings.username, password=settings.password,
             socket_timeout=settings.timeout, socket_connect_timeout=settings.connect_timeout,
             retry=Retry(NoBackoff(), 0)), "connecting")  # retries are ours: bounded in time
-        self._graphs: dict[str, Any] = {}
 
     def _retrying(self, call: Callable[[], T], what: str) -> T:
         deadline = time.monotonic() + self.settings.retry_for
@@ -182,11 +214,6 @@ class Connection:
             write: bool = False) -> list[list[Any]]:
         """Run one Cypher statement on graph ``key``; returns the rows. A read of a graph that does
         not exist gives no rows. After a write, ``namespace_ttl`` is applied again (same round trip)."""
-        from falkordb.query_result import QueryResult
-
-        graph = self._graphs.get(key)
-        if graph is None:
-            graph = self._graphs[key] = self._db.select_graph(key)
         command = ["GRAPH.QUERY" if write else "GRAPH.RO_QUERY", key, _params_header(params or {}) + query,
                    "--compact"]
         ttl = self.settings.namespace_ttl
@@ -205,14 +232,11 @@ class Connection:
             if not write and "empty key" in str(exc):
                 return []
             raise
-        if isinstance(response, self._response_error):
-            raise BackendError(f"FalkorDB at {self.settings.address} refused a query: {response}")
-        try:
-            result = QueryResult(graph, response)
-        except self._response_error as exc:
-            raise BackendError(f"FalkorDB at {self.settings.address} refused a query: {exc}") from None
-        rows: list[list[Any]] = result.result_set
-        return rows
+        errors = [response, *response] if isinstance(response, list) else [response]
+        for item in errors:
+            if isinstance(item, self._response_error):
+                raise BackendError(f"FalkorDB at {self.settings.address} refused a query: {item}")
+        return _rows(response)
 
     def graphs(self) -> list[str]:
         """Every graph key on the server."""

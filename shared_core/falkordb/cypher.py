@@ -44,7 +44,7 @@ def _columns(alias: str, fields: Sequence[str], times: Sequence[str]) -> str:
     return ", ".join(out)
 
 
-NODE_COLUMNS = _columns("n", NODE_FIELDS, TIME_FIELDS)
+NODE_COLUMNS = _columns("n", NODE_FIELDS, TIME_FIELDS) + ", n.superseded"  # the flag rides along
 EDGE_COLUMNS = ("startNode(r).id, endNode(r).id, type(r), r.strength, r.metadata, r.seq, "
                 "floor(r.created_at), r.created_at - floor(r.created_at)")
 
@@ -77,6 +77,7 @@ ROLLBACK_TURN = "MATCH (c:Atlas) WHERE c.turn = $expected SET c.turn = $turn RET
 PUT_NODE = "MERGE (n:Memory {id: $id}) SET n += $props"
 GET_NODE = f"MATCH (n:Memory {{id: $id}}) RETURN {NODE_COLUMNS}"
 NODES = f"MATCH (n:Memory) RETURN {NODE_COLUMNS} ORDER BY n.turn, n.id SKIP $skip LIMIT $limit"
+NODES_AMONG = f"UNWIND $ids AS id MATCH (n:Memory {{id: id}}) RETURN {NODE_COLUMNS}"
 NODE_COUNT = "MATCH (n:Memory) RETURN count(n)"
 NODE_IDS = "MATCH (n:Memory) RETURN n.id"
 HAS_NODE = "MATCH (n:Memory {id: $id}) RETURN n.id LIMIT 1"
@@ -84,8 +85,8 @@ DELETE_NODE = "MATCH (n:Memory {id: $id}) DETACH DELETE n"
 
 # -- edges --------------------------------------------------------------------------------------
 EDGES = f"MATCH (n:Memory {{id: $id}})-[r]-(:Memory) RETURN DISTINCT {EDGE_COLUMNS}"
+EDGES_AMONG = f"UNWIND $ids AS id MATCH (n:Memory {{id: id}})-[r]-(:Memory) RETURN DISTINCT id, {EDGE_COLUMNS}"
 EDGE_COUNT = "MATCH (:Memory)-[r]->(:Memory) RETURN count(r)"
-DEGREE = "MATCH (n:Memory {id: $id})-[r]-(:Memory) RETURN count(DISTINCT r)"
 
 
 def put_edge(relation: Relation) -> str:

@@ -3,7 +3,13 @@
 A memory is a ``(:Memory)`` node whose properties are the `MemoryNode` fields (metadata as a
 JSON string); an edge is a relationship typed by its relation, with ``strength``,
 ``created_at``, ``metadata`` and ``seq`` (the order edges were put, which `edges` keeps, as the
-in-process store does). Nothing is cached: every answer comes from the server.
+in-process store does).
+
+Reads within one atlas call share a `ReadCache`: the backend clears it each time it hands the
+partition out (every atlas call starts that way), so a call sees the server as of its first
+reads and never a previous call's view; this process's own writes update it. Searches prefetch
+the nodes and edges of what they found in two statements, so a recall costs a handful of round
+trips instead of one per candidate.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ __all__ = ["FalkorGraphStore", "node_from_row", "node_props"]
 
 _PLAIN = [f for f in q.NODE_FIELDS if f not in q.TIME_FIELDS]
 _PAGE = 5000
+_EDGE_BATCH = 4000
 
 
 def _time(hi: Any, lo: Any) -> float | None:
@@ -89,30 +96,97 @@ class _Sequence:
 _SEQ = _Sequence()
 
 
+class ReadCache:
+    """What the current atlas call has read from one graph (see the module docstring)."""
+
+    __slots__ = ("edges", "nodes", "superseded", "turn")
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, MemoryNode | None] = {}
+        self.superseded: dict[str, bool] = {}
+        self.edges: dict[str, list[MemoryEdge]] = {}
+        self.turn: int | None = None
+
+    def clear(self) -> None:
+        self.nodes.clear()
+        self.superseded.clear()
+        self.edges.clear()
+        self.turn = None
+
+
+def _sorted_edges(node_id: str, rows: Sequence[Sequence[Any]]) -> list[MemoryEdge]:
+    """Out-edges first, then in-edges, each in the order they were put."""
+    return [_edge(r) for r in sorted(rows, key=lambda r: (r[0] != node_id, r[5] or 0))]
+
+
 class FalkorGraphStore:
     """Nodes and typed edges of one namespace, on the server."""
 
-    def __init__(self, graph: GraphKey, namespace: str) -> None:
+    def __init__(self, graph: GraphKey, namespace: str, cache: ReadCache | None = None) -> None:
         self._g = graph
         self.namespace = namespace
+        self.cache = cache or ReadCache()
+
+    def _remember(self, rows: Sequence[Sequence[Any]]) -> None:
+        for row in rows:
+            node = node_from_row(row, self.namespace)
+            self.cache.nodes[node.id] = node
+            self.cache.superseded[node.id] = bool(row[-1])
 
     def put_node(self, node: MemoryNode) -> None:
         if node.namespace != self.namespace:
             raise NamespaceViolationError(f"memory {node.id!r} belongs to namespace {node.namespace!r}, "
                                           f"not {self.namespace!r}")
+        self.cache.nodes.pop(node.id, None)
         self._g.write(q.PUT_NODE, {"id": node.id, "props": node_props(node)})
+        self.cache.nodes[node.id] = node
 
     def get_node(self, node_id: str) -> MemoryNode | None:
-        rows = self._g.read(q.GET_NODE, {"id": node_id})
-        return node_from_row(rows[0], self.namespace) if rows else None
+        cache = self.cache.nodes
+        if node_id not in cache:
+            rows = self._g.read(q.GET_NODE, {"id": node_id})
+            self._remember(rows)
+            cache.setdefault(node_id, None)
+        return cache[node_id]
+
+    def prefetch(self, ids: Sequence[str], *, edges: bool = False) -> None:
+        """Read the nodes (and, with ``edges``, their edges and neighbours) that the cache lacks,
+        in one or two statements."""
+        missing = [i for i in dict.fromkeys(ids) if i not in self.cache.nodes]
+        if missing:
+            self._remember(self._g.read(q.NODES_AMONG, {"ids": missing}))
+            for i in missing:
+                self.cache.nodes.setdefault(i, None)
+        if not edges:
+            return
+        wanted = [i for i in dict.fromkeys(ids) if i not in self.cache.edges and self.cache.nodes.get(i)]
+        if not wanted:
+            return
+        grouped: dict[str, list[Sequence[Any]]] = {i: [] for i in wanted}
+        for row in self._g.read(q.EDGES_AMONG, {"ids": wanted}):
+            grouped[str(row[0])].append(row[1:])
+        ends: list[str] = []
+        for node_id, rows in grouped.items():
+            found = self.cache.edges[node_id] = _sorted_edges(node_id, rows)
+            ends.extend(e.target if e.source == node_id else e.source for e in found)
+        self.prefetch(ends)
 
     def remove_node(self, node_id: str) -> list[MemoryEdge]:
         removed = self.edges(node_id)
+        self.cache.nodes.pop(node_id, None)
         self._g.write(q.DELETE_NODE, {"id": node_id})
+        self.cache.nodes[node_id] = None
+        for e in removed:
+            self._forget_edges(e.source, e.target)
         return removed
+
+    def _forget_edges(self, *ids: str) -> None:
+        for i in ids:
+            self.cache.edges.pop(i, None)
 
     def put_edge(self, edge: MemoryEdge) -> None:
         metadata = json.dumps(dict(edge.metadata), allow_nan=False, separators=(",", ":")) if edge.metadata else None
+        self._forget_edges(edge.source, edge.target)
         self._g.write(q.put_edge(edge.relation), {
             "source": edge.source, "target": edge.target, "strength": float(edge.strength),
             "created_at": float(edge.created_at), "metadata": metadata, "seq": _SEQ.next()})
@@ -120,13 +194,23 @@ class FalkorGraphStore:
     def remove_edge(self, source: str, target: str, relation: Relation) -> bool:
         if not any(e.target == target and e.relation == relation and e.source == source for e in self.edges(source)):
             return False
+        self._forget_edges(source, target)
         self._g.write(q.remove_edge(relation), {"source": source, "target": target})
         return True
 
     def edges(self, node_id: str) -> list[MemoryEdge]:
         """Out-edges first, then in-edges, each in the order they were put."""
-        rows = sorted(self._g.read(q.EDGES, {"id": node_id}), key=lambda r: (r[0] != node_id, r[5] or 0))
-        return [_edge(r) for r in rows]
+        found = self.cache.edges.get(node_id)
+        if found is None:
+            # a walk asks for the edges of the nodes it just reached: load those of every node
+            # read in this call at once, with the nodes at their other ends
+            pending = [i for i, n in self.cache.nodes.items() if n is not None and i not in self.cache.edges]
+            if node_id in pending and len(pending) <= _EDGE_BATCH:
+                self.prefetch(pending, edges=True)
+            found = self.cache.edges.get(node_id)
+            if found is None:
+                found = self.cache.edges[node_id] = _sorted_edges(node_id, self._g.read(q.EDGES, {"id": node_id}))
+        return list(found)
 
     def neighbors(self, node_id: str) -> list[tuple[str, float]]:
         return [(e.target if e.source == node_id else e.source, e.strength) for e in self.edges(node_id)]
@@ -137,6 +221,7 @@ class FalkorGraphStore:
         out: list[MemoryNode] = []
         while True:
             rows = self._g.read(q.NODES, {"skip": len(out), "limit": _PAGE})
+            self._remember(rows)
             out.extend(node_from_row(r, self.namespace) for r in rows)
             if len(rows) < _PAGE:
                 return iter(out)
@@ -150,8 +235,7 @@ class FalkorGraphStore:
         return int(rows[0][0]) if rows else 0
 
     def degree(self, node_id: str) -> int:
-        rows = self._g.read(q.DEGREE, {"id": node_id})
-        return int(rows[0][0]) if rows else 0
+        return len(self.edges(node_id))
 
     def node_ids(self) -> list[str]:
         return [str(r[0]) for r in self._g.read(q.NODE_IDS)]

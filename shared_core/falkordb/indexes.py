@@ -13,7 +13,7 @@ query is the OR of the query's distinct words, stopwords removed, as for the in-
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -28,6 +28,11 @@ __all__ = ["FalkorKeywordIndex", "FalkorVectorIndex", "vector_literal"]
 
 _ROWS_PER_WRITE = 256
 _AMONG_IN_QUERY = 5000  # a subset up to this size is filtered in the query, larger ones after it
+Prefetch = Callable[..., None]
+
+
+def _no_prefetch(ids: Sequence[str], *, edges: bool = False) -> None:
+    return None
 
 
 def vector_literal(vector: npt.NDArray[np.float32]) -> Literal:
@@ -38,9 +43,10 @@ def vector_literal(vector: npt.NDArray[np.float32]) -> Literal:
 class FalkorVectorIndex:
     """Unit vectors of one namespace's memories, on the server."""
 
-    def __init__(self, graph: GraphKey, dim: int) -> None:
+    def __init__(self, graph: GraphKey, dim: int, *, prefetch: Prefetch = _no_prefetch) -> None:
         self._g = graph
         self._dim = dim
+        self._prefetch = prefetch  # what a search finds is read next: fetch it in one go
 
     @property
     def dim(self) -> int:
@@ -75,9 +81,13 @@ class FalkorVectorIndex:
             return []
         if subset is not None:
             sims = self._among(query, list(subset))
-            return sorted(sims.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+            best = sorted(sims.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+            self._prefetch([i for i, _ in best], edges=True)
+            return best
         rows = self._g.read(q.VECTOR_SEARCH, {"k": int(k), "query": vector_literal(query)})
-        return [(str(i), float(np.float32(1.0 - float(d)))) for i, d in rows]
+        hits = [(str(i), float(np.float32(1.0 - float(d)))) for i, d in rows]
+        self._prefetch([i for i, _ in hits], edges=True)
+        return hits
 
     def similarities(self, query: Vector, ids: Sequence[str]) -> npt.NDArray[np.float32]:
         """Cosine of ``query`` with each id (0 for an unknown id)."""
@@ -103,8 +113,9 @@ def _quote(text: str) -> str:
 class FalkorKeywordIndex:
     """Full-text search over one namespace's memories, on the server."""
 
-    def __init__(self, graph: GraphKey) -> None:
+    def __init__(self, graph: GraphKey, *, prefetch: Prefetch = _no_prefetch) -> None:
         self._g = graph
+        self._prefetch = prefetch
 
     def __len__(self) -> int:
         rows = self._g.read(q.TEXT_COUNT)
@@ -139,4 +150,5 @@ class FalkorKeywordIndex:
         out = [(str(i), float(s)) for i, s in rows]
         if subset is not None and not among:
             out = [(i, s) for i, s in out if i in subset]
+        self._prefetch([i for i, _ in out[:k]], edges=True)
         return out[:k]

@@ -23,7 +23,7 @@ from ..config import AtlasConfig
 from ..model import MemoryNode
 from . import cypher as q
 from .client import GraphKey
-from .graph import FalkorGraphStore, node_from_row
+from .graph import FalkorGraphStore, ReadCache, node_from_row
 from .indexes import FalkorKeywordIndex, FalkorVectorIndex
 
 __all__ = ["FalkorPartition"]
@@ -90,15 +90,21 @@ class _Sessions(MutableMapping[str | None, dict[str, None]]):
 class _Inactive(MutableSet[str]):
     """The ids of superseded memories (the ``superseded`` flag)."""
 
-    def __init__(self, graph: GraphKey) -> None:
+    def __init__(self, graph: GraphKey, cache: ReadCache) -> None:
         self._g = graph
+        self._cache = cache
 
     @classmethod
     def _from_iterable(cls, it: Iterable[Any]) -> set[Any]:
         return set(it)
 
     def __contains__(self, node_id: object) -> bool:
-        return isinstance(node_id, str) and bool(self._g.read(q.IS_SUPERSEDED, {"id": node_id}))
+        if not isinstance(node_id, str):
+            return False
+        known = self._cache.superseded.get(node_id)
+        if known is None:
+            known = self._cache.superseded[node_id] = bool(self._g.read(q.IS_SUPERSEDED, {"id": node_id}))
+        return known
 
     def __iter__(self) -> Iterator[str]:
         return iter([str(r[0]) for r in self._g.read(q.SUPERSEDED)])
@@ -107,13 +113,20 @@ class _Inactive(MutableSet[str]):
         return len(self._g.read(q.SUPERSEDED))
 
     def add(self, node_id: str) -> None:
+        self._cache.superseded.pop(node_id, None)
         self._g.write(q.SET_SUPERSEDED, {"id": node_id, "flag": True})
+        self._cache.superseded[node_id] = True
 
     def discard(self, node_id: str) -> None:
+        self._cache.superseded.pop(node_id, None)
         self._g.write(q.SET_SUPERSEDED, {"id": node_id, "flag": None})
+        self._cache.superseded[node_id] = False
 
     def among(self, ids: Iterable[str]) -> set[str]:
-        return {str(r[0]) for r in self._g.read(q.SUPERSEDED_AMONG, {"ids": list(ids)})}
+        wanted = list(ids)
+        found = {str(r[0]) for r in self._g.read(q.SUPERSEDED_AMONG, {"ids": wanted})}
+        self._cache.superseded.update((i, i in found) for i in wanted)
+        return found
 
     def __rsub__(self, other: Iterable[Any]) -> set[Any]:  # `subset - inactive`: one query
         items = set(other)
@@ -126,12 +139,17 @@ class FalkorPartition:
     def __init__(self, graph: GraphKey, namespace: str, dim: int) -> None:
         self._g = graph
         self.namespace = namespace
-        self.graph = FalkorGraphStore(graph, namespace)
-        self.vectors = FalkorVectorIndex(graph, dim)
-        self.keywords = FalkorKeywordIndex(graph)
+        self._cache = ReadCache()
+        self.graph = FalkorGraphStore(graph, namespace, self._cache)
+        self.vectors = FalkorVectorIndex(graph, dim, prefetch=self.graph.prefetch)
+        self.keywords = FalkorKeywordIndex(graph, prefetch=self.graph.prefetch)
         self.sessions = _Sessions(graph)
-        self.inactive = _Inactive(graph)
+        self.inactive = _Inactive(graph, self._cache)
         self._last_turn = 0  # the counter as this process last moved or read it
+
+    def begin(self) -> None:
+        """A new atlas call: forget what the previous one read (see `ReadCache`)."""
+        self._cache.clear()
 
     @property
     def key(self) -> str:
@@ -139,27 +157,31 @@ class FalkorPartition:
 
     @property
     def turn(self) -> int:
-        rows = self._g.read(q.GET_TURN)
-        self._last_turn = int(rows[0][0]) if rows and rows[0][0] is not None else 0
-        return self._last_turn
+        if self._cache.turn is None:
+            rows = self._g.read(q.GET_TURN)
+            self._last_turn = self._cache.turn = int(rows[0][0]) if rows and rows[0][0] is not None else 0
+        return self._cache.turn
 
     @turn.setter
     def turn(self, value: int) -> None:
         """Roll the counter back to ``value`` (a failed write), unless another process has taken
         turns since this one last moved it: then the failed write's turns stay unused."""
+        self._cache.turn = None
         rows = self._g.write(q.ROLLBACK_TURN, {"expected": self._last_turn, "turn": int(value)})
         if rows:
             self._last_turn = int(value)
 
     def next_turn(self, count: int = 1) -> int:
+        self._cache.turn = None
         rows = self._g.write(q.NEXT_TURN, {"count": int(count)})
-        self._last_turn = int(rows[0][0])
+        self._last_turn = self._cache.turn = int(rows[0][0])
         return self._last_turn - count + 1
 
     def track(self, node_id: str, session_id: str | None, timestamp: float) -> None:
         self._g.write(q.TRACK, {"id": node_id})
 
     def untrack(self, node_id: str, session_id: str | None, timestamp: float) -> None:
+        self._cache.superseded.pop(node_id, None)
         self._g.write(q.UNTRACK, {"id": node_id})
 
     def between(self, start: float, end: float) -> list[str]:
@@ -173,8 +195,13 @@ class FalkorPartition:
         params = {"id": node_id, "now": float(now), "factor": float(factor), "ln2": _LN2,
                   "half_life": float(config.half_life), "floor": float(config.weight_floor),
                   "cap": float(config.weight_cap), "recency_gain": 0.5}
+        self._cache.nodes.pop(node_id, None)
+        self._cache.turn = None
         rows = self._g.write(q.rescale(config.decay_unit, config.weight_model, reinforce=reinforce), params)
-        return node_from_row(rows[0], self.namespace) if rows else None
+        if not rows:
+            return None
+        node = self._cache.nodes[node_id] = node_from_row(rows[0], self.namespace)
+        return node
 
     def reinforce(self, node_id: str, *, now: float, config: AtlasConfig) -> MemoryNode | None:
         return self._rescale(node_id, reinforce=True, factor=config.reinforce_factor, now=now, config=config)
