@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,7 +12,13 @@ from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, Manual
 
 from ._server import drop_all, fresh_prefix, session_server
 
-pytestmark = pytest.mark.falkordb
+HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if HERE in item.path.parents:
+            item.add_marker(pytest.mark.falkordb)
 
 
 @pytest.fixture(scope="session")

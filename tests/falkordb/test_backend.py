@@ -87,3 +87,16 @@ def test_save_to_a_file_and_copy_on_the_server(shared_atlas: Callable[..., Elast
     backend.conn.command("GRAPH.COPY", backend.key("team"), backend.key("team-backup"))  # not DUMP/RESTORE
     assert atlas.count(namespace="team-backup") == 3
     assert [h.node.content for h in atlas.retrieve("second", namespace="team-backup", top_k=1)] == ["second fact"]
+
+
+def test_each_call_reads_the_server_afresh(shared_atlas: Callable[..., ElasticMemoryAtlas], clock: ManualClock) -> None:
+    """Reads within one call may be served from that call's cache; the next call sees what other
+    processes wrote meanwhile."""
+    one, two = shared_atlas(), shared_atlas()
+    node = one.add_memory("the office moves to Lyon", namespace="team", session_id="s")
+    assert one.retrieve("office Lyon", namespace="team", reinforce=False)[0].node.weight == 1.0
+    two.retrieve("office Lyon", namespace="team")  # another process reinforces it
+    assert one.get(node.id).weight == pytest.approx(1.2) and one.get(node.id).access_count == 1
+    newer = two.update_memory(node.id, "the office moves to Lille")
+    assert [h.node.id for h in one.retrieve("office moves", namespace="team", reinforce=False)] == [newer.id]
+    assert one.memories(namespace="team", session_id="s")[-1].id == newer.id
