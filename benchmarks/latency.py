@@ -147,9 +147,10 @@ def batch_size(n: int) -> int:
     return max(10, min(1000, n // 10))
 
 
-def build_atlas(corpus: Corpus, embedder: Any = None) -> tuple[ElasticMemoryAtlas, list[float], float]:
+def build_atlas(corpus: Corpus, embedder: Any = None, backend: str | None = None
+                ) -> tuple[ElasticMemoryAtlas, list[float], float]:
     atlas = ElasticMemoryAtlas(config=AtlasConfig(), embedder=embedder or corpus.embedder(),
-                               clock=ManualClock(1_700_000_000.0))
+                               clock=ManualClock(1_700_000_000.0), backend=backend)
     step = batch_size(len(corpus.texts))
     per_memory: list[float] = []
     start = time.perf_counter()
@@ -161,9 +162,10 @@ def build_atlas(corpus: Corpus, embedder: Any = None) -> tuple[ElasticMemoryAtla
     return atlas, per_memory, len(corpus.texts) / (time.perf_counter() - start)
 
 
-def bench_atlas(corpus: Corpus, *, extra: Corpus, embedder: Any = None) -> dict[str, Any]:
-    """Time every operation; ``embedder=None`` uses the precomputed vectors (no model)."""
-    atlas, per_memory, rate = build_atlas(corpus, embedder)
+def bench_atlas(corpus: Corpus, *, extra: Corpus, embedder: Any = None, backend: str | None = None) -> dict[str, Any]:
+    """Time every operation; ``embedder=None`` uses the precomputed vectors (no model); ``backend``
+    a FalkorDB URL (default: in process)."""
+    atlas, per_memory, rate = build_atlas(corpus, embedder, backend)
     part = atlas.backend.partition("bench")
     assert part is not None
     q = corpus.queries
@@ -353,7 +355,8 @@ def ratio(ours: float, theirs: float) -> str:
     return "—" if not (ours > 0 and theirs > 0) else f"{ours / theirs:.2g}×"
 
 
-def report(results: dict[int, dict[str, Any]], model: dict[str, Any] | None) -> str:
+def report(results: dict[int, dict[str, Any]], model: dict[str, Any] | None,
+           falkordb: dict[str, Any] | None = None) -> str:
     head = ("| memories | operation | p50 ms | p95 ms | p99 ms | " + " | ".join(f"vs {PEER_NAMES[p]}" for p in PEERS)
             + " |")
     lines = [head, "|" + "---|" * (5 + len(PEERS))]
@@ -371,6 +374,11 @@ def report(results: dict[int, dict[str, Any]], model: dict[str, Any] | None) -> 
         for op in OPS:
             p50, p95, p99 = model[op]
             lines.append(f"| {model['n']:,} (MiniLM, embedding included) | `{op}` | {p50:.3f} | {p95:.3f} | "
+                         f"{p99:.3f} | " + " | ".join(["—"] * len(PEERS)) + " |")
+    if falkordb:  # the same operations with the memory on a FalkorDB server
+        for op in OPS:
+            p50, p95, p99 = falkordb[op]
+            lines.append(f"| {falkordb['n']:,} (FalkorDB backend, loopback) | `{op}` | {p50:.3f} | {p95:.3f} | "
                          f"{p99:.3f} | " + " | ".join(["—"] * len(PEERS)) + " |")
     lines += ["", "| memories | peer | query p50 ms | p95 ms | p99 ms | insert ms/memory | recall@10 | queries |",
               "|---|---|---|---|---|---|---|---|"]
@@ -480,6 +488,30 @@ def real_recall(path: str, sizes: Sequence[int]) -> str:
     return "\n".join(lines)
 
 
+def bench_falkordb(url: str, queries: int) -> dict[str, Any]:
+    """`bench_atlas` at 1,000 memories with the atlas on a FalkorDB server (``url``, or "start":
+    one started here on 127.0.0.1 and stopped afterwards)."""
+    import tempfile
+
+    from shared_core.falkordb import FalkorDBBackend
+
+    corpus, extra = make_corpus(1000, queries, extra=100)
+    with tempfile.TemporaryDirectory() as tmp:
+        server = None
+        if url == "start":
+            from shared_core.falkordb.server import start_server
+
+            server = start_server(tmp)
+            url = server.url
+        url = f"{url.split('?')[0]}?prefix=bench-{os.getpid()}:"
+        try:
+            return bench_atlas(corpus, extra=extra, backend=url) | {"n": 1000}
+        finally:
+            FalkorDBBackend.from_url(url, dim=DIM).drop("bench")
+            if server is not None:
+                server.stop()
+
+
 def blas() -> str:
     try:
         from threadpoolctl import threadpool_info
@@ -505,6 +537,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--blas-threads", type=int, default=1,
                         help="BLAS threads for everyone (default 1: on a shared 2-core machine threaded "
                              "matrix-vector products were measured up to 200x slower)")
+    parser.add_argument("--falkordb", nargs="?", const="start", metavar="URL",
+                        help="also time the atlas on FalkorDB at 1,000 memories (on URL, or on a local server "
+                             "started for the run)")
     parser.add_argument("--rss-probe", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--traced-probe", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -549,7 +584,8 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         corpus, extra = make_corpus(1000, min(args.queries, 100), extra=100)
         model = bench_atlas(corpus, extra=extra, embedder=MiniLMEmbedder()) | {"n": 1000}
-    print(report(results, model))
+    falkordb = bench_falkordb(args.falkordb, min(args.queries, 100)) if args.falkordb else None
+    print(report(results, model, falkordb))
     print(f"# load average after the run: {os.getloadavg()[0]:.2f}")
     if args.plot:
         plot(results, args.plot)

@@ -29,6 +29,7 @@ __all__ = ["FalkorKeywordIndex", "FalkorVectorIndex", "vector_literal"]
 _ROWS_PER_WRITE = 256
 _AMONG_IN_QUERY = 5000  # a subset up to this size is filtered in the query, larger ones after it
 Prefetch = Callable[..., None]
+_WALK = 16  # a search for more hits than this is a recall's, whose graph walk reads their edges next
 
 
 def _no_prefetch(ids: Sequence[str], *, edges: bool = False) -> None:
@@ -82,11 +83,11 @@ class FalkorVectorIndex:
         if subset is not None:
             sims = self._among(query, list(subset))
             best = sorted(sims.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
-            self._prefetch([i for i, _ in best], edges=True)
+            self._prefetch([i for i, _ in best], edges=k > _WALK)
             return best
         rows = self._g.read(q.VECTOR_SEARCH, {"k": int(k), "query": vector_literal(query)})
         hits = [(str(i), float(np.float32(1.0 - float(d)))) for i, d in rows]
-        self._prefetch([i for i, _ in hits], edges=True)
+        self._prefetch([i for i, _ in hits], edges=k > _WALK)
         return hits
 
     def similarities(self, query: Vector, ids: Sequence[str]) -> npt.NDArray[np.float32]:
@@ -150,5 +151,5 @@ class FalkorKeywordIndex:
         out = [(str(i), float(s)) for i, s in rows]
         if subset is not None and not among:
             out = [(i, s) for i, s in out if i in subset]
-        self._prefetch([i for i, _ in out[:k]], edges=True)
+        self._prefetch([i for i, _ in out[:k]], edges=k > _WALK)
         return out[:k]
