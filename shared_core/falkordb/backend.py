@@ -27,7 +27,7 @@ class FalkorDBBackend:
 
     ``dim`` is the embedder's dimension (the vector index's). Connecting pings the server, so a
     wrong address or a server without the FalkorDB module fails here, with `BackendError`,
-    after at most ``retry_for`` seconds.
+    within a few seconds.
     """
 
     def __init__(self, settings: Settings | None = None, *, dim: int) -> None:
@@ -47,7 +47,7 @@ class FalkorDBBackend:
 
     @property
     def url(self) -> str:
-        return f"falkordb://{self.settings.address}"
+        return self.settings.url
 
     def key(self, namespace: str) -> str:
         return self.settings.prefix + namespace

@@ -24,6 +24,7 @@ from ..errors import BackendError, InvalidInputError, MissingDependencyError
 __all__ = ["Connection", "GraphKey", "Literal", "Settings", "parse_url"]
 
 T = TypeVar("T")
+FIRST_CONTACT = 3.0  # seconds of retries for the first connection
 _SCHEMES = ("falkordb", "falkor", "redis")
 
 
@@ -68,6 +69,11 @@ class Settings:
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        """The server's URL as messages show it (no credentials, no options)."""
+        return f"falkordb://{self.address}"
 
 
 def parse_url(url: str) -> Settings:
@@ -189,26 +195,28 @@ class Connection:
         self._db = self._retrying(lambda: falkordb.FalkorDB(
             host=settings.host, port=settings.port, username=settings.username, password=settings.password,
             socket_timeout=settings.timeout, socket_connect_timeout=settings.connect_timeout,
-            retry=Retry(NoBackoff(), 0)), "connecting")  # retries are ours: bounded in time
+            retry=Retry(NoBackoff(), 0)), "connecting",  # retries are ours: bounded in time
+            budget=min(settings.retry_for, FIRST_CONTACT))
 
-    def _retrying(self, call: Callable[[], T], what: str) -> T:
-        deadline = time.monotonic() + self.settings.retry_for
+    def _retrying(self, call: Callable[[], T], what: str, *, budget: float | None = None) -> T:
+        budget = self.settings.retry_for if budget is None else budget
+        deadline = time.monotonic() + budget
         delay = 0.05
         while True:
             try:
                 return call()
             except self._transient as exc:
                 if time.monotonic() + delay > deadline:
-                    raise BackendError(f"cannot reach FalkorDB at {self.settings.address} ({what}): {exc}; "
-                                       f"gave up after {self.settings.retry_for:g} s of retries") from None
+                    raise BackendError(f"cannot reach FalkorDB at {self.settings.url} ({what}): {exc}; "
+                                       f"gave up after {budget:g} s of retries") from None
                 time.sleep(delay)
                 delay = min(1.0, delay * 2)
             except self._response_error as exc:
-                raise BackendError(f"FalkorDB at {self.settings.address} refused {what}: {exc}") from None
+                raise BackendError(f"FalkorDB at {self.settings.url} refused {what}: {exc}") from None
 
-    def command(self, *args: Any) -> Any:
+    def command(self, *args: Any, budget: float | None = None) -> Any:
         """A plain server command (EXISTS, GRAPH.LIST ...), with retries."""
-        return self._retrying(lambda: self._db.connection.execute_command(*args), str(args[0]))
+        return self._retrying(lambda: self._db.connection.execute_command(*args), str(args[0]), budget=budget)
 
     def run(self, key: str, query: str, params: Mapping[str, Any] | None = None, *,
             write: bool = False) -> list[list[Any]]:
@@ -235,7 +243,7 @@ class Connection:
         errors = [response, *response] if isinstance(response, list) else [response]
         for item in errors:
             if isinstance(item, self._response_error):
-                raise BackendError(f"FalkorDB at {self.settings.address} refused a query: {item}")
+                raise BackendError(f"FalkorDB at {self.settings.url} refused a query: {item}")
         return _rows(response)
 
     def graphs(self) -> list[str]:
@@ -243,13 +251,16 @@ class Connection:
         return [k.decode() if isinstance(k, bytes) else str(k) for k in self.command("GRAPH.LIST")]
 
     def ping(self) -> None:
-        """Check that the server answers and has the FalkorDB module (a clear error otherwise)."""
-        self.command("PING")
+        """Check that the server answers and has the FalkorDB module (a clear error otherwise).
+
+        A first connection retries for at most ``FIRST_CONTACT`` seconds: a wrong address is
+        reported quickly, a server lost later is waited for up to ``retry_for``."""
+        self.command("PING", budget=min(self.settings.retry_for, FIRST_CONTACT))
         try:
             self.graphs()
         except BackendError as exc:
             if "unknown command" in str(exc).lower():
-                raise BackendError(f"the server at {self.settings.address} answers but has no FalkorDB module "
+                raise BackendError(f"the server at {self.settings.url} answers but has no FalkorDB module "
                                    "(GRAPH.LIST is unknown)") from None
             raise
 
