@@ -204,7 +204,7 @@ class FalkorGraphStore:
         if found is None:
             # a walk asks for the edges of the nodes it just reached: load those of every node
             # read in this call at once, with the nodes at their other ends
-            pending = [i for i, n in self.cache.nodes.items() if n is not None and i not in self.cache.edges]
+            pending = [i for i, n in list(self.cache.nodes.items()) if n is not None and i not in self.cache.edges]
             if node_id in pending and len(pending) <= _EDGE_BATCH:
                 self.prefetch(pending, edges=True)
             found = self.cache.edges.get(node_id)
