@@ -352,7 +352,10 @@ def run_memory_probe(n: int, *, traced: bool = True) -> dict[str, float]:
 
 # -- report -------------------------------------------------------------------------------------
 def ratio(ours: float, theirs: float) -> str:
-    return "—" if not (ours > 0 and theirs > 0) else f"{ours / theirs:.2g}×"
+    if not (ours > 0 and theirs > 0):
+        return "—"
+    r = ours / theirs
+    return f"{r:,.0f}×" if r >= 10 else f"{r:.1f}×" if r >= 1 else f"{r:.2f}×" if r >= 0.01 else f"{r:.3f}×"
 
 
 def report(results: dict[int, dict[str, Any]], model: dict[str, Any] | None,
@@ -385,7 +388,7 @@ def report(results: dict[int, dict[str, Any]], model: dict[str, Any] | None,
     for n, res in results.items():
         a = res["atlas"]
         lines.append(f"| {n:,} | Elastic Atlas vector index ({'IVF' if a['approximate'] else 'exact'}) | — | — | — | "
-                     f"{a['add_memories'][0]:.4f} | {a['recall']:.3f} | {len(res['corpus_queries'])} |")
+                     f"{a['add_memories'][0]:.4f} | {a['recall']:.3f} | {res['numpy']['queries']} |")
         for p in PEERS:
             r = res[p]
             q50, q95, q99 = r["query"]
@@ -400,6 +403,18 @@ def report(results: dict[int, dict[str, Any]], model: dict[str, Any] | None,
             lines.append(f"| {n:,} | {res['atlas']['add_memories_per_s']:,.0f} | {m['rss']:,.0f} | {traced} | "
                          f"{m['embedding']:,.0f} | {m['text']:,.0f} | {m['overhead']:,.0f} |")
     return "\n".join(lines)
+
+
+def median_of(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The element-wise median of several runs' results (as written by ``--json``)."""
+    first = runs[0]
+    if isinstance(first, dict):
+        return {k: median_of([r[k] for r in runs]) for k in first}
+    if isinstance(first, (list, tuple)):
+        return [median_of([r[i] for r in runs]) for i in range(len(first))]  # type: ignore[return-value]
+    if isinstance(first, bool) or not isinstance(first, (int, float)):
+        return first  # type: ignore[no-any-return]
+    return float(np.median([float(r) for r in runs]))  # type: ignore[return-value]
 
 
 def plot(results: dict[int, dict[str, Any]], path: str) -> None:
@@ -540,6 +555,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--falkordb", nargs="?", const="start", metavar="URL",
                         help="also time the atlas on FalkorDB at 1,000 memories (on URL, or on a local server "
                              "started for the run)")
+    parser.add_argument("--report", nargs="+", metavar="RUN.json",
+                        help="print the tables (and --plot) from the median of runs saved with --json")
     parser.add_argument("--rss-probe", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--traced-probe", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -556,6 +573,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     peers = [p for p in args.peers.split(",") if p]
     load = os.getloadavg()[0]
     print(f"# {os.cpu_count()} cores, load {load:.2f}, {blas()}, python {sys.version.split()[0]}", flush=True)
+    if args.report:
+        runs = [json.loads(Path(f).read_text()) for f in args.report]
+        merged = median_of(runs)
+        model = merged.pop("model", None)
+        results = {int(n): r for n, r in merged.items()}
+        print(f"# median of {len(runs)} runs")
+        print(report(results, model))
+        if args.plot:
+            plot(results, args.plot)
+        return
     if args.real_recall:
         print(real_recall(args.real_recall, [10_000, 100_000]))
         return
