@@ -194,3 +194,11 @@ def test_compression_merges_near_duplicates(make_atlas: Make) -> None:
     assert len(report.merged) == 1 and atlas.count(namespace="u") == 2
     assert [h.node.content for h in atlas.retrieve("oat milk", namespace="u", top_k=1, reinforce=False)] == [
         "User prefers oat milk in coffee!"]  # the newest survives
+
+
+@pytest.mark.parametrize("query", ['"quoted" AND NOT (x)', "@session:{s1} -milk|oat*", "%fuzzy% ~opt $param",
+                                   "ünïcödé 🎉 — 42", "a_b-c.d", "the"])
+def test_any_query_text_is_searched_safely(atlas: ElasticMemoryAtlas, query: str) -> None:
+    atlas.add_memories(["oat milk please", "ünïcödé text with 42 in it", "a_b-c.d is a file"], namespace="u")
+    hits = atlas.retrieve(query, namespace="u", reinforce=False)
+    assert len(hits) <= 3 and all(h.node.namespace == "u" for h in hits)
