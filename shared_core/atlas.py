@@ -8,20 +8,18 @@ statistics in `lifecycle`.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import os
 import sys
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from . import _validate as check
+from ._atlas_mixins import AsyncForms, NotebookViews, Persistence
 from .backend import Backend, InProcessBackend, Partition
 from .clock import Clock, SystemClock
 from .compression import CompressionReport
@@ -47,7 +45,7 @@ logger = logging.getLogger("shared_core")
 LinkSpec = str | tuple[str, str] | tuple[str, str, float]
 
 
-class ElasticMemoryAtlas:
+class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
     """An in-process memory graph for agents: elastic weights, hybrid recall, token budgets.
 
     >>> from shared_core import ElasticMemoryAtlas, HashingEmbedder
@@ -537,95 +535,9 @@ class ElasticMemoryAtlas:
         with self._lock:
             return list(reversed(self._life.held.latest(ns, session, self._life.held.per_session)))
 
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write everything to one file atomically; `load` reads it back. See `shared_core.persistence`."""
-        from .persistence import save_atlas
-
-        return save_atlas(self, path)
-
-    @classmethod
-    def load(cls, path: str | os.PathLike[str], **kwargs: Any) -> ElasticMemoryAtlas:
-        """A new atlas from a `save` file (`CorruptFileError` if it is damaged); ``kwargs`` go to
-        the constructor (an ``embedder`` of the saved dimension, a ``clock``, an ``llm`` ...)."""
-        from .persistence import load_atlas
-
-        return load_atlas(cls, path, **kwargs)
-
-    def export_jsonl(self, path: str | os.PathLike[str], *, namespace: str | None = None,
-                     embeddings: bool = False) -> Path:
-        """Memories then edges, one JSON object per line, for other tools."""
-        from .persistence import export_jsonl
-
-        ns = None if namespace is None else check.namespace(namespace)
-        return export_jsonl(self, path, namespace=ns, embeddings=check.flag(embeddings, "embeddings"))
-
-    def export_graphml(self, path: str | os.PathLike[str], *, namespace: str | None = None) -> Path:
-        """The graph as GraphML (Gephi, Cytoscape, yEd)."""
-        from .persistence import export_graphml
-
-        return export_graphml(self, path, namespace=None if namespace is None else check.namespace(namespace))
-
     def subscribe(self, callback: Callable[[AtlasEvent], None]) -> Callable[[], None]:
         """Follow the event log; returns a function that unsubscribes."""
         return self.events.subscribe(callback)
-
-    # -- async forms --------------------------------------------------------------------------
-    async def aadd_memory(self, content: str, **kwargs: Any) -> MemoryNode:
-        return await asyncio.to_thread(lambda: self.add_memory(content, **kwargs))
-
-    async def aadd_memories(self, items: Sequence[str | Mapping[str, Any]], **kwargs: Any) -> list[MemoryNode]:
-        return await asyncio.to_thread(lambda: self.add_memories(items, **kwargs))
-
-    async def aretrieve(self, query: str, **kwargs: Any) -> list[ScoredMemory]:
-        return await asyncio.to_thread(lambda: self.retrieve(query, **kwargs))
-
-    async def abuild_context(self, query: str, **kwargs: Any) -> Context:
-        return await asyncio.to_thread(lambda: self.build_context(query, **kwargs))
-
-    async def aupdate_memory(self, node_id: str, content: str, **kwargs: Any) -> MemoryNode:
-        return await asyncio.to_thread(lambda: self.update_memory(node_id, content, **kwargs))
-
-    async def aforget(self, node_id: str, **kwargs: Any) -> None:
-        await asyncio.to_thread(lambda: self.forget(node_id, **kwargs))
-
-    async def aend_session(self, session_id: str, **kwargs: Any) -> int:
-        return await asyncio.to_thread(lambda: self.end_session(session_id, **kwargs))
-
-    async def acompress(self, **kwargs: Any) -> CompressionReport:
-        return await asyncio.to_thread(lambda: self.compress(**kwargs))
-
-    # -- notebooks (extra "notebooks") ---------------------------------------------------------
-    def to_html(self, path: str | os.PathLike[str] | None = None, *, namespace: str | None = None,
-                color_by: str = "session", max_nodes: int = 400) -> str:
-        """A self-contained interactive page of the graph (written to ``path`` when given)."""
-        from .visual import graph_view, render_html
-
-        page = render_html(graph_view(self, namespace=namespace, max_nodes=max_nodes), color_by=color_by,
-                           title=f"Elastic Atlas · {namespace or 'all namespaces'}")
-        if path is not None:
-            Path(path).write_text(page, encoding="utf-8")
-        return page
-
-    def _repr_html_(self) -> str:
-        from html import escape
-
-        page = self.to_html(max_nodes=200)
-        return f'<iframe srcdoc="{escape(page, quote=True)}" style="width:100%;height:620px;border:0"></iframe>'
-
-    def plot(self, *, namespace: str | None = None, color_by: str = "session", ax: Any = None,
-             max_nodes: int = 300) -> Any:
-        """A static matplotlib view of the graph (or one namespace); returns the axes."""
-        from .visual import graph_view, plot_graph
-
-        return plot_graph(graph_view(self, namespace=namespace, max_nodes=max_nodes), ax=ax, color_by=color_by)
-
-    def plot_weights(self, *, namespace: str | None = None, axes: Any = None) -> Any:
-        """The weight histogram and the decay curve of the current config; returns the axes."""
-        from .visual import graph_view, plot_weights
-
-        view = graph_view(self, namespace=namespace, max_nodes=max(1, len(self._where)))
-        return plot_weights(view.weights.values(), half_life=self.config.half_life, floor=self.config.weight_floor,
-                            cap=self.config.weight_cap, unit=self.config.decay_unit, axes=axes)
 
     def __repr__(self) -> str:
         return (f"ElasticMemoryAtlas({len(self._where)} memories, embedder={self.embedder!r}, "
