@@ -77,9 +77,10 @@ def _body(item: _Item, style: str) -> str:
     text = " ".join(item.text.split())
     if item.tier == SUMMARY:
         text = "[summary] " + text
-    if style == "narrative" and text and text[-1] not in ".!?…":
-        text += "."
-    return text + _label(item.hit)
+    if style != "narrative":
+        return text + _label(item.hit)
+    end = text[-1] if text and text[-1] in ".!?…" else "."  # the label goes inside the sentence
+    return text.rstrip(".!?…") + _label(item.hit) + end
 
 
 def _adjacent(a: _Item, b: _Item) -> bool:
