@@ -376,7 +376,7 @@ def report(results: dict[int, dict[str, Any]], model: dict[str, Any] | None,
     if model:
         for op in OPS:
             p50, p95, p99 = model[op]
-            lines.append(f"| {model['n']:,} (MiniLM, embedding included) | `{op}` | {p50:.3f} | {p95:.3f} | "
+            lines.append(f"| {model['n']:,.0f} (MiniLM, embedding included) | `{op}` | {p50:.3f} | {p95:.3f} | "
                          f"{p99:.3f} | " + " | ".join(["—"] * len(PEERS)) + " |")
     if falkordb:  # the same operations with the memory on a FalkorDB server
         for op in OPS:
@@ -388,12 +388,12 @@ def report(results: dict[int, dict[str, Any]], model: dict[str, Any] | None,
     for n, res in results.items():
         a = res["atlas"]
         lines.append(f"| {n:,} | Elastic Atlas vector index ({'IVF' if a['approximate'] else 'exact'}) | — | — | — | "
-                     f"{a['add_memories'][0]:.4f} | {a['recall']:.3f} | {res['numpy']['queries']} |")
+                     f"{a['add_memories'][0]:.4f} | {a['recall']:.3f} | {res['numpy']['queries']:.0f} |")
         for p in PEERS:
             r = res[p]
             q50, q95, q99 = r["query"]
             lines.append(f"| {n:,} | {PEER_NAMES[p]} | {q50:.3f} | {q95:.3f} | {q99:.3f} | {r['insert_ms']:.4f} | "
-                         f"{r['recall']:.3f} | {r['queries']} |")
+                         f"{r['recall']:.3f} | {r['queries']:.0f} |")
     lines += ["", "| memories | add_memories per s | RSS B/memory | tracemalloc B/memory | embedding B | "
               "text B | overhead B/memory |", "|---|---|---|---|---|---|---|"]
     for n, res in results.items():
@@ -457,6 +457,38 @@ def profile(corpus: Corpus) -> str:
         profiler.stop()
         out.append(f"== {name} x {len(q)}\n" + profiler.output_text(unicode=False, show_all=False))
     return "\n".join(out)
+
+
+SWEEP: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("defaults", {}),
+    ("graph_seeds=8", {"graph_seeds": 8}),
+    ("candidate_k=60", {"candidate_k": 60}),
+    ("candidate_k=60, graph_seeds=8", {"candidate_k": 60, "graph_seeds": 8}),
+    ("candidate_k=60, graph_seeds=8, graph_fanout=4", {"candidate_k": 60, "graph_seeds": 8, "graph_fanout": 4}),
+    ("graph off (graph_weight=0)", {"graph_weight": 0.0}),
+    ("graph off, candidate_k=60", {"graph_weight": 0.0, "candidate_k": 60}),
+    ("graph off, candidate_k=20, keyword_weight=0", {"graph_weight": 0.0, "candidate_k": 20, "keyword_weight": 0.0}),
+)
+
+
+def sweep(corpus: Corpus) -> str:
+    """p50 of ``retrieve`` and ``build_context`` (``reinforce=False``) under other recall settings,
+    on one atlas built with the defaults: where the read path's time goes."""
+    atlas, _, _ = build_atlas(corpus)
+    part = atlas.backend.partition("bench")
+    assert part is not None
+    q, n = corpus.queries, len(corpus.texts)
+    vec = pcts(timed(lambda i: part.vectors.search(corpus.query_vectors[i], 200), len(q)))[0]
+    kw = pcts(timed(lambda i: part.keywords.search(q[i], 200), len(q)))[0]
+    lines = [f"{n:,} memories: vector index k=200 p50 {vec:.2f} ms, FTS5 k=200 p50 {kw:.2f} ms", "",
+             "| config | retrieve p50 ms | build_context p50 ms |", "|---|---|---|"]
+    for name, changes in SWEEP:
+        atlas.config = AtlasConfig(**changes)  # recall reads the config on every call
+        r = timed(lambda i: atlas.retrieve(q[i], namespace="bench", top_k=TOP_K, reinforce=False), len(q))
+        b = timed(lambda i: atlas.build_context(q[i], namespace="bench", token_budget=BUDGET, style="bullet",
+                                                reinforce=False), len(q))
+        lines.append(f"| {name} | {pcts(r)[0]:.2f} | {pcts(b)[0]:.2f} |")
+    return "\n".join(lines)
 
 
 def real_recall(path: str, sizes: Sequence[int]) -> str:
@@ -547,6 +579,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--no-memory", action="store_true", help="skip the memory probes")
     parser.add_argument("--peers", default=",".join(PEERS))
     parser.add_argument("--profile", action="store_true", help="pyinstrument the read path at the largest size")
+    parser.add_argument("--sweep", action="store_true",
+                        help="only time retrieve and build_context under other recall settings, per size")
     parser.add_argument("--real-recall", metavar="LOCOMO.json",
                         help="only measure the IVF index's recall@10 on MiniLM vectors of LoCoMo turns")
     parser.add_argument("--blas-threads", type=int, default=1,
@@ -585,6 +619,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     if args.real_recall:
         print(real_recall(args.real_recall, [10_000, 100_000]))
+        return
+    if args.sweep:
+        for n in sizes:
+            print(sweep(make_corpus(n, args.queries)[0]), flush=True)
         return
     if args.profile:
         print(profile(make_corpus(max(sizes), args.queries)[0]))
