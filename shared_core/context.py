@@ -93,32 +93,28 @@ def _by_time(items: Sequence[_Item]) -> list[_Item]:
     return sorted(items, key=lambda it: it.when)
 
 
-def _timeline(items: Sequence[_Item]) -> str:
-    lines = [_HEADERS[("timeline", None)]]
+def _day_runs(items: Sequence[_Item], style: str, opener: str) -> list[str]:
+    """The style's header, then the memories in time order: ``opener`` (formatted with the day)
+    before each new day, and a gap marker between memories of one day that were not adjacent."""
+    parts = [_HEADERS[(style, None)]]
     previous: _Item | None = None
     for it in _by_time(items):
         day = _day(it.hit.node.timestamp)
         if previous is None or day != _day(previous.hit.node.timestamp):
-            lines.append(f"[{day}]")
+            parts.append(opener.format(day=day))
         elif not _adjacent(previous, it):
-            lines.append(GAP)
-        lines.append(_body(it, "timeline"))
+            parts.append(GAP)
+        parts.append(_body(it, style))
         previous = it
-    return "\n".join(lines)
+    return parts
+
+
+def _timeline(items: Sequence[_Item]) -> str:
+    return "\n".join(_day_runs(items, "timeline", "[{day}]"))
 
 
 def _narrative(items: Sequence[_Item]) -> str:
-    parts = [_HEADERS[("narrative", None)]]
-    previous: _Item | None = None
-    for it in _by_time(items):
-        day = _day(it.hit.node.timestamp)
-        if previous is None or day != _day(previous.hit.node.timestamp):
-            parts.append(f"On {day},")
-        elif not _adjacent(previous, it):
-            parts.append(GAP)
-        parts.append(_body(it, "narrative"))
-        previous = it
-    return " ".join(parts)
+    return " ".join(_day_runs(items, "narrative", "On {day},"))
 
 
 def _bullets(items: Sequence[_Item]) -> str:
