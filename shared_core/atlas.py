@@ -440,7 +440,8 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
             if reinforce:
                 hits = self._reinforce(part, hits, now)
             self._life.recalled(part, hits, now, via="retrieve")
-            return [replace(h, node=self._public(part, h.node)) for h in hits]
+            return [ScoredMemory(self._public(part, h.node), h.score, h.components, h.paths, h.other_session)
+                    for h in hits]
 
     def _reinforce(self, part: Partition, hits: Sequence[ScoredMemory], now: float) -> list[ScoredMemory]:
         out = []
@@ -451,7 +452,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
                 continue
             self.events.emit("reinforce", namespace=part.namespace, node_id=updated.id, at=now,
                              reason="recalled", weight=updated.weight)
-            out.append(replace(hit, node=updated))
+            out.append(ScoredMemory(updated, hit.score, hit.components, hit.paths, hit.other_session))
         return out
 
     def build_context(self, query: str, *, namespace: str, session_id: str | None = None,

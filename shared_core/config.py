@@ -38,12 +38,15 @@ class AtlasConfig:
     seed's access, recency and association terms (see `shared_core.decay.rich_weight`).
 
     Recall (see `shared_core.recall`): the vector, keyword, time and recent paths each bring
-    ``candidate_k`` candidates; ``fusion="convex"`` sums their scaled scores with
-    ``vector_weight``, ``keyword_weight``, ``time_weight`` and ``recent_weight`` (``"rrf"``:
-    reciprocal rank fusion with ``rrf_k``); then the best ``graph_seeds`` pass relevance along
-    their edges for ``graph_hops`` hops, times ``graph_hop_decay`` per hop and
-    ``relation_weights`` per edge kind, scaled by ``graph_weight``. ``time_reference`` is what
-    relative cues ("last week") count from: the clock, or the newest memory (``"latest"``).
+    ``candidate_ratio * top_k`` candidates (at least ``candidate_min``, at most ``candidate_k``;
+    the cosine of the ``candidate_k``-th best memory is the floor of the similarity scale);
+    ``fusion="convex"`` sums their scaled scores with ``vector_weight``, ``keyword_weight``,
+    ``time_weight`` and ``recent_weight`` (``"rrf"``: reciprocal rank fusion with ``rrf_k``); then
+    the best ``top_k`` candidates (at most ``graph_seeds``) pass relevance along their edges for
+    ``graph_hops`` hops, times ``graph_hop_decay`` per hop and ``relation_weights`` per edge
+    kind, scaled by ``graph_weight``; after each hop only the ``graph_beam`` x seeds most
+    activated nodes walk on (None: every node reached). ``time_reference`` is what relative cues ("last week")
+    count from: the clock, or the newest memory (``"latest"``).
 
     Scoring: ``"multiplicative"`` ranks by relevance * weight**weight_exponent *
     recency**recency_exponent; ``"linear"`` by the seed's 0.5 relevance + 0.3 weight + 0.2 recency.
@@ -77,6 +80,8 @@ class AtlasConfig:
     recency_half_life: float = 90 * DAY
     fusion: Literal["convex", "rrf"] = "convex"
     candidate_k: int = 200
+    candidate_min: int = 40
+    candidate_ratio: float = 4.0
     rrf_k: float = 60.0
     vector_weight: float = 0.5
     keyword_weight: float = 0.5
@@ -88,6 +93,7 @@ class AtlasConfig:
     graph_hop_decay: float = 0.45
     graph_seeds: int = 100
     graph_fanout: int = 16
+    graph_beam: float | None = 1.0
     relation_weights: tuple[tuple[str, float], ...] = RELATION_WEIGHTS
     recency_window: int = 5
     cross_session: bool = False
@@ -129,7 +135,7 @@ class AtlasConfig:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not value >= 0 or not math.isfinite(value):
                 raise InvalidInputError(f"AtlasConfig.{name} must be >= 0, got {value!r}")
-        counts = ("similar_top", "candidate_k", "graph_hops", "graph_seeds", "graph_fanout",
+        counts = ("similar_top", "candidate_k", "candidate_min", "graph_hops", "graph_seeds", "graph_fanout",
                   "recency_window", "working_memory")
         for name in counts:
             value = getattr(self, name)
@@ -140,6 +146,13 @@ class AtlasConfig:
             raise InvalidInputError(f"ann_threshold must be None or an int >= 64, got {self.ann_threshold!r}")
         if not isinstance(self.ann_probe_fraction, (int, float)) or not 0 < self.ann_probe_fraction <= 1:
             raise InvalidInputError(f"ann_probe_fraction must be in (0, 1], got {self.ann_probe_fraction!r}")
+        if self.graph_beam is not None and (isinstance(self.graph_beam, bool)
+                                            or not isinstance(self.graph_beam, (int, float))
+                                            or not 0 < self.graph_beam < math.inf):
+            raise InvalidInputError(f"graph_beam must be None or a positive number, got {self.graph_beam!r}")
+        if isinstance(self.candidate_ratio, bool) or not isinstance(self.candidate_ratio, (int, float)) \
+                or not 0 < self.candidate_ratio < math.inf:
+            raise InvalidInputError(f"candidate_ratio must be a positive number, got {self.candidate_ratio!r}")
         if self.weight_floor >= self.weight_cap:
             raise InvalidInputError(
                 f"weight_floor ({self.weight_floor}) must be below weight_cap ({self.weight_cap})")

@@ -31,6 +31,7 @@ from .decay import decayed_weight, recency_score, rich_weight
 from .filters import Predicate
 from .model import MemoryNode, Relation, ScoredMemory
 from .scoring import (
+    _Desc,
     convex_fusion,
     linear_score,
     max_normalize,
@@ -42,7 +43,7 @@ from .scoring import (
 )
 from .timecues import TimeCue, parse_time_cue
 
-__all__ = ["RecallRequest", "effective_weight", "recall", "resolve_time_cue"]
+__all__ = ["RecallRequest", "breadth", "effective_weight", "recall", "resolve_time_cue"]
 
 _PATHS = ("vector", "keyword", "time", "recent")
 _MAX_YEARS_BACK = 30
@@ -108,10 +109,36 @@ def resolve_time_cue(part: Partition, query: str, *, now: float, config: AtlasCo
     return cue
 
 
+def breadth(top_k: int, config: AtlasConfig, candidate_k: int | None = None) -> tuple[int, int]:
+    """How wide one recall looks: (candidates per path, graph seeds).
+
+    With ``wanted = max(top_k, candidate_min / candidate_ratio)``:
+    ``candidates = min(candidate_k, ceil(candidate_ratio * wanted))`` and
+    ``seeds = min(graph_seeds, ceil(wanted))``. The work follows what was asked: a top-10 lookup
+    scores a few dozen memories while a 2,000-token context (top 200) looks as wide as the
+    config allows. Every ``top_k`` up to ``candidate_min / candidate_ratio`` (10 by default)
+    looks alike, so their answers are prefixes of one another. An explicit ``candidate_k``
+    (per request) raises the candidates to it.
+
+    >>> breadth(3, AtlasConfig()), breadth(10, AtlasConfig())
+    ((40, 10), (40, 10))
+    >>> breadth(200, AtlasConfig())
+    (200, 100)
+    """
+    wanted = max(float(top_k), config.candidate_min / config.candidate_ratio)
+    pool = max(min(config.candidate_k, math.ceil(config.candidate_ratio * wanted)), top_k, candidate_k or 0)
+    return pool, min(config.graph_seeds, math.ceil(wanted))
+
+
+def _beam(seeds: int, config: AtlasConfig) -> int | None:
+    """How many nodes of each hop walk on: ``graph_beam`` times the seeds (None: all)."""
+    return None if config.graph_beam is None else max(1, math.ceil(config.graph_beam * seeds))
+
+
 def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[ScoredMemory]:
     """Run every path over one partition and return the ranked hits (best first)."""
     graph = part.graph
-    k = max(req.candidate_k or 0, config.candidate_k, req.top_k)
+    k, n_seeds = breadth(req.top_k, config, req.candidate_k)
     limited = req.session_id is not None and not req.cross_session
 
     def admissible(node: MemoryNode | None) -> bool:
@@ -156,9 +183,13 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
                     break
         raw[path] = values
 
-    keep(part.vectors.search(req.vector, overfetch, subset=subset), "vector", k)
-    keep(part.keywords.search(req.query, overfetch, session_id=req.session_id if limited else None,
-                              subset=subset), "keyword", k)
+    # The vector search always reaches the candidate_k-th best cosine, the floor of the cosine
+    # scale (cheap: the index ranks in C), whatever the pool that goes on to fusion.
+    found = part.vectors.search(req.vector, max(overfetch, config.candidate_k), subset=subset)
+    keep(found, "vector", k)
+    if config.keyword_weight > 0:
+        keep(part.keywords.search(req.query, overfetch, session_id=req.session_id if limited else None,
+                                  subset=subset), "keyword", k)
     cue = resolve_time_cue(part, req.query, now=req.now, config=config) if config.time_weight > 0 else None
     if cue is not None:
         in_range = [i for i in part.between(cue.start, cue.end) if allowed(i)]
@@ -175,23 +206,24 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
     candidates = list(dict.fromkeys(i for path in _PATHS for i in raw.get(path, {})))
     if not candidates:
         return []
-    cosine = dict(zip(candidates, (float(c) for c in part.vectors.similarities(req.vector, candidates)),
-                      strict=True))
+    cosine = dict(raw["vector"])
+    others = [i for i in candidates if i not in cosine]
+    if others:
+        cosine.update(zip(others, (float(c) for c in part.vectors.similarities(req.vector, others)), strict=True))
     # The cosine of the candidate_k-th best memory is the floor of the scale ("how close to the
     # best"), whatever top_k asked for, so a memory's relevance does not depend on top_k.
-    ranked_cosines = sorted(raw["vector"].values(), reverse=True)
-    floor = ranked_cosines[config.candidate_k - 1] if len(ranked_cosines) >= config.candidate_k > 0 else None
+    floor = found[config.candidate_k - 1][1] if len(found) >= config.candidate_k > 0 else None
     vector_scale = _vector_scale(raw["vector"], floor)
     base, vector_share = _fuse(raw, cosine, vector_scale, weights, config)
 
     boost: dict[str, float] = {}
-    if config.graph_hops > 0 and config.graph_weight > 0 and config.graph_seeds > 0:
-        seeds = dict(heapq.nlargest(config.graph_seeds, base.items(), key=lambda kv: kv[1]))
+    if config.graph_hops > 0 and config.graph_weight > 0 and n_seeds > 0:
+        seeds = dict(heapq.nlargest(n_seeds, base.items(), key=lambda kv: (kv[1], _Desc(kv[0]))))
         # an activation under 0.1% of the best seed's cannot move a ranking: do not walk it
         floor_act = 0.001 * max(seeds.values(), default=0.0)
         boost = spread_max(seeds, _neighbours(part, config, allowed), hops=config.graph_hops,
                            decay=config.graph_hop_decay, fanout=config.graph_fanout,
-                           min_activation=floor_act)
+                           min_activation=floor_act, beam=_beam(n_seeds, config))
         reached = [i for i in boost if i not in cosine]
         if reached:  # found only through the graph: their own relevance is their cosine's share
             sims = part.vectors.similarities(req.vector, reached)
@@ -202,13 +234,14 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
     spread_max_total = sum(config.graph_hop_decay ** h for h in range(1, config.graph_hops + 1))
     norm = 1.0 + config.graph_weight * spread_max_total if boost else 1.0
 
+    relevance = {i: min(1.0, (fused + config.graph_weight * boost.get(i, 0.0)) / norm)
+                 for i, fused in base.items()}
+    ranked = _rank(part, relevance, req, config)
     hits: list[ScoredMemory] = []
-    for node_id, fused in base.items():
-        node = graph.get_node(node_id)
-        if node is None or not allowed(node_id):
-            continue
+    for score, node, factors in ranked:
+        node_id = node.id
+        fused = base[node_id]
         graph_part = config.graph_weight * boost.get(node_id, 0.0)
-        relevance = min(1.0, (fused + graph_part) / norm)
         paths = tuple(p for p in _PATHS if node_id in raw.get(p, {})) + (("graph",) if graph_part > 0 else ())
         components = {"vector": cosine.get(node_id, 0.0)}
         components.update({p: raw[p][node_id] for p in paths if p not in ("vector", "graph")})
@@ -218,18 +251,60 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
             components["fused"] = fused
             components.update({f"rank_{p}": float(list(raw[p]).index(node_id) + 1)
                                for p in paths if p != "graph"})
-        hit = _scored(part, node, relevance, req, config, paths, components)
-        if hit is not None:
-            hits.append(hit)
-    hits.sort(key=lambda h: (-h.score, -h.node.timestamp, h.node.id))
-    return hits[: req.top_k]
+        components.update(factors)
+        other = req.session_id is not None and node.session_id != req.session_id
+        hits.append(ScoredMemory(node, score, components, paths, other))
+    return hits
 
 
-def _scored(part: Partition, node: MemoryNode, relevance: float, req: RecallRequest, config: AtlasConfig,
-            paths: tuple[str, ...], components: dict[str, float]) -> ScoredMemory | None:
-    """The final score of one memory: relevance x weight x recency (or the linear preset)."""
+def _rank(part: Partition, relevance: Mapping[str, float], req: RecallRequest, config: AtlasConfig
+          ) -> list[tuple[float, MemoryNode, dict[str, float]]]:
+    """The ``top_k`` best (score, node, factors), best first (ties: newer, then id).
+
+    Candidates are visited by falling relevance and the visit stops once no remaining one can
+    beat the k-th best score: the score is at most ``bound(relevance)`` (relevance times the
+    largest weight and recency factors), so only a handful of nodes are ever fetched and
+    scored, however many the graph walk reached.
+    """
+    graph = part.graph
+    top: list[tuple[float, float, str, MemoryNode, dict[str, float]]] = []  # min-heap on the sort key
+    bound = _score_bound(config)
+    for node_id, rel in sorted(relevance.items(), key=lambda kv: kv[1], reverse=True):
+        if len(top) == req.top_k and bound(rel) < top[0][0]:
+            break
+        node = graph.get_node(node_id)
+        if node is None:
+            continue
+        factors = _factors(part, node, rel, req, config)
+        if factors is None:
+            continue
+        key = (factors["score"], node.timestamp, _Desc(node_id))
+        if len(top) < req.top_k:
+            heapq.heappush(top, (*key, node, factors))  # type: ignore[arg-type]
+        elif key > top[0][:3]:
+            heapq.heapreplace(top, (*key, node, factors))  # type: ignore[arg-type]
+    top.sort(key=lambda t: (t[0], t[1], t[2]), reverse=True)
+    return [(t[0], t[3], t[4]) for t in top]
+
+
+def _score_bound(config: AtlasConfig) -> Callable[[float], float]:
+    """An upper bound of the final score given the relevance (weight at its cap, recency 1)."""
+    if config.scoring == "linear":
+        a, b, c = config.linear_weights
+        return lambda rel: a * rel + b + c
+    top_weight = max(config.weight_cap, 1.0) ** config.weight_exponent
+    return lambda rel: rel * top_weight
+
+
+def _factors(part: Partition, node: MemoryNode, relevance: float, req: RecallRequest, config: AtlasConfig
+             ) -> dict[str, float] | None:
+    """The final score of one memory and its factors: relevance x weight x recency (or the
+    linear preset); None when the score is not a finite number."""
     association = _association(part, node.id, config) if config.weight_model == "rich" else 0.0
-    weight = effective_weight(node, now=req.now, turn=part.turn, config=config, association=association)
+    # a weight counts at most weight_cap (an importance above the cap starts above it), which
+    # is what lets `_rank` stop early
+    weight = min(config.weight_cap,
+                 effective_weight(node, now=req.now, turn=part.turn, config=config, association=association))
     recency = recency_score(req.now - node.timestamp, half_life=config.recency_half_life)
     other = req.session_id is not None and node.session_id != req.session_id
     session_factor = config.cross_session_penalty if other else 1.0
@@ -241,9 +316,8 @@ def _scored(part: Partition, node: MemoryNode, relevance: float, req: RecallRequ
                                      recency_exponent=config.recency_exponent, session_factor=session_factor)
     if not math.isfinite(score):
         return None
-    components.update({"relevance": relevance, "weight": weight, "recency": recency,
-                       "session": session_factor, "score": score})
-    return ScoredMemory(node, score, components, paths, other)
+    return {"relevance": relevance, "weight": weight, "recency": recency, "session": session_factor,
+            "score": score}
 
 
 def _vector_scale(found: Mapping[str, float], floor: float | None) -> tuple[float, float]:

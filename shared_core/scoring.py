@@ -127,7 +127,7 @@ def convex_fusion(signals: Mapping[str, Mapping[str, float]],
 def spread_max(scores: Mapping[str, float],
                neighbors: Callable[[str], Iterable[tuple[str, float]]], *,
                hops: int = 2, decay: float = 0.5, fanout: int = 16,
-               min_activation: float = 0.0) -> dict[str, float]:
+               min_activation: float = 0.0, beam: int | None = None) -> dict[str, float]:
     """Relevance flowing along edges: what each node receives from its best neighbour per hop.
 
     ``a_1(m) = max over edges (n, m) of  decay * strength(n, m) * s(n)`` and
@@ -136,7 +136,9 @@ def spread_max(scores: Mapping[str, float],
     weak matches from outranking one strong match; a walk never steps back to the node it came
     from nor to its seed, so no node is boosted by its own score. ``neighbors(n)`` gives
     ``(m, strength)`` pairs, already weighted by relation; at most ``fanout`` strongest are
-    followed per node, and activations at or below ``min_activation`` are not passed on.
+    followed per node, and activations at or below ``min_activation`` are not passed on. With
+    ``beam``, only the ``beam`` most activated nodes of a hop walk on (all of them are boosted),
+    so a walk touches at most ``(len(scores) + (hops - 1) * beam) * fanout`` edges.
     Hand-written: networkx's personalised PageRank walks the whole graph per query, this touches
     at most ``len(scores) * fanout ** hops`` edges.
 
@@ -145,6 +147,9 @@ def spread_max(scores: Mapping[str, float],
     {'b': 0.5, 'c': 0.25}
     >>> spread_max({"a": 1.0, "b": 0.8}, lambda n: chain[n], hops=1, decay=0.5)
     {'b': 0.5, 'a': 0.4, 'c': 0.4}
+    >>> star = {"s": [("x", 1.0), ("y", 0.5)], "x": [("s", 1.0), ("u", 1.0)], "y": [("s", 1.0), ("v", 1.0)]}
+    >>> spread_max({"s": 1.0}, lambda n: star[n], hops=2, decay=0.5, beam=1)  # only x walks on
+    {'x': 0.5, 'y': 0.25, 'u': 0.25}
     """
     boost: dict[str, float] = {}
     # node -> (activation, the seed it started from, the node it came from)
@@ -153,8 +158,8 @@ def spread_max(scores: Mapping[str, float],
         nxt: dict[str, tuple[float, str, str]] = {}
         for node, (act, origin, came_from) in frontier.items():
             edges = list(neighbors(node))
-            if len(edges) > fanout:
-                edges = heapq.nlargest(fanout, edges, key=lambda e: e[1])
+            if len(edges) > fanout:  # ties go to the smaller id, whatever the edges' order
+                edges = heapq.nlargest(fanout, edges, key=lambda e: (e[1], _Desc(e[0])))
             for other, strength in edges:
                 if other in (node, origin, came_from):  # no walking back
                     continue
@@ -163,8 +168,27 @@ def spread_max(scores: Mapping[str, float],
                     nxt[other] = (passed, origin, node)
         for node, (act, _, _) in nxt.items():
             boost[node] = boost.get(node, 0.0) + act
+        if beam is not None and len(nxt) > beam:
+            nxt = dict(heapq.nlargest(beam, nxt.items(), key=lambda kv: (kv[1][0], _Desc(kv[0]))))
         frontier = nxt
     return boost
+
+
+class _Desc(str):
+    """A string that sorts backwards: as a tie-breaker in a max-first ranking, the smaller
+    string wins.
+
+    >>> sorted(map(_Desc, ["a", "b"]))
+    ['b', 'a']
+    """
+
+    __slots__ = ()
+
+    def __lt__(self, other: str) -> bool:
+        return str.__gt__(self, other)
+
+    def __gt__(self, other: str) -> bool:
+        return str.__lt__(self, other)
 
 
 def multiplicative_score(relevance: float, weight: float, recency: float, *,

@@ -66,6 +66,10 @@ _RE_AGO = re.compile(r"\b(\d+|an?|one|two|three|four|five|six|seven|eight|nine|t
 _RE_LAST = re.compile(r"\b(last|this|past|previous)\s+(day|week|month|year|weekend)\b", re.IGNORECASE)
 _RE_DAYWORD = re.compile(r"\b(yesterday|today|tonight|this morning)\b", re.IGNORECASE)
 _RE_VAGUE = re.compile(r"\b(recently|lately|these days)\b", re.IGNORECASE)
+# Every cue above needs a digit, a month name, a unit of time or one of the day and vague words:
+# one search for any of them lets the (many) queries that name no time skip the parsers.
+_RE_ANY = re.compile(rf"\d|\b(?:{_M}|day|week|fortnight|month|year|yesterday|today|tonight|morning|recently|lately|"
+                     r"these\s+days)", re.IGNORECASE)
 # Month names that are also English words: read them as months only next to a preposition, a
 # day or a year ("may" is a verb, "march" a verb, "jan" a name).
 _AMBIGUOUS = {"may", "march", "sept", "jan", "mar", "jun", "jul", "aug", "oct", "nov", "dec",
@@ -250,6 +254,12 @@ def parse_time_cue(query: str, *, now: float) -> TimeCue | None:
     ("yesterday", "3 days ago", "last week"), a month ("in May 2023"), a year, and last the vague
     "recently" (the two weeks up to ``now``).
     """
+    if _RE_ANY.search(query) is None:
+        return None
+    return _parse(query, now)
+
+
+def _parse(query: str, now: float) -> TimeCue | None:
     reference = datetime.fromtimestamp(now, tz=UTC)
     today = reference.replace(hour=0, minute=0, second=0, microsecond=0)
     cue = _range(query, reference) or _relative_to_date(query, reference)

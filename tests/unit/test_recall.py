@@ -234,12 +234,30 @@ def test_presets_rank_too(make_atlas: Make) -> None:
 
 
 def test_top_k_does_not_change_the_order(make_atlas: Make) -> None:
+    """Up to candidate_min / candidate_ratio (10) every top_k looks equally wide; past it, as wide
+    as the config allows once top_k reaches candidate_k / candidate_ratio."""
     atlas = make_atlas()
     atlas.add_memories([f"Note {i}: {text}" for i, text in enumerate(FILLER * 5)], namespace="u",
                        session_id="s")
     three = ids(atlas.retrieve("train kitchen walls", namespace="u", top_k=3, reinforce=False))
     ten = ids(atlas.retrieve("train kitchen walls", namespace="u", top_k=10, reinforce=False))
     assert ten[:3] == three
+    wide = ids(atlas.retrieve("train kitchen walls", namespace="u", top_k=200, reinforce=False))
+    widest = ids(atlas.retrieve("train kitchen walls", namespace="u", top_k=300, reinforce=False))
+    assert widest[:200] == wide
+
+
+def test_recall_looks_as_wide_as_top_k_asks(make_atlas: Make) -> None:
+    """The pools follow top_k (candidate_ratio per hit, candidate_k at most), so a top-10 lookup
+    does not pay for a 200-candidate search; a request's candidate_k widens it."""
+    from shared_core.recall import breadth
+
+    config = AtlasConfig()
+    assert breadth(1, config) == breadth(10, config) == (40, 10)
+    assert breadth(25, config) == (100, 25)
+    assert breadth(1000, config) == (1000, 100)  # never fewer candidates than asked for
+    assert breadth(10, config, candidate_k=60) == (60, 10)
+    assert breadth(10, AtlasConfig(candidate_min=8, candidate_ratio=2.0)) == (20, 10)
 
 
 def test_reinforce_on_and_off(make_atlas: Make) -> None:

@@ -79,3 +79,31 @@ def test_an_explicit_period_beats_a_vague_one() -> None:
 def test_impossible_dates_are_not_cues() -> None:
     assert parse_time_cue("on 31 February 2023", now=NOW) is None or days(
         parse_time_cue("on 31 February 2023", now=NOW)) == ("2023-02-01", "2023-03-01")
+
+
+def test_the_prefilter_never_hides_a_cue() -> None:
+    """The one-regex prefilter may let through queries with no cue, never drop one with a cue:
+    on every question of the LoCoMo development split (when present) and on generated phrases,
+    the full parser finds a cue only where the prefilter lets the query through."""
+    from pathlib import Path
+
+    from shared_core.timecues import _RE_ANY, _parse
+
+    queries = [f"{n} {unit}{s} ago" for n in ("3", "a", "two", "few") for unit in ("day", "week", "month", "year")
+               for s in ("", "s")]
+    queries += [f"{w} {u}" for w in ("last", "this", "past", "previous") for u in ("day", "week", "weekend", "month")]
+    queries += ["yesterday", "Tonight?", "this morning", "RECENTLY", "these  days", "lately", "in Sept",
+                "on 9 nov", "the fortnight after 3 May", "2024-01-02", "in 2021"]
+    data = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo" / "locomo_dev.json"
+    if data.exists():
+        import json
+
+        queries += [str(q["question"]) for conv in json.loads(data.read_text()) for q in conv["qa"]]
+    found = 0
+    for query in queries:
+        cue = _parse(query, NOW)
+        if cue is not None:
+            found += 1
+            assert _RE_ANY.search(query) is not None, query
+            assert parse_time_cue(query, now=NOW) == cue
+    assert found >= 40
