@@ -280,9 +280,9 @@ def _rank(part: Partition, relevance: Mapping[str, float], req: RecallRequest, c
             continue
         key = (factors["score"], node.timestamp, _Desc(node_id))
         if len(top) < req.top_k:
-            heapq.heappush(top, (*key, node, factors))  # type: ignore[arg-type]
+            heapq.heappush(top, (*key, node, factors))
         elif key > top[0][:3]:
-            heapq.heapreplace(top, (*key, node, factors))  # type: ignore[arg-type]
+            heapq.heapreplace(top, (*key, node, factors))
     top.sort(key=lambda t: (t[0], t[1], t[2]), reverse=True)
     return [(t[0], t[3], t[4]) for t in top]
 
