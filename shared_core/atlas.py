@@ -9,6 +9,7 @@ statistics in `lifecycle`.
 from __future__ import annotations
 
 import logging
+import math
 import sys
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping, MutableMapping, Sequence
@@ -496,10 +497,9 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
                             and (predicate is None or predicate(node)) and len(working) < wm:
                         working.append(ScoredMemory(node, 1.0, {"working": 1.0}, ("working",)))
             working = self._life.with_held(working, part, session, wm, predicate, exclude=excluded)
-            top_k = min(400, max(20, budget // 10))
+            top_k = min(400, max(20, math.ceil(budget * self.config.context_candidates)))
             request = RecallRequest(query=text, vector=vector, now=now, session_id=session,
-                                    top_k=top_k + len(excluded), predicate=predicate, cross_session=cross,
-                                    candidate_k=max(top_k, 60))
+                                    top_k=top_k + len(excluded), predicate=predicate, cross_session=cross)
             hits = [h for h in recall(part, request, self.config) if h.node.id not in excluded]
             recalled = [h for h in hits if h.node.kind != "summary"]
             summaries = [h for h in hits if h.node.kind == "summary"]

@@ -48,6 +48,9 @@ class AtlasConfig:
     activated nodes walk on (None: every node reached). ``time_reference`` is what relative cues ("last week")
     count from: the clock, or the newest memory (``"latest"``).
 
+    Context: `build_context` recalls ``context_candidates`` memories per token of budget (20 to
+    400) to pack, after the session's last ``working_memory`` turns.
+
     Scoring: ``"multiplicative"`` ranks by relevance * weight**weight_exponent *
     recency**recency_exponent; ``"linear"`` by the seed's 0.5 relevance + 0.3 weight + 0.2 recency.
     """
@@ -100,6 +103,7 @@ class AtlasConfig:
     cross_session_penalty: float = 0.85
     # context
     working_memory: int = 10
+    context_candidates: float = 0.1
     truncation_marker: str = " …[truncated]"
     # lifecycle (see shared_core.lifecycle; all off by default, on in AtlasConfig.managed())
     write_filter: bool = False
@@ -150,6 +154,9 @@ class AtlasConfig:
                                             or not isinstance(self.graph_beam, (int, float))
                                             or not 0 < self.graph_beam < math.inf):
             raise InvalidInputError(f"graph_beam must be None or a positive number, got {self.graph_beam!r}")
+        if isinstance(self.context_candidates, bool) or not isinstance(self.context_candidates, (int, float)) \
+                or not 0 < self.context_candidates < math.inf:
+            raise InvalidInputError(f"context_candidates must be a positive number, got {self.context_candidates!r}")
         if isinstance(self.candidate_ratio, bool) or not isinstance(self.candidate_ratio, (int, float)) \
                 or not 0 < self.candidate_ratio < math.inf:
             raise InvalidInputError(f"candidate_ratio must be a positive number, got {self.candidate_ratio!r}")

@@ -221,22 +221,28 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
         seeds = dict(heapq.nlargest(n_seeds, base.items(), key=lambda kv: (kv[1], _Desc(kv[0]))))
         # an activation under 0.1% of the best seed's cannot move a ranking: do not walk it
         floor_act = 0.001 * max(seeds.values(), default=0.0)
-        boost = spread_max(seeds, _neighbours(part, config, allowed), hops=config.graph_hops,
+        boost = spread_max(seeds, _neighbours(part, config), hops=config.graph_hops,
                            decay=config.graph_hop_decay, fanout=config.graph_fanout,
-                           min_activation=floor_act, beam=_beam(n_seeds, config))
-        reached = [i for i in boost if i not in cosine]
-        if reached:  # found only through the graph: their own relevance is their cosine's share
-            sims = part.vectors.similarities(req.vector, reached)
-            scaled = _scale_cosines(dict(zip(reached, (float(c) for c in sims), strict=True)), vector_scale)
-            for node_id, c in zip(reached, sims, strict=True):
-                cosine[node_id] = float(c)
-                base[node_id] = vector_share * scaled.get(node_id, 0.0)
+                           min_activation=floor_act, beam=_beam(n_seeds, config), walkable=allowed)
     spread_max_total = sum(config.graph_hop_decay ** h for h in range(1, config.graph_hops + 1))
     norm = 1.0 + config.graph_weight * spread_max_total if boost else 1.0
+    gw = config.graph_weight
 
-    relevance = {i: min(1.0, (fused + config.graph_weight * boost.get(i, 0.0)) / norm)
-                 for i, fused in base.items()}
-    ranked = _rank(part, relevance, req, config)
+    def resolve(ids: list[str]) -> dict[str, float]:
+        """Relevance of memories found only through the graph: their cosine's share plus the
+        boost; their cosines are computed in one batch, and only for those `_rank` visits."""
+        low, best = vector_scale
+        for node_id, c in zip(ids, part.vectors.similarities(req.vector, ids).tolist(), strict=True):
+            cosine[node_id] = c
+            # on the candidates' scale: (cosine - floor) / (best - floor), clipped to [0, 1]
+            base[node_id] = vector_share * (min(1.0, max(0.0, (c - low) / (best - low))) if best > low
+                                            else float(c >= best))
+        return {i: min(1.0, (base[i] + gw * boost[i]) / norm) for i in ids}
+
+    relevance = {i: min(1.0, (fused + gw * boost.get(i, 0.0)) / norm) for i, fused in base.items()}
+    # a graph-only memory's relevance is at most (vector share + its boost) / norm
+    pending = {i: min(1.0, (vector_share + gw * b) / norm) for i, b in boost.items() if i not in base}
+    ranked = _rank(part, relevance, pending, resolve, req, config, allowed)
     hits: list[ScoredMemory] = []
     for score, node, factors in ranked:
         node_id = node.id
@@ -257,25 +263,43 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
     return hits
 
 
-def _rank(part: Partition, relevance: Mapping[str, float], req: RecallRequest, config: AtlasConfig
-          ) -> list[tuple[float, MemoryNode, dict[str, float]]]:
+def _rank(part: Partition, relevance: Mapping[str, float], pending: Mapping[str, float],
+          resolve: Callable[[list[str]], dict[str, float]], req: RecallRequest, config: AtlasConfig,
+          allowed: Callable[[str], bool]) -> list[tuple[float, MemoryNode, dict[str, float]]]:
     """The ``top_k`` best (score, node, factors), best first (ties: newer, then id).
 
     Candidates are visited by falling relevance and the visit stops once no remaining one can
     beat the k-th best score: the score is at most ``bound(relevance)`` (relevance times the
     largest weight and recency factors), so only a handful of nodes are ever fetched and
-    scored, however many the graph walk reached.
+    scored, however many the graph walk reached. ``pending`` memories have only an upper bound
+    of their relevance; when one comes up, ``resolve`` gives the exact value of a batch of them
+    (best bounds first) and they go back in line.
     """
     graph = part.graph
     top: list[tuple[float, float, str, MemoryNode, dict[str, float]]] = []  # min-heap on the sort key
     bound = _score_bound(config)
-    for node_id, rel in sorted(relevance.items(), key=lambda kv: kv[1], reverse=True):
-        if len(top) == req.top_k and bound(rel) < top[0][0]:
+    line = [(-rel, node_id, True) for node_id, rel in relevance.items()]
+    line += [(-rel, node_id, False) for node_id, rel in pending.items()]
+    heapq.heapify(line)  # a max-heap on relevance (exact or bound)
+    batch = max(16, req.top_k)
+    while line:
+        neg, node_id, exact = heapq.heappop(line)
+        if len(top) == req.top_k and bound(-neg) < top[0][0]:
             break
-        node = graph.get_node(node_id)
-        if node is None:
+        if not exact:
+            ids = [node_id]
+            while line and len(ids) < batch:
+                if line[0][2]:  # an exact one comes next: it may rank before the rest
+                    break
+                ids.append(heapq.heappop(line)[1])
+            ids = [i for i in ids if allowed(i)]
+            for other, rel in (resolve(ids) if ids else {}).items():
+                heapq.heappush(line, (-rel, other, True))
             continue
-        factors = _factors(part, node, rel, req, config)
+        node = graph.get_node(node_id)
+        if node is None or not allowed(node_id):
+            continue
+        factors = _factors(part, node, -neg, req, config)
         if factors is None:
             continue
         key = (factors["score"], node.timestamp, _Desc(node_id))
@@ -364,25 +388,21 @@ def _fuse(raw: Mapping[str, Mapping[str, float]], cosine: Mapping[str, float],
     return {i: fused.get(i, 0.0) for i in cosine}, share
 
 
-def _neighbours(part: Partition, config: AtlasConfig, allowed: Callable[[str], bool]
-                ) -> Callable[[str], list[tuple[str, float]]]:
-    """Edges of a node as (other end, strength x relation weight), admissible ends only;
-    memoised for the duration of one recall (a walk reaches many nodes more than once)."""
+def _neighbours(part: Partition, config: AtlasConfig) -> Callable[[str], list[tuple[str, float]]]:
+    """Edges of a node as (other end, strength x relation weight). Whether an end may be
+    recalled is asked later, of the few nodes that walk on or rank (`spread_max`'s ``walkable``,
+    `_rank`'s ``allowed``): most nodes a walk reaches are neither."""
     by_relation = {Relation(name): w for name, w in config.relation_weights if w > 0}
-    seen: dict[str, list[tuple[str, float]]] = {}
 
     def neighbours(node_id: str) -> list[tuple[str, float]]:
-        out = seen.get(node_id)
-        if out is None:
-            out = []
-            for edge in part.graph.edges(node_id):
-                factor = by_relation.get(edge.relation)
-                if factor is None:
-                    continue
-                other = edge.target if edge.source == node_id else edge.source
-                if other != node_id and allowed(other):
-                    out.append((other, min(1.0, edge.strength) * factor))
-            seen[node_id] = out
+        out = []
+        for edge in part.graph.edges(node_id):
+            factor = by_relation.get(edge.relation)
+            if factor is None:
+                continue
+            other = edge.target if edge.source == node_id else edge.source
+            if other != node_id:
+                out.append((other, min(1.0, edge.strength) * factor))
         return out
 
     return neighbours

@@ -127,7 +127,8 @@ def convex_fusion(signals: Mapping[str, Mapping[str, float]],
 def spread_max(scores: Mapping[str, float],
                neighbors: Callable[[str], Iterable[tuple[str, float]]], *,
                hops: int = 2, decay: float = 0.5, fanout: int = 16,
-               min_activation: float = 0.0, beam: int | None = None) -> dict[str, float]:
+               min_activation: float = 0.0, beam: int | None = None,
+               walkable: Callable[[str], bool] | None = None) -> dict[str, float]:
     """Relevance flowing along edges: what each node receives from its best neighbour per hop.
 
     ``a_1(m) = max over edges (n, m) of  decay * strength(n, m) * s(n)`` and
@@ -138,7 +139,9 @@ def spread_max(scores: Mapping[str, float],
     ``(m, strength)`` pairs, already weighted by relation; at most ``fanout`` strongest are
     followed per node, and activations at or below ``min_activation`` are not passed on. With
     ``beam``, only the ``beam`` most activated nodes of a hop walk on (all of them are boosted),
-    so a walk touches at most ``(len(scores) + (hops - 1) * beam) * fanout`` edges.
+    so a walk touches at most ``(len(scores) + (hops - 1) * beam) * fanout`` edges. A node for
+    which ``walkable`` is false passes nothing on (it is asked only of the nodes that would walk
+    on, most activated first, so a beam costs ``beam``-odd calls, not one per node reached).
     Hand-written: networkx's personalised PageRank walks the whole graph per query, this touches
     at most ``len(scores) * fanout ** hops`` edges.
 
@@ -154,7 +157,7 @@ def spread_max(scores: Mapping[str, float],
     boost: dict[str, float] = {}
     # node -> (activation, the seed it started from, the node it came from)
     frontier = {node: (s, node, node) for node, s in scores.items() if s > min_activation}
-    for _ in range(hops):
+    for hop in range(hops):
         nxt: dict[str, tuple[float, str, str]] = {}
         for node, (act, origin, came_from) in frontier.items():
             edges = list(neighbors(node))
@@ -168,9 +171,18 @@ def spread_max(scores: Mapping[str, float],
                     nxt[other] = (passed, origin, node)
         for node, (act, _, _) in nxt.items():
             boost[node] = boost.get(node, 0.0) + act
-        if beam is not None and len(nxt) > beam:
-            nxt = dict(heapq.nlargest(beam, nxt.items(), key=lambda kv: (kv[1][0], _Desc(kv[0]))))
-        frontier = nxt
+        if hop == hops - 1:
+            break
+        if beam is not None and (len(nxt) > beam or walkable is not None):
+            ranked = sorted(nxt.items(), key=lambda kv: (kv[1][0], _Desc(kv[0])), reverse=True)
+            frontier = {}
+            for node, value in ranked:
+                if walkable is None or walkable(node):
+                    frontier[node] = value
+                    if len(frontier) == beam:
+                        break
+        else:
+            frontier = nxt if walkable is None else {n: v for n, v in nxt.items() if walkable(n)}
     return boost
 
 
