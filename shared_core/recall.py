@@ -38,6 +38,7 @@ from .scoring import (
     multiplicative_score,
     normalize_relevance,
     pool_normalize,
+    scale_to,
     spread_max,
     weighted_rrf,
 )
@@ -231,12 +232,9 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
     def resolve(ids: list[str]) -> dict[str, float]:
         """Relevance of memories found only through the graph: their cosine's share plus the
         boost; their cosines are computed in one batch, and only for those `_rank` visits."""
-        low, best = vector_scale
         for node_id, c in zip(ids, part.vectors.similarities(req.vector, ids).tolist(), strict=True):
             cosine[node_id] = c
-            # on the candidates' scale: (cosine - floor) / (best - floor), clipped to [0, 1]
-            base[node_id] = vector_share * (min(1.0, max(0.0, (c - low) / (best - low))) if best > low
-                                            else float(c >= best))
+            base[node_id] = vector_share * scale_to(c, *vector_scale)  # on the candidates' scale
         return {i: min(1.0, (base[i] + gw * boost[i]) / norm) for i in ids}
 
     relevance = {i: min(1.0, (fused + gw * boost.get(i, 0.0)) / norm) for i, fused in base.items()}

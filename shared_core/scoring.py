@@ -18,6 +18,7 @@ __all__ = [
     "multiplicative_score",
     "normalize_relevance",
     "pool_normalize",
+    "scale_to",
     "spread_max",
     "weighted_rrf",
 ]
@@ -84,6 +85,19 @@ def pool_normalize(values: Mapping[str, float], *, floor: float | None = None) -
         return {key: 1.0 if value >= best else 0.0 for key, value in values.items()}
     span = best - low
     return {key: max(0.0, (value - low) / span) for key, value in values.items()}
+
+
+def scale_to(value: float, floor: float, best: float) -> float:
+    """One similarity on a pool's scale: ``(value - floor) / (best - floor)`` clipped to [0, 1]
+    (when the pool has no spread, 1 at or above ``best`` and 0 below), the same scale
+    `pool_normalize` gives the pool's own members.
+
+    >>> scale_to(0.5, 0.25, 0.75), scale_to(0.1, 0.25, 0.75), scale_to(0.9, 0.25, 0.75)
+    (0.5, 0.0, 1.0)
+    """
+    if best <= floor:
+        return 1.0 if value >= best else 0.0
+    return min(1.0, max(0.0, (value - floor) / (best - floor)))
 
 
 def max_normalize(values: Mapping[str, float]) -> dict[str, float]:

@@ -268,3 +268,44 @@ def test_reinforce_on_and_off(make_atlas: Make) -> None:
     atlas.retrieve("vintage stamps", namespace="u")
     again = atlas.get(node.id)
     assert again.access_count == 1 and again.weight > node.weight
+
+
+def test_lazy_ranking_equals_scoring_every_candidate(make_atlas: Make) -> None:
+    """`_rank` scores memories best bound first and stops early; it resolves graph-only memories
+    in batches. Its answer must be what scoring every candidate gives, with far fewer resolved."""
+    from shared_core.recall import RecallRequest, _factors, _rank
+
+    atlas = make_atlas()
+    atlas.add_memories([f"Note {i}: {text}" for i, text in enumerate(FILLER * 20)], namespace="u",
+                       session_id="s")
+    part = atlas.backend.partition("u")
+    assert part is not None
+    nodes = list(part.graph.nodes())
+    exact = {n.id: (i % 17) / 17 for i, n in enumerate(nodes[:60])}
+    graph_only = {n.id: (i % 23) / 23 for i, n in enumerate(nodes[60:])}
+    bounds = {i: min(1.0, r + 0.2) for i, r in graph_only.items()}
+    resolved: list[str] = []
+
+    def resolve(batch: list[str]) -> dict[str, float]:
+        resolved.extend(batch)
+        return {i: graph_only[i] for i in batch}
+
+    req = RecallRequest(query="q", vector=atlas.embedder.embed(["q"])[0], now=atlas.clock.now(), top_k=7)
+    got = _rank(part, exact, bounds, resolve, req, atlas.config, lambda _: True)
+    everything = {**exact, **graph_only}
+    scored = sorted(((f["score"], n.timestamp, n.id) for n in nodes
+                     if (f := _factors(part, n, everything[n.id], req, atlas.config)) is not None),
+                    key=lambda t: (-t[0], -t[1], t[2]))
+    assert [(s, n.id) for s, n, _ in got] == [(s, i) for s, _, i in scored[:7]]
+    assert 0 < len(resolved) < len(graph_only) / 2
+
+
+def test_a_graph_only_memory_is_scaled_against_the_candidates_best() -> None:
+    """A memory reached only through the graph gets its cosine's share on the same scale as the
+    candidates, so a cosine below the floor gives nothing, whatever the other graph-only ones."""
+    from shared_core.scoring import pool_normalize, scale_to
+
+    pool = {"a": 0.8, "b": 0.5, "c": 0.2}
+    assert all(scale_to(v, 0.2, 0.8) == pytest.approx(s) for v, s in
+               zip(pool.values(), pool_normalize(pool).values(), strict=True))
+    assert scale_to(0.05, 0.2, 0.8) == 0.0 and scale_to(0.95, 0.2, 0.8) == 1.0
