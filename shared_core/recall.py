@@ -238,8 +238,12 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
         return {i: min(1.0, (base[i] + gw * boost[i]) / norm) for i in ids}
 
     relevance = {i: min(1.0, (fused + gw * boost.get(i, 0.0)) / norm) for i, fused in base.items()}
-    # a graph-only memory's relevance is at most (vector share + its boost) / norm
-    pending = {i: min(1.0, (vector_share + gw * b) / norm) for i, b in boost.items() if i not in base}
+    # A graph-only memory's relevance is at most (vector share * its scaled cosine + its boost)
+    # / norm; its cosine is at most the vector path's last one when that path came back full (a
+    # memory the search missed is the approximate index's miss, as on the vector path itself).
+    found_all = len(raw["vector"]) < k
+    top_share = vector_share * (1.0 if found_all else scale_to(min(raw["vector"].values()), *vector_scale))
+    pending = {i: min(1.0, (top_share + gw * b) / norm) for i, b in boost.items() if i not in base}
     ranked = _rank(part, relevance, pending, resolve, req, config, allowed)
     hits: list[ScoredMemory] = []
     for score, node, factors in ranked:
