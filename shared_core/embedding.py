@@ -56,11 +56,14 @@ def normalize_rows(matrix: npt.ArrayLike, *, dim: int | None = None) -> Matrix:
 
     Raises `InvalidEmbeddingError` for a wrong shape or dimension, NaN, infinities or a zero row.
     """
-    try:
-        with np.errstate(all="ignore"):  # an overflow becomes inf, which is rejected below
-            arr = np.asarray(matrix, dtype=np.float32)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise InvalidEmbeddingError(f"embedding is not numeric: {exc}") from None
+    if isinstance(matrix, np.ndarray) and matrix.dtype == np.float32:
+        arr = matrix  # the common case: no conversion, no floating-point state to guard
+    else:
+        try:
+            with np.errstate(all="ignore"):  # an overflow becomes inf, which is rejected below
+                arr = np.asarray(matrix, dtype=np.float32)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise InvalidEmbeddingError(f"embedding is not numeric: {exc}") from None
     if arr.ndim == 1:
         arr = arr[None, :]
     if arr.ndim != 2:
