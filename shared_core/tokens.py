@@ -76,6 +76,9 @@ class TiktokenCounter:
     """Exact cl100k_base token counts (GPT-4 / GPT-3.5 family), loaded offline.
 
     Special-token text such as ``<|endoftext|>`` is counted as ordinary text, never rejected.
+    Counts of texts up to ``cache_chars`` characters are kept in an LRU cache of ``cache_size``
+    entries (0 turns it off), since the same memories are counted again on every query: the
+    cache holds at most ``cache_size * cache_chars`` characters.
 
     >>> TiktokenCounter().count("hello world")
     2
@@ -83,12 +86,29 @@ class TiktokenCounter:
 
     _lock = threading.Lock()
 
-    def __init__(self) -> None:
+    def __init__(self, *, cache_size: int = 8192, cache_chars: int = 1024) -> None:
+        for name, value in (("cache_size", cache_size), ("cache_chars", cache_chars)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise InvalidInputError(f"{name} must be an int >= 0, got {value!r}")
         with self._lock:  # the first load builds a 100k-entry table once per process
             self._encoding = _cl100k()
+        encode = self._encoding.encode_ordinary
+
+        def exact(text: str) -> int:
+            return len(encode(text))
+
+        self._exact = exact
+        self._cached = functools.lru_cache(maxsize=cache_size)(exact)
+        self._cache_chars = cache_chars
 
     def count(self, text: str) -> int:
-        return len(self._encoding.encode_ordinary(text))
+        if len(text) > self._cache_chars:
+            return self._exact(text)
+        return self._cached(text)
+
+    def cache_info(self) -> functools._CacheInfo:
+        """Hits, misses, maximum size and current size of the count cache."""
+        return self._cached.cache_info()
 
     def encode(self, text: str) -> list[int]:
         return self._encoding.encode_ordinary(text)
