@@ -57,3 +57,31 @@ def test_property_cached_counts_equal_uncached_counts(texts: list[str]) -> None:
     for text in texts + texts[::-1]:
         assert CACHED.count(text) == exact(text)
     assert CACHED.cache_info().currsize <= 64
+
+
+# Words as the counter's word path sees them: no whitespace inside, any other character (letters,
+# digits, marks, punctuation, apostrophes, symbols, emoji, controls that are not whitespace).
+WORD = st.text(alphabet=st.characters(exclude_categories=("Cs",)).filter(lambda c: not c.isspace()),
+               min_size=1, max_size=12)
+TRICKY = st.sampled_from(["'s", "'ll", "'", "123", "1234567", "…", ".", "!?", "\u0301", "e\u0301", "ña", "ȫ",
+                          "日本語", "🙂", "<|endoftext|>", "x" * 70, "'S", "a'b", "$", "\x1c", "\u200b"])
+
+
+@given(st.lists(st.one_of(WORD, TRICKY), min_size=1, max_size=30))
+def test_property_counting_word_by_word_is_exact(words: list[str]) -> None:
+    text = " ".join(words)
+    assert TiktokenCounter(cache_size=16).count(text) == exact(text)
+    assert CACHED.count(text) == exact(text) and CACHED.count(text + text) == exact(text + text)
+
+
+def test_word_counts_are_cached_and_other_texts_are_encoded_whole() -> None:
+    counter = TiktokenCounter()
+    first, rest = counter._word_caches
+    assert counter.count("alpha beta gamma") == exact("alpha beta gamma")
+    assert (first.cache_info().currsize, rest.cache_info().currsize) == (1, 2)
+    assert counter.count("gamma beta alpha") == exact("gamma beta alpha")  # " beta" was known
+    assert rest.cache_info().hits == 1
+    for text in ("two  spaces", " leading", "trailing ", "a\nb", "tab\there", "one", "x" * 70 + " y"):
+        before = (first.cache_info().currsize, rest.cache_info().currsize)
+        assert counter.count(text) == exact(text)
+        assert (first.cache_info().currsize, rest.cache_info().currsize) == before
