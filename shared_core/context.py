@@ -16,6 +16,9 @@ header when it opens a day, a gap marker when it is not next to a memory already
 hit whose neighbouring turns are already in costs only its own line. The exact token count of
 the rendered text is then taken, and memories are dropped from the lowest priority until it is
 within the budget, so ``tokens <= budget`` always holds.
+
+Speed: each memory is laid out once per call; with the default counter its line's count comes
+from a cache (`TiktokenCounter`), and a memory whose words alone cannot fit is not counted at all.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from datetime import UTC, datetime
 from .budget import truncate_to_tokens
 from .errors import InvalidInputError
 from .model import Context, ScoredMemory
+from .tokens import TiktokenCounter
 
 __all__ = ["STYLES", "build_context_block", "render"]
 
@@ -57,7 +61,7 @@ class _Item:
         self.body = _body(tier, hit, text, style)
         self.when = (node.timestamp, node.turn, node.id)
         self.session, self.turn = node.session_id, node.turn
-        self.day = _day(node.timestamp)
+        self.day = "" if style == "bullet" else _day(node.timestamp)  # bullets date each line instead
 
 
 @functools.lru_cache(maxsize=4096)
@@ -77,14 +81,33 @@ def _label(hit: ScoredMemory) -> str:
     return f" (from session {hit.node.session_id})" if hit.other_session else ""
 
 
+@functools.lru_cache(maxsize=8192)
+def _squeeze(text: str) -> str:
+    """``text`` with each run of whitespace made one space, and none at either end (memories
+    are rendered on every query: the same string object comes back, its hash already known)."""
+    return " ".join(text.split())
+
+
 def _body(tier: int, hit: ScoredMemory, text: str, style: str) -> str:
-    text = " ".join(text.split())
+    text = _squeeze(text)
     if tier == SUMMARY:
         text = "[summary] " + text
     if style != "narrative":
         return text + _label(hit)
     end = text[-1] if text and text[-1] in ".!?…" else "."  # the label goes inside the sentence
     return text.rstrip(".!?…") + _label(hit) + end
+
+
+def _words(body: str) -> int:
+    """The words of a squeezed line: under cl100k_base (`TiktokenCounter`) each starts a piece
+    of the pre-tokeniser, so the line counts at least that many tokens, and a memory whose
+    layout plus its words exceeds the room left is skipped without counting it. Other counters
+    promise no such thing, and every line is counted with them.
+
+    >>> _words("Ana: How was the trip?"), _words("")
+    (5, 0)
+    """
+    return body.count(" ") + 1 if body else 0
 
 
 def _adjacent(a: _Item, b: _Item) -> bool:
@@ -217,6 +240,8 @@ class _Packer:
         self.used += cost
         self.tiers.add(item.tier)
         self.ranks[item.tier] = self.ranks.get(item.tier, 0) + 1
+        if self.style == "bullet":
+            return
         keys, day = self.days.setdefault(item.day, ([], []))
         i = bisect.bisect_right(keys, item.when)
         keys.insert(i, item.when)
@@ -246,13 +271,18 @@ def build_context_block(working: Sequence[ScoredMemory], recalled: Sequence[Scor
         return Context("", 0, (), tuple(it.hit for it in items), budget, style)
 
     packer = _Packer(style, count)
+    words_floor = getattr(count, "__func__", None) is TiktokenCounter.count
     dropped: list[_Item] = []
     top_seen = False
     for item in items:
         if budget - packer.used < 3:  # not even a one-word line fits any more
             dropped.append(item)
             continue
-        cost = packer.cost(item)
+        layout = packer.layout(item)
+        if words_floor and layout + _words(item.body) > budget - packer.used:
+            cost = budget + 1  # cannot fit, whatever its exact count: no need to count it
+        else:
+            cost = layout + count(item.body)
         if packer.used + cost <= budget:
             packer.add(item, cost)
         elif item.tier == RECALLED and not top_seen:

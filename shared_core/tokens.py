@@ -83,14 +83,15 @@ class TiktokenCounter:
 
     - counts of texts up to ``cache_chars`` characters, in an LRU cache of ``cache_size``
       entries (0 turns both caches off): at most ``cache_size * cache_chars`` characters;
-    - counts of words, for texts whose only whitespace is single spaces between words (as
-      every memory line of a context block): ``count(w1 w2 ... wn) = count(w1) +
-      count(" w2") + ... + count(" wn")``, exactly. cl100k_base encodes each piece of its
-      pre-tokenising pattern on its own, and no piece of that pattern holds a space after
-      another character unless the piece is all whitespace: a space between two
-      non-space characters always starts a piece, and the pieces of ``" wk"`` are the same
-      alone as in the sentence. So a new memory made of known words costs a few look-ups,
-      not an encoding. Words longer than 64 characters send the text to the encoder.
+    - counts of words, for texts made of lines of single-spaced words (as every memory line and
+      every context block). cl100k_base encodes each piece of its pre-tokenising pattern on
+      its own, and inside a piece whitespace only comes first (one character), last (newlines
+      after punctuation) or alone (an all-whitespace piece). So in such a text a piece always
+      starts at the space before a word and right after a newline run, and each part has the
+      same pieces alone as in the text: ``count("w1 w2\\nw3") == count("w1") +
+      count(" w2\\n") + count("w3")``, exactly. A new memory or block made of known words
+      costs look-ups, not an encoding. Texts with other whitespace (tabs, two spaces, a
+      leading or trailing newline...) or with words over 64 characters are encoded whole.
 
     >>> TiktokenCounter().count("hello world")
     2
@@ -116,10 +117,24 @@ class TiktokenCounter:
         rest = functools.lru_cache(maxsize=2 * cache_size)(spaced)
 
         def by_words(text: str) -> int:
-            words = text.split()
-            if len(words) > 1 and max(map(len, words)) <= _WORD_CHARS and " ".join(words) == text:
-                return first(words[0]) + sum(map(rest, words[1:]))
-            return exact(text)
+            lines = text.split("\n")
+            if not lines[-1]:
+                return exact(text)
+            total, i = 0, 0
+            while i < len(lines):
+                j = i + 1
+                while j < len(lines) and not lines[j]:  # "" in lines: a run of newlines
+                    j += 1
+                words = lines[i].split()
+                if not words or j - i > 4 or max(map(len, words)) > _WORD_CHARS or " ".join(words) != lines[i]:
+                    return exact(text)
+                end = "\n" * (j - i) if j < len(lines) else ""
+                if len(words) == 1:
+                    total += first(words[0] + end)
+                else:
+                    total += first(words[0]) + sum(map(rest, words[1:-1])) + rest(words[-1] + end)
+                i = j
+            return total
 
         self._exact = exact
         self._by_words = by_words if cache_size else exact

@@ -81,7 +81,18 @@ def test_word_counts_are_cached_and_other_texts_are_encoded_whole() -> None:
     assert (first.cache_info().currsize, rest.cache_info().currsize) == (1, 2)
     assert counter.count("gamma beta alpha") == exact("gamma beta alpha")  # " beta" was known
     assert rest.cache_info().hits == 1
-    for text in ("two  spaces", " leading", "trailing ", "a\nb", "tab\there", "one", "x" * 70 + " y"):
+    for text in ("two  spaces", " leading", "trailing ", "a\n", "\nb", "a \nb", "tab\there", "x" * 70 + " y"):
         before = (first.cache_info().currsize, rest.cache_info().currsize)
         assert counter.count(text) == exact(text)
         assert (first.cache_info().currsize, rest.cache_info().currsize) == before
+
+
+LINE = st.lists(st.one_of(WORD, TRICKY), min_size=1, max_size=8).map(" ".join)
+
+
+@given(st.lists(st.tuples(LINE, st.sampled_from(["\n", "\n", "\n\n", "\n\n\n", "\n" * 6])), min_size=1, max_size=12))
+def test_property_counting_line_by_line_is_exact(lines: list[tuple[str, str]]) -> None:
+    text = "".join(line + end for line, end in lines)
+    for candidate in (text, text.rstrip("\n"), "\n" + text):
+        assert TiktokenCounter(cache_size=16).count(candidate) == exact(candidate)
+        assert CACHED.count(candidate) == exact(candidate)
