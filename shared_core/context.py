@@ -83,9 +83,11 @@ def _label(hit: ScoredMemory) -> str:
 
 @functools.lru_cache(maxsize=8192)
 def _squeeze(text: str) -> str:
-    """``text`` with each run of whitespace made one space, and none at either end (memories
-    are rendered on every query: the same string object comes back, its hash already known)."""
-    return " ".join(text.split())
+    """``text`` with each run of whitespace made one space, and none at either end. Memories
+    are rendered on every query: the same string object comes back (``text`` itself when it
+    needs no change), its hash already known to the counter's cache."""
+    squeezed = " ".join(text.split())
+    return text if squeezed == text else squeezed
 
 
 def _body(tier: int, hit: ScoredMemory, text: str, style: str) -> str:
@@ -257,6 +259,10 @@ def build_context_block(working: Sequence[ScoredMemory], recalled: Sequence[Scor
     may still fit after a costly one was skipped. The top recalled memory, if too long to fit,
     is cut with ``marker`` instead of dropped. The rendered text is then counted exactly and
     trimmed from the lowest priority until it is within the budget.
+
+    With ``count=TiktokenCounter().count`` (the atlas's default), a memory whose layout plus
+    its number of words exceeds the room left is known not to fit and is not counted (see
+    `_words`); any other ``count`` is called for every memory considered.
     """
     if style not in STYLES:
         raise InvalidInputError(f"style must be one of {', '.join(STYLES)}; got {style!r}")

@@ -116,7 +116,17 @@ class TiktokenCounter:
         first = functools.lru_cache(maxsize=2 * cache_size)(exact)
         rest = functools.lru_cache(maxsize=2 * cache_size)(spaced)
 
+        def words_of(line: str) -> list[str] | None:
+            """The words of a line of single-spaced words, None for any other line."""
+            words = line.split()
+            if words and max(map(len, words)) <= _WORD_CHARS and " ".join(words) == line:
+                return words
+            return None
+
         def by_words(text: str) -> int:
+            if "\n" not in text:  # one line, as a memory
+                words = words_of(text)
+                return exact(text) if words is None else first(words[0]) + sum(map(rest, words[1:]))
             lines = text.split("\n")
             if not lines[-1]:
                 return exact(text)
@@ -125,8 +135,8 @@ class TiktokenCounter:
                 j = i + 1
                 while j < len(lines) and not lines[j]:  # "" in lines: a run of newlines
                     j += 1
-                words = lines[i].split()
-                if not words or j - i > 4 or max(map(len, words)) > _WORD_CHARS or " ".join(words) != lines[i]:
+                words = words_of(lines[i])
+                if words is None or j - i > 4:
                     return exact(text)
                 end = "\n" * (j - i) if j < len(lines) else ""
                 if len(words) == 1:
