@@ -150,7 +150,11 @@ class TiktokenCounter:
         self._by_words = by_words if cache_size else exact
         self._cached = functools.lru_cache(maxsize=cache_size)(self._by_words)
         self._word_caches = (first, rest)
-        self._cache_chars = cache_chars
+        self._cache_size, self._cache_chars = cache_size, cache_chars
+
+    def __reduce__(self) -> tuple[Callable[[], TiktokenCounter], tuple[()]]:
+        """Pickled as its settings: the encoding is shared per process, the caches start empty."""
+        return functools.partial(TiktokenCounter, cache_size=self._cache_size, cache_chars=self._cache_chars), ()
 
     def count(self, text: str) -> int:
         if len(text) > self._cache_chars:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -96,3 +98,11 @@ def test_property_counting_line_by_line_is_exact(lines: list[tuple[str, str]]) -
     for candidate in (text, text.rstrip("\n"), "\n" + text):
         assert TiktokenCounter(cache_size=16).count(candidate) == exact(candidate)
         assert CACHED.count(candidate) == exact(candidate)
+
+
+def test_a_counter_pickles_as_its_settings() -> None:
+    counter = TiktokenCounter(cache_size=5, cache_chars=40)
+    counter.count("hello world")
+    copy = pickle.loads(pickle.dumps(counter))
+    assert copy.count("hello world") == 2
+    assert copy.cache_info().maxsize == 5 and copy.cache_info().misses == 1 and copy._cache_chars == 40
