@@ -82,7 +82,7 @@ class TiktokenCounter:
     changes one (a test checks them against tiktoken's on random text):
 
     - counts of texts up to ``cache_chars`` characters, in an LRU cache of ``cache_size``
-      entries (0 turns both caches off): at most ``cache_size * cache_chars`` characters;
+      entries (0 turns every cache off), so at most ``cache_size * cache_chars`` characters;
     - counts of words, for texts made of lines of single-spaced words (as every memory line and
       every context block). cl100k_base encodes each piece of its pre-tokenising pattern on
       its own, and inside a piece whitespace only comes first (one character), last (newlines
@@ -92,6 +92,7 @@ class TiktokenCounter:
       count(" w2\\n") + count("w3")``, exactly. A new memory or block made of known words
       costs look-ups, not an encoding. Texts with other whitespace (tabs, two spaces, a
       leading or trailing newline...) or with words over 64 characters are encoded whole.
+      Two LRU caches of ``2 * cache_size`` words each; full, all the caches take about 7 MB.
 
     >>> TiktokenCounter().count("hello world")
     2
