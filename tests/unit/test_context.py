@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shared_core import ElasticMemoryAtlas, ManualClock, TiktokenCounter
-from shared_core.context import build_context_block
+from shared_core.context import _words, build_context_block
 from shared_core.model import MemoryNode, ScoredMemory
 
 Make = Callable[..., ElasticMemoryAtlas]
@@ -154,3 +154,31 @@ def test_every_style_through_the_atlas(make_atlas: Make, style: str) -> None:
     atlas.add_memories(["Kim adopted a cat", "The cat is called Miso"], namespace="u", session_id="s")
     ctx = atlas.build_context("Kim's cat", namespace="u", token_budget=120, style=style, reinforce=False)
     assert ctx.style == style and "Miso" in ctx.text and ctx.tokens == atlas.count_tokens(ctx.text)
+
+
+SQUEEZED = st.lists(st.text(alphabet=st.characters(exclude_categories=("Cs",)).filter(lambda c: not c.isspace()),
+                            min_size=1, max_size=10), max_size=20).map(" ".join)
+
+
+@given(SQUEEZED)
+def test_property_every_word_of_a_line_costs_a_token(line: str) -> None:
+    assert COUNTER.count(line) >= _words(line)
+
+
+def test_a_memory_whose_words_cannot_fit_is_not_counted() -> None:
+    counter = TiktokenCounter()
+    too_long = " ".join(f"w{i}" for i in range(60))
+    ctx = build_context_block([], [hit(1, "Ana: How was the trip?"), hit(2, too_long)], [], style="timeline",
+                              budget=40, count=counter.count)
+    assert [m.node.id for m in ctx.dropped] == ["m2"]
+    misses = counter.cache_info().misses
+    counter.count(too_long)
+    assert counter.cache_info().misses == misses + 1  # first time it is counted
+
+
+def test_other_counters_count_every_memory() -> None:
+    """A counter under which a line counts fewer tokens than it has words still packs it."""
+    words = " ".join(["a"] * 40)
+    ctx = build_context_block([], [hit(1, words), hit(2, words)], [], style="timeline", budget=12,
+                              count=lambda s: len(s) // 20)
+    assert [m.node.id for m in ctx.memories] == ["m1", "m2"]
