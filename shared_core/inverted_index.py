@@ -18,15 +18,18 @@ in that callback; here a search is a dozen numpy operations over the query words
 BM25 libraries do not fit a store that changes on every write: ``bm25s`` scores from a static
 sparse matrix (each write would rebuild it) and ``rank_bm25`` scores every document in pure Python.
 
-Layout. Each term maps to its postings, 6-byte records ``(row int32, tf uint16)`` in row order:
-an immutable ``bytes`` while a term has at most 16 (most terms are rare, and a numpy array costs
-112 bytes of header), then a numpy array that grows by half when full. Each row has its length,
-session code and alive flag in numpy arrays. A removal only clears the alive flag and the totals;
-while dead rows exist, a search counts each term's live postings for its document frequency and
-skips the dead ones. Once dead rows are a quarter of all rows (and at least 64), the live rows are
-renumbered and the postings rebuilt without them, dropping terms no live document holds. Every
-method holds the index's lock, arrays are replaced (never resized in place) when they grow, and
-``bytes`` are never mutated, so a search never sees half of a write.
+Layout. Each term maps to its postings, 6-byte records ``(row int32, tf uint16)`` in row order,
+back to back in a ``bytes`` object while the term has at most 16 (most terms are rare), then in a
+``bytearray`` that grows in place. Each row has its length, session code and alive flag in numpy
+arrays, and its id in an object array. A search joins the query terms' records into one array,
+scores every posting with numpy, sums per row (each term's rows ascend, so a stable sort merges
+them) and takes the top k with `np.argpartition`. A removal only clears the alive flag and the
+totals; while dead rows exist, a search counts each term's live postings for its document
+frequency and skips the dead ones. Once dead rows are a quarter of all rows (and at least 64),
+the live rows are renumbered and the postings rebuilt without them, dropping the terms no live
+document holds. Every method holds the index's lock; numpy arrays that grow are replaced, never
+resized, and numpy never views a bytearray in place, so a search never sees half of a write and
+no buffer export can block a resize.
 
 >>> index = InvertedKeywordIndex()
 >>> index.add_many([("a", "Alice prefers oat milk", None), ("b", "Bob likes tea", None)])
@@ -96,27 +99,24 @@ def _words(text: str) -> list[str]:
     return _TOKEN.findall(text.translate(_FOLD))
 
 
+def _stem(word: str) -> str:
+    """The Porter stem of a word not in the cache. As in FTS5, words under 3 or over 64 bytes stay
+    as they are; so do numbers (no suffix to strip), which are not cached."""
+    size = len(word) if word.isascii() else len(word.encode())
+    if size < 3 or size > 64 or word.isdigit():
+        return word
+    with _stem_lock:
+        stem: str = _stemmer.stemWord(word)
+    if len(_stems) >= _STEM_CACHE_MAX:
+        _stems.clear()  # bounded; the next texts refill it
+    _stems[word] = stem
+    return stem
+
+
 def _stem_all(words: list[str]) -> list[str]:
-    """Porter stems, through a bounded cache. As in FTS5, words under 3 or over 64 bytes stay as
-    they are; so do numbers (no suffix to strip), which are not cached."""
+    """Porter stems, through a bounded cache (a dict lookup is 5x cheaper than the stemmer call)."""
     cache = _stems
-    out = [cache.get(w) for w in words]
-    if None not in out:
-        return out  # type: ignore[return-value]
-    fresh: dict[str, str] = {}
-    for w in words:
-        if w not in cache and w not in fresh:
-            size = len(w) if w.isascii() else len(w.encode())
-            fresh[w] = w if size < 3 or size > 64 or w.isdigit() else ""
-    todo = [w for w, s in fresh.items() if not s]
-    if todo:
-        with _stem_lock:
-            stems = _stemmer.stemWords(todo)
-        if len(cache) + len(todo) > _STEM_CACHE_MAX:
-            cache.clear()  # bounded; the next texts refill it
-        for w, s in zip(todo, stems, strict=True):
-            fresh[w] = cache[w] = s
-    return [fresh[w] if s is None else s for w, s in zip(words, out, strict=True)]
+    return [cache.get(w) or _stem(w) for w in words]
 
 
 def index_terms(text: str) -> list[str]:
@@ -144,58 +144,22 @@ def query_stems(query: str, *, max_terms: int = 32) -> list[str]:
 # -- postings -------------------------------------------------------------------------------------
 POSTING = np.dtype([("row", "<i4"), ("tf", "<u2")])  # 6 bytes, packed
 _pack = struct.Struct("<iH").pack
-_SMALL = 16 * POSTING.itemsize  # a term's postings stay a bytes object up to 16 records
+_SMALL = 16 * POSTING.itemsize  # up to 16 records a term's postings are a bytes object, then a bytearray
 _TF_MAX = 0xFFFF  # a word repeated more often in one memory counts this often (BM25 saturates long before)
-Records = npt.NDArray[np.void]
+# A term's postings: its records, back to back. Immutable bytes while few (33 bytes of header;
+# most terms are rare), then a bytearray extended in place (amortised O(1), 1/8 spare room).
+# Neither is ever viewed by numpy in place: a search reads a joined copy, so no buffer export
+# can block a resize.
+Postings = bytes | bytearray
 
 
-class _Block:
-    """The postings of a frequent term: a records array, the first ``used`` of them valid."""
-
-    __slots__ = ("data", "used")
-
-    def __init__(self, records: Records) -> None:
-        self.data = np.empty(max(len(records) * 3 // 2, 2 * _SMALL // POSTING.itemsize), dtype=POSTING)
-        self.data[:len(records)] = records
-        self.used = len(records)
-
-    def extend(self, records: Records) -> None:
-        need = self.used + len(records)
-        if need > len(self.data):  # grow into a new array; a search in progress keeps the old one
-            bigger = np.empty(max(need, len(self.data) * 3 // 2), dtype=POSTING)
-            bigger[:self.used] = self.data[:self.used]
-            self.data = bigger
-        self.data[self.used:need] = records
-        self.used = need
-
-    def append(self, row: int, tf: int) -> None:
-        if self.used == len(self.data):
-            self.extend(np.array([(row, tf)], dtype=POSTING))
-            return
-        self.data[self.used] = (row, tf)
-        self.used += 1
-
-
-Postings = bytes | _Block
-
-
-def _records(postings: Postings) -> Records:
-    if type(postings) is bytes:
-        return np.frombuffer(postings, dtype=POSTING)
-    assert isinstance(postings, _Block)
-    return postings.data[:postings.used]
-
-
-def _merged(postings: Postings | None, records: Records) -> Postings:
-    """``postings`` (None: none yet) followed by ``records``: bytes while small, else a `_Block`."""
-    if isinstance(postings, _Block):
-        postings.extend(records)
+def _merged(postings: Postings | None, chunk: bytes) -> Postings:
+    """``postings`` (None: none yet) followed by the records in ``chunk``."""
+    if type(postings) is bytearray:
+        postings += chunk
         return postings
-    if postings is None:
-        postings = b""
-    if len(postings) + records.nbytes <= _SMALL:
-        return postings + records.tobytes()
-    return _Block(np.concatenate([np.frombuffer(postings, dtype=POSTING), records]))
+    joined = chunk if postings is None else postings + chunk
+    return joined if len(joined) <= _SMALL else bytearray(joined)
 
 
 def _grown(array: npt.NDArray[Any], need: int) -> npt.NDArray[Any]:
@@ -244,12 +208,34 @@ class InvertedKeywordIndex:
         """Bytes of the postings and per-row arrays (not of the dicts of ids and terms)."""
         with self._lock:
             rows = self._names.nbytes + self._length.nbytes + self._session.nbytes + self._alive.nbytes
-            return rows + sum(p.data.nbytes if isinstance(p, _Block) else len(p) for p in self._vocab.values())
+            return rows + sum(map(len, self._vocab.values()))
 
     # -- writes ---------------------------------------------------------------------------------
     def add(self, node_id: str, text: str, *, session_id: str | None = None) -> None:
         """Index one document, replacing any of the same id."""
-        self.add_many([(node_id, text, session_id)])
+        if not isinstance(text, str):
+            raise InvalidInputError(f"keyword text must be a string, got {type(text).__name__} for {node_id!r}")
+        terms = index_terms(text)
+        counts = Counter(terms)
+        with self._lock:
+            if node_id in self._row:
+                self._remove(node_id)
+            row, vocab = self._rows, self._vocab
+            self._reserve(row + 1)
+            for term, tf in counts.items():  # scalar writes: cheaper than numpy calls for one row
+                postings = vocab.get(term)
+                if type(postings) is bytearray:
+                    postings += _pack(row, min(tf, _TF_MAX))
+                else:
+                    vocab[term] = _merged(postings, _pack(row, min(tf, _TF_MAX)))
+            self._length[row] = len(terms)
+            self._session[row] = self._session_code(session_id)
+            self._names[row] = node_id
+            self._alive[row] = True
+            self._row[node_id] = row
+            self._tokens += len(terms)
+            self._rows = row + 1
+            self._maybe_compact()
 
     def add_many(self, rows: Sequence[tuple[str, str, str | None]]) -> None:
         """Index many ``(id, text, session)`` rows; a later row replaces an earlier one of its id."""
@@ -257,26 +243,20 @@ class InvertedKeywordIndex:
         for node_id, (text, _) in last.items():
             if not isinstance(text, str):
                 raise InvalidInputError(f"keyword text must be a string, got {type(text).__name__} for {node_id!r}")
-        if not last:
+        if len(last) <= 1:
+            for node_id, (text, session) in last.items():
+                self.add(node_id, text, session_id=session)
             return
-        if len(last) == 1:
-            [(text, _)] = last.values()
-            terms = [index_terms(text)]
-        else:  # the whole batch's words through one cache pass and one stemmer call
-            words = [_words(text) for text, _ in last.values()]
-            flat = _stem_all([w for ws in words for w in ws])
-            ends = np.cumsum([len(ws) for ws in words]).tolist()
-            terms = [flat[lo:hi] for lo, hi in zip([0, *ends[:-1]], ends, strict=True)]
-        docs = [(node_id, t, session) for (node_id, (_, session)), t in zip(last.items(), terms, strict=True)]
+        words = [_words(text) for text, _ in last.values()]
+        flat = _stem_all([w for ws in words for w in ws])
+        ends = np.cumsum([len(ws) for ws in words]).tolist()
+        terms = [flat[lo:hi] for lo, hi in zip([0, *ends[:-1]], ends, strict=True)]
         with self._lock:
             for node_id in last:
                 if node_id in self._row:
                     self._remove(node_id)
-            self._reserve(self._rows + len(docs))
-            if len(docs) == 1:
-                self._append_one(*docs[0])
-            else:
-                self._append_many(docs)
+            self._reserve(self._rows + len(last))
+            self._append_many(list(last), terms, [session for _, session in last.values()])
             self._maybe_compact()
 
     def _reserve(self, rows: int) -> None:
@@ -292,51 +272,33 @@ class InvertedKeywordIndex:
             code = self._sessions[session] = len(self._sessions)
         return code
 
-    def _append_one(self, node_id: str, terms: list[str], session: str | None) -> None:
-        """One document, with scalar writes (cheaper than the batch path's numpy calls for one)."""
-        row, vocab = self._rows, self._vocab
-        for term, tf in Counter(terms).items():
-            postings = vocab.get(term)
-            if isinstance(postings, _Block):
-                postings.append(row, min(tf, _TF_MAX))
-            elif postings is None:
-                vocab[term] = _pack(row, min(tf, _TF_MAX))
-            elif len(postings) < _SMALL:
-                vocab[term] = postings + _pack(row, min(tf, _TF_MAX))
-            else:
-                vocab[term] = _merged(postings, np.array([(row, min(tf, _TF_MAX))], dtype=POSTING))
-        self._publish([node_id], [len(terms)], [session])
-
-    def _append_many(self, docs: Sequence[tuple[str, list[str], str | None]]) -> None:
-        """Many documents: their (term, row) counts with one `np.unique`, then each term's new
-        postings appended in one piece."""
-        flat = [t for _, terms, _ in docs for t in terms]
+    def _append_many(self, ids: list[str], terms: list[list[str]], sessions: list[str | None]) -> None:
+        """New rows: their (term, row) counts with one `np.unique`, then each term's new postings
+        appended in one piece."""
+        flat = [t for doc in terms for t in doc]
         local = {t: i for i, t in enumerate(dict.fromkeys(flat))}
         names = list(local)
-        lengths = [len(terms) for _, terms, _ in docs]
+        lengths = [len(doc) for doc in terms]
+        n, first = len(ids), self._rows
         term_ids = np.fromiter(map(local.__getitem__, flat), dtype=np.int64, count=len(flat))
-        rows = np.repeat(np.arange(len(docs), dtype=np.int64), lengths)
-        keys, tf = np.unique(term_ids * len(docs) + rows, return_counts=True)  # by term, then row
+        rows = np.repeat(np.arange(n, dtype=np.int64), lengths)
+        keys, tf = np.unique(term_ids * n + rows, return_counts=True)  # ordered by term, then row
         records = np.empty(len(keys), dtype=POSTING)
-        records["row"] = keys % len(docs) + self._rows
+        records["row"] = keys % n + first
         records["tf"] = np.minimum(tf, _TF_MAX)
-        starts = np.flatnonzero(np.diff(keys // len(docs), prepend=-1)).tolist()
+        blob, size = records.tobytes(), POSTING.itemsize
+        starts = np.flatnonzero(np.diff(keys // n, prepend=-1)).tolist()
         vocab = self._vocab
-        for term_id, lo, hi in zip((keys[starts] // len(docs)).tolist(), starts, [*starts[1:], len(keys)],
-                                   strict=True):
+        for term_id, lo, hi in zip((keys[starts] // n).tolist(), starts, [*starts[1:], len(keys)], strict=True):
             term = names[term_id]
-            vocab[term] = _merged(vocab.get(term), records[lo:hi])
-        self._publish([node_id for node_id, _, _ in docs], lengths, [s for _, _, s in docs])
-
-    def _publish(self, ids: list[str], lengths: list[int], sessions: list[str | None]) -> None:
-        """Make rows ``_rows ..`` visible: their ids, lengths and sessions (room already reserved)."""
-        first, end = self._rows, self._rows + len(ids)
+            vocab[term] = _merged(vocab.get(term), blob[lo * size:hi * size])
+        end = first + n
         self._length[first:end] = lengths
         self._session[first:end] = [self._session_code(s) for s in sessions]
         self._names[first:end] = ids
         self._alive[first:end] = True
         self._row.update(zip(ids, range(first, end), strict=True))
-        self._tokens += sum(lengths)
+        self._tokens += len(flat)
         self._rows = end
 
     def remove(self, node_id: str) -> None:
@@ -362,18 +324,18 @@ class InvertedKeywordIndex:
         alive = self._alive[:n]
         renumber = np.cumsum(alive, dtype=np.int32) - 1
         terms = list(self._vocab)
-        parts = [_records(p) for p in self._vocab.values()]
-        sizes = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
-        records = np.concatenate(parts) if parts else np.empty(0, dtype=POSTING)
+        sizes = np.fromiter(map(len, self._vocab.values()), dtype=np.int64, count=len(terms)) // POSTING.itemsize
+        records = np.frombuffer(b"".join(self._vocab.values()), dtype=POSTING)
         keep = alive[records["row"]]
         records = records[keep]
         records["row"] = renumber[records["row"]]
-        sizes = np.add.reduceat(keep, np.cumsum(sizes) - sizes, dtype=np.int64) if len(parts) else sizes
-        ends = np.cumsum(sizes).tolist()
+        sizes = np.add.reduceat(keep, np.cumsum(sizes) - sizes, dtype=np.int64) if len(terms) else sizes
+        ends = (np.cumsum(sizes) * POSTING.itemsize).tolist()
+        blob = records.tobytes()
         vocab: dict[str, Postings] = {}
         for term, lo, hi in zip(terms, [0, *ends[:-1]], ends, strict=True):
             if hi > lo:
-                vocab[term] = _merged(None, records[lo:hi])
+                vocab[term] = _merged(None, blob[lo:hi])
         live = np.flatnonzero(alive)
         ids, lengths, sessions = self._names[live], self._length[live], self._session[live]
         codes, tokens = self._sessions, self._tokens
@@ -399,15 +361,16 @@ class InvertedKeywordIndex:
         if not stems or k <= 0:
             return []
         with self._lock:
-            vocab = self._vocab
-            parts = [_records(p) for p in map(vocab.get, stems) if p is not None]
+            found = [p for p in map(self._vocab.get, stems) if p is not None]
             n_docs = len(self._row)
             code = -1 if session_id is None else self._sessions.get(session_id)
-            if not parts or n_docs == 0 or code is None:
+            if not found or n_docs == 0 or code is None:
                 return []
-            hits = np.concatenate(parts) if len(parts) > 1 else parts[0]
-            rows, tf = hits["row"], hits["tf"].astype(np.float64)
-            sizes = [len(p) for p in parts]
+            # the query terms' records joined into one copy (30x faster than numpy's concatenate
+            # of record arrays), read as one array
+            hits = np.frombuffer(b"".join(found), dtype=POSTING)
+            rows, tf = hits["row"].astype(np.intp), hits["tf"].astype(np.float64)
+            sizes = [len(p) // POSTING.itemsize for p in found]
             if self._dead:  # document frequencies count live postings only; dead ones score nothing
                 live = self._alive[rows]
                 sizes = np.add.reduceat(live, np.cumsum([0, *sizes[:-1]]), dtype=np.int64).tolist()
@@ -419,7 +382,7 @@ class InvertedKeywordIndex:
                        for n in sizes]  # idf * (k1 + 1); FTS5 floors a non-positive idf at 1e-6
             norm = self._length[rows] * (k1 * b * n_docs / self._tokens) + k1 * (1.0 - b)
             scores = np.repeat(weights, sizes) * tf / (tf + norm)
-            if len(parts) > 1:  # sum per row: each term's rows ascend, so a stable sort merges runs
+            if len(found) > 1:  # sum per row: each term's rows ascend, so a stable sort merges runs
                 order = np.argsort(rows, kind="stable")
                 rows, scores = rows[order], scores[order]
                 first = np.empty(len(rows), dtype=bool)
@@ -433,7 +396,7 @@ class InvertedKeywordIndex:
             best = _top(scores, k)
             return list(zip(self._names[rows[best]].tolist(), scores[best].tolist(), strict=True))
 
-    def _among(self, rows: npt.NDArray[np.int32], code: int,
+    def _among(self, rows: npt.NDArray[np.intp], code: int,
                subset: Collection[str] | None) -> npt.NDArray[np.bool_] | None:
         """Which of ``rows`` are in the session of ``code`` (-1: any) and in ``subset`` (None: all)."""
         keep: npt.NDArray[np.bool_] | None = None
