@@ -51,7 +51,7 @@ import numpy as np
 import numpy.typing as npt
 import Stemmer
 
-from .errors import InvalidInputError
+from .errors import AtlasError, InvalidInputError
 from .keyword_index import _STOPWORDS
 
 __all__ = ["InvertedKeywordIndex", "index_terms", "query_stems"]
@@ -142,24 +142,37 @@ def query_stems(query: str, *, max_terms: int = 32) -> list[str]:
 
 
 # -- postings -------------------------------------------------------------------------------------
-POSTING = np.dtype([("row", "<i4"), ("tf", "<u2")])  # 6 bytes, packed
-_pack = struct.Struct("<iH").pack
-_SMALL = 16 * POSTING.itemsize  # up to 16 records a term's postings are a bytes object, then a bytearray
-_TF_MAX = 0xFFFF  # a word repeated more often in one memory counts this often (BM25 saturates long before)
-# A term's postings: its records, back to back. Immutable bytes while few (33 bytes of header;
-# most terms are rare), then a bytearray extended in place (amortised O(1), 1/8 spare room).
-# Neither is ever viewed by numpy in place: a search reads a joined copy, so no buffer export
-# can block a resize.
+# A posting is one int32: ``row << 4 | (tf - 1)``, a row holding the term and the term's count
+# there (1 to 16; a larger count takes several postings of the row, whose counts add up). A
+# term's postings ascend by row, back to back: an immutable bytes object while there are at most
+# 16 (33 bytes of header: most terms are rare), then a bytearray extended in place (amortised
+# O(1), 1/8 spare room). numpy never views a bytearray in place (a search reads a joined copy),
+# so no buffer export can block a resize.
 Postings = bytes | bytearray
+_POSTING = np.dtype("<i4")
+_pack = struct.Struct("<i").pack
+_TF_BITS = 4
+_TF_MASK = (1 << _TF_BITS) - 1
+_TF_CAP = 1 << _TF_BITS  # the largest count one posting holds
+MAX_ROWS = 1 << (31 - _TF_BITS)  # rows per index (live ones, after a compaction): 134,217,728
+_SMALL = 16 * _POSTING.itemsize
 
 
 def _merged(postings: Postings | None, chunk: bytes) -> Postings:
-    """``postings`` (None: none yet) followed by the records in ``chunk``."""
+    """``postings`` (None: none yet) followed by the postings in ``chunk``."""
     if type(postings) is bytearray:
         postings += chunk
         return postings
     joined = chunk if postings is None else postings + chunk
     return joined if len(joined) <= _SMALL else bytearray(joined)
+
+
+def _packed(row: int, tf: int) -> bytes:
+    """The postings of a row where a term occurs ``tf`` times."""
+    if tf <= _TF_CAP:
+        return _pack(row << _TF_BITS | (tf - 1))
+    full, rest = divmod(tf, _TF_CAP)
+    return _pack(row << _TF_BITS | _TF_MASK) * full + (_pack(row << _TF_BITS | (rest - 1)) if rest else b"")
 
 
 def _grown(array: npt.NDArray[Any], need: int) -> npt.NDArray[Any]:
@@ -187,6 +200,7 @@ class InvertedKeywordIndex:
 
     def _clear(self) -> None:
         self._vocab: dict[str, Postings] = {}
+        self._split: set[str] = set()  # terms with a row over several postings (a count past _TF_CAP)
         self._row: dict[str, int] = {}  # id -> row
         self._rows = 0  # rows in use, dead ones included
         self._names = np.empty(16, dtype=object)  # row -> id (None once removed)
@@ -220,14 +234,18 @@ class InvertedKeywordIndex:
         with self._lock:
             if node_id in self._row:
                 self._remove(node_id)
+            self._room(1)
             row, vocab = self._rows, self._vocab
-            self._reserve(row + 1)
-            for term, tf in counts.items():  # scalar writes: cheaper than numpy calls for one row
+            once = _pack(row << _TF_BITS)
+            for term, tf in counts.items():  # plain bytes appends: no numpy call for one row
+                packed = once if tf == 1 else _packed(row, tf)
+                if tf > _TF_CAP:
+                    self._split.add(term)
                 postings = vocab.get(term)
                 if type(postings) is bytearray:
-                    postings += _pack(row, min(tf, _TF_MAX))
+                    postings += packed
                 else:
-                    vocab[term] = _merged(postings, _pack(row, min(tf, _TF_MAX)))
+                    vocab[term] = _merged(postings, packed)
             self._length[row] = len(terms)
             self._session[row] = self._session_code(session_id)
             self._names[row] = node_id
@@ -255,14 +273,21 @@ class InvertedKeywordIndex:
             for node_id in last:
                 if node_id in self._row:
                     self._remove(node_id)
-            self._reserve(self._rows + len(last))
+            self._room(len(last))
             self._append_many(list(last), terms, [session for _, session in last.values()])
             self._maybe_compact()
 
-    def _reserve(self, rows: int) -> None:
-        if rows > len(self._length):
-            self._names, self._length = _grown(self._names, rows), _grown(self._length, rows)
-            self._session, self._alive = _grown(self._session, rows), _grown(self._alive, rows)
+    def _room(self, count: int) -> None:
+        """Room for ``count`` more rows in the arrays (compacting first if rows would run out)."""
+        if self._rows + count > MAX_ROWS and self._dead:
+            self._compact()
+        if self._rows + count > MAX_ROWS:
+            raise AtlasError(f"an InvertedKeywordIndex holds at most {MAX_ROWS:,} documents; "
+                             f"it has {len(self._row):,} and was given {count:,} more")
+        need = self._rows + count
+        if need > len(self._length):
+            self._names, self._length = _grown(self._names, need), _grown(self._length, need)
+            self._session, self._alive = _grown(self._session, need), _grown(self._alive, need)
 
     def _session_code(self, session: str | None) -> int:
         if session is None:
@@ -273,7 +298,7 @@ class InvertedKeywordIndex:
         return code
 
     def _append_many(self, ids: list[str], terms: list[list[str]], sessions: list[str | None]) -> None:
-        """New rows: their (term, row) counts with one `np.unique`, then each term's new postings
+        """New rows: their (term, row) counts with one `np.unique`, then each term's postings
         appended in one piece."""
         flat = [t for doc in terms for t in doc]
         local = {t: i for i, t in enumerate(dict.fromkeys(flat))}
@@ -281,15 +306,20 @@ class InvertedKeywordIndex:
         lengths = [len(doc) for doc in terms]
         n, first = len(ids), self._rows
         term_ids = np.fromiter(map(local.__getitem__, flat), dtype=np.int64, count=len(flat))
-        rows = np.repeat(np.arange(n, dtype=np.int64), lengths)
-        keys, tf = np.unique(term_ids * n + rows, return_counts=True)  # ordered by term, then row
-        records = np.empty(len(keys), dtype=POSTING)
-        records["row"] = keys % n + first
-        records["tf"] = np.minimum(tf, _TF_MAX)
-        blob, size = records.tobytes(), POSTING.itemsize
-        starts = np.flatnonzero(np.diff(keys // n, prepend=-1)).tolist()
-        vocab = self._vocab
-        for term_id, lo, hi in zip((keys[starts] // n).tolist(), starts, [*starts[1:], len(keys)], strict=True):
+        keys, tf = np.unique(term_ids * n + np.repeat(np.arange(n, dtype=np.int64), lengths),
+                             return_counts=True)  # ordered by term, then row
+        term_of, rows = keys // n, keys % n + first
+        if len(tf) and tf.max() > _TF_CAP:  # rare: split those counts over several postings
+            self._split.update(names[t] for t in np.unique(term_of[tf > _TF_CAP]).tolist())
+            pieces = -(-tf // _TF_CAP)
+            spread = np.repeat(np.arange(len(tf)), pieces)
+            counts = np.full(len(spread), _TF_CAP)
+            counts[np.cumsum(pieces) - 1] = tf - _TF_CAP * (pieces - 1)
+            term_of, rows, tf = term_of[spread], rows[spread], counts
+        blob = ((rows << _TF_BITS) | (tf - 1)).astype(_POSTING).tobytes()
+        starts = np.flatnonzero(np.diff(term_of, prepend=-1)).tolist()
+        vocab, size = self._vocab, _POSTING.itemsize
+        for term_id, lo, hi in zip(term_of[starts].tolist(), starts, [*starts[1:], len(term_of)], strict=True):
             term = names[term_id]
             vocab[term] = _merged(vocab.get(term), blob[lo * size:hi * size])
         end = first + n
@@ -316,32 +346,33 @@ class InvertedKeywordIndex:
         self._dead += 1
 
     def _maybe_compact(self) -> None:
-        """Renumber the live rows and rebuild the postings without the dead ones, once dead rows
-        reach ``DEAD_FRACTION`` of all rows (and ``MIN_DEAD``)."""
-        if self._dead < max(self.MIN_DEAD, self.DEAD_FRACTION * self._rows):
-            return
-        n = self._rows
-        alive = self._alive[:n]
+        if self._dead >= max(self.MIN_DEAD, self.DEAD_FRACTION * self._rows):
+            self._compact()
+
+    def _compact(self) -> None:
+        """Renumber the live rows and rebuild the postings without the dead ones; terms no live
+        row holds are dropped."""
+        alive = self._alive[:self._rows]
         renumber = np.cumsum(alive, dtype=np.int32) - 1
         terms = list(self._vocab)
-        sizes = np.fromiter(map(len, self._vocab.values()), dtype=np.int64, count=len(terms)) // POSTING.itemsize
-        records = np.frombuffer(b"".join(self._vocab.values()), dtype=POSTING)
-        keep = alive[records["row"]]
-        records = records[keep]
-        records["row"] = renumber[records["row"]]
+        sizes = np.fromiter(map(len, self._vocab.values()), dtype=np.int64, count=len(terms)) // _POSTING.itemsize
+        postings = np.frombuffer(b"".join(self._vocab.values()), dtype=_POSTING)
+        keep = alive[postings >> _TF_BITS]
         sizes = np.add.reduceat(keep, np.cumsum(sizes) - sizes, dtype=np.int64) if len(terms) else sizes
-        ends = (np.cumsum(sizes) * POSTING.itemsize).tolist()
-        blob = records.tobytes()
+        kept = postings[keep]
+        blob = ((renumber[kept >> _TF_BITS] << _TF_BITS) | (kept & _TF_MASK)).astype(_POSTING).tobytes()
+        ends = (np.cumsum(sizes) * _POSTING.itemsize).tolist()
         vocab: dict[str, Postings] = {}
         for term, lo, hi in zip(terms, [0, *ends[:-1]], ends, strict=True):
             if hi > lo:
                 vocab[term] = _merged(None, blob[lo:hi])
         live = np.flatnonzero(alive)
         ids, lengths, sessions = self._names[live], self._length[live], self._session[live]
-        codes, tokens = self._sessions, self._tokens
+        split, codes, tokens = self._split, self._sessions, self._tokens
         self._clear()
         self._vocab, self._sessions, self._tokens = vocab, codes, tokens
-        self._reserve(len(live))
+        self._split = {t for t in split if t in vocab}
+        self._room(len(live))
         self._rows = len(live)
         self._names[:len(live)], self._length[:len(live)], self._session[:len(live)] = ids, lengths, sessions
         self._alive[:len(live)] = True
@@ -366,12 +397,21 @@ class InvertedKeywordIndex:
             code = -1 if session_id is None else self._sessions.get(session_id)
             if not found or n_docs == 0 or code is None:
                 return []
-            # the query terms' records joined into one copy (30x faster than numpy's concatenate
-            # of record arrays), read as one array
-            hits = np.frombuffer(b"".join(found), dtype=POSTING)
-            rows, tf = hits["row"].astype(np.intp), hits["tf"].astype(np.float64)
-            sizes = [len(p) // POSTING.itemsize for p in found]
-            if self._dead:  # document frequencies count live postings only; dead ones score nothing
+            # the query terms' postings joined into one copy and read as one array (cheaper than
+            # numpy's concatenate of many small arrays)
+            postings = np.frombuffer(b"".join(found), dtype=_POSTING)
+            rows = np.right_shift(postings, _TF_BITS, dtype=np.intp)  # intp: numpy indexes with it directly
+            tf = (postings & _TF_MASK) + 1.0
+            sizes = [len(p) // _POSTING.itemsize for p in found]  # postings per term
+            if not self._split.isdisjoint(stems):  # a row over several postings of a term: add them up
+                starts = np.cumsum([0, *sizes[:-1]])
+                first = np.empty(len(rows), dtype=bool)
+                np.not_equal(rows[1:], rows[:-1], out=first[1:])
+                first[starts] = True
+                runs = np.flatnonzero(first)
+                rows, tf = rows[runs], np.add.reduceat(tf, runs)
+                sizes = np.add.reduceat(first, starts, dtype=np.int64).tolist()
+            if self._dead:  # dead rows count for nothing
                 live = self._alive[rows]
                 sizes = np.add.reduceat(live, np.cumsum([0, *sizes[:-1]]), dtype=np.int64).tolist()
                 rows, tf = rows[live], tf[live]
@@ -379,7 +419,7 @@ class InvertedKeywordIndex:
                     return []
             k1, b = self.k1, self.b
             weights = [(k1 + 1.0) * (max(math.log((n_docs - n + 0.5) / (n + 0.5)), 0.0) or 1e-6)
-                       for n in sizes]  # idf * (k1 + 1); FTS5 floors a non-positive idf at 1e-6
+                       for n in sizes]  # idf * (k1 + 1), with sizes now the document frequencies
             norm = self._length[rows] * (k1 * b * n_docs / self._tokens) + k1 * (1.0 - b)
             scores = np.repeat(weights, sizes) * tf / (tf + norm)
             if len(found) > 1:  # sum per row: each term's rows ascend, so a stable sort merges runs

@@ -60,7 +60,7 @@ def _assert_same_ranking(got: list[tuple[str, float]], want: list[tuple[str, flo
     """Same ids with the same scores, best first; ids of equal scores may come in any order."""
     assert len(got) == len(want)
     for (_, a), (_, b) in zip(got, want, strict=True):
-        assert a == pytest.approx(b, rel=tol, abs=tol)
+        assert a == pytest.approx(b, rel=tol, abs=0)
     groups_got: dict[float, set[str]] = {}
     groups_want: dict[float, set[str]] = {}
     for (i, a), (j, b) in zip(got, want, strict=True):
@@ -98,6 +98,21 @@ def test_rankings_and_scores_agree_with_fts5(query: str) -> None:
     assert want, query  # every query matches something, so the comparison is not vacuous
     _assert_same_ranking(inverted.search(query, 1000), want)
     assert [i for i, _ in inverted.search(query, 5)] == [i for i, _ in inverted.search(query, 1000)][:5]
+
+
+def test_repeated_words_count_as_in_fts5() -> None:
+    texts = [f"{'coffee ' * n}and tea" for n in (1, 2, 3, 15, 16, 17, 33, 40)] + CORPUS[:60]
+    texts += ["tea " * 20 + "coffee", "Coffee, coffee! COFFEE? tea tea"]
+    rows = _rows(texts)
+    fts = _build(FTS5KeywordIndex, rows)
+    single = InvertedKeywordIndex()
+    for node_id, text, session in rows:  # one at a time and in a batch: the same postings
+        single.add(node_id, text, session_id=session)
+    for index in (_build(InvertedKeywordIndex, rows), single):
+        for query in ("coffee", "tea", "coffee tea", "Alice coffee"):
+            got = index.search(query, 1000)
+            _assert_same_ranking(got, fts.search(query, 1000))
+            _assert_same_ranking(got, _reference(dict((i, t) for i, t, _ in rows), query))
 
 
 def test_the_session_filter_agrees_with_fts5() -> None:
@@ -262,9 +277,23 @@ def test_frequent_terms_and_repeated_words() -> None:
     index.add_many([(f"m{i}", f"common word {i}", None) for i in range(100)])  # "common": past the small lists
     for i in range(100, 140):
         index.add(f"m{i}", f"common word {i}")
-    index.add("rep", "echo " * 70_000)  # a count past uint16 is capped, not wrapped
+    index.add("rep", "echo " * 70_000)  # 70,000 occurrences: counted exactly
     assert len(index.search("common", 1000)) == 140
     assert [i for i, _ in index.search("echo", 1)] == ["rep"]
+
+
+def test_rows_run_out_only_when_live_documents_fill_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    from shared_core import AtlasError, inverted_index
+
+    monkeypatch.setattr(inverted_index, "MAX_ROWS", 100)
+    index = InvertedKeywordIndex()
+    index.add_many([(f"m{i}", f"word {i}", None) for i in range(100)])
+    with pytest.raises(AtlasError, match="at most 100 documents"):
+        index.add("one-more", "word")
+    index.remove("m5")  # a dead row: the next add compacts and fits
+    index.add("one-more", "word again")
+    assert len(index) == 100
+    assert {i for i, _ in index.search("again", 5)} == {"one-more"}
 
 
 def test_non_string_text_is_refused() -> None:
