@@ -14,22 +14,27 @@ needs one of them); two query words with one stem count twice, as in FTS5.
 
 Why hand-written: FTS5 calls ``bm25()`` through an auxiliary-function callback once per
 matching row, which made a 200-result search over 10,000 memories cost 0.41 ms, nearly all of it
-in that callback; here a search is a dozen numpy operations over the query words' postings. The
-BM25 libraries do not fit a store that changes on every write: ``bm25s`` scores from a static
-sparse matrix (each write would rebuild it) and ``rank_bm25`` scores every document in pure Python.
+in that callback; here a search is a few dozen numpy operations over the query words' postings
+(0.05 ms). The BM25 libraries do not fit a store that changes on every write: ``bm25s`` scores
+from a static sparse matrix (each write would rebuild it) and ``rank_bm25`` scores every document
+in pure Python. Nor is the text kept: only the terms and their postings.
 
-Layout. Each term maps to its postings, 6-byte records ``(row int32, tf uint16)`` in row order,
-back to back in a ``bytes`` object while the term has at most 16 (most terms are rare), then in a
-``bytearray`` that grows in place. Each row has its length, session code and alive flag in numpy
-arrays, and its id in an object array. A search joins the query terms' records into one array,
-scores every posting with numpy, sums per row (each term's rows ascend, so a stable sort merges
-them) and takes the top k with `np.argpartition`. A removal only clears the alive flag and the
-totals; while dead rows exist, a search counts each term's live postings for its document
-frequency and skips the dead ones. Once dead rows are a quarter of all rows (and at least 64),
-the live rows are renumbered and the postings rebuilt without them, dropping the terms no live
-document holds. Every method holds the index's lock; numpy arrays that grow are replaced, never
-resized, and numpy never views a bytearray in place, so a search never sees half of a write and
-no buffer export can block a resize.
+Tokens are FTS5's: unicode61 (lower case, Latin diacritics removed, letters and digits make
+words) then Porter stems from PyStemmer, whose Snowball "porter" is the 1980 algorithm; FTS5's
+has three later rules, so a few words stem apart ("possibly", "apology", "trekked": 6 of the
+6,614 distinct words of LoCoMo), and characters newer than SQLite's Unicode tables may split
+differently.
+
+Layout. Each term maps to its postings, one int32 each (the row and the term's count there,
+see `_packed`), ascending by row; each row has its length, session code, alive flag and id in
+numpy arrays. A search joins the query terms' postings into one array, scores them all with
+numpy, sums per row (each term's rows ascend, so a stable sort merges them) and takes the top k
+with `np.argpartition`. A removal only clears the row's alive flag and the totals; while dead rows
+exist, a search counts only the live postings of each term for its document frequency. Once dead
+rows are a quarter of all rows (and at least 64), the live rows are renumbered and the postings
+rebuilt without the dead ones, dropping the terms no live document holds. Every method holds the
+index's lock, and a search works on a joined copy of the postings, so it never sees half of a
+write.
 
 >>> index = InvertedKeywordIndex()
 >>> index.add_many([("a", "Alice prefers oat milk", None), ("b", "Bob likes tea", None)])
@@ -60,8 +65,8 @@ __all__ = ["InvertedKeywordIndex", "index_terms", "query_stems"]
 # letters, digits and private-use characters; everything else separates, "_" included
 _TOKEN = re.compile(r"(?:[^\W_]|[\ue000-\uf8ff\U000f0000-\U0010fffd])+")
 _ASCII_TOKEN = re.compile(r"[a-z0-9]+", re.ASCII)  # the same on lower-cased ASCII text, 40% faster
-_STEM_CACHE_MAX = 1 << 16  # words; about 8 MB when full, shared by every index of the process
-_stemmer = Stemmer.Stemmer("porter")  # Snowball's Porter: the algorithm FTS5's porter tokenizer runs
+_STEM_CACHE_MAX = 1 << 14  # words (about 2 MB when full), shared by every index of the process
+_stemmer = Stemmer.Stemmer("porter", 0)  # Snowball's Porter, without its own cache (ours is cheaper)
 _stem_lock = threading.Lock()  # a Stemmer object must not be used by two threads at once
 _stems: dict[str, str] = {}
 
@@ -107,6 +112,8 @@ def _stem(word: str) -> str:
         return word
     with _stem_lock:
         stem: str = _stemmer.stemWord(word)
+    if stem == word:
+        stem = word  # one string object for both (and for the vocabulary's key)
     if len(_stems) >= _STEM_CACHE_MAX:
         _stems.clear()  # bounded; the next texts refill it
     _stems[word] = stem
@@ -155,7 +162,7 @@ _TF_BITS = 4
 _TF_MASK = (1 << _TF_BITS) - 1
 _TF_CAP = 1 << _TF_BITS  # the largest count one posting holds
 MAX_ROWS = 1 << (31 - _TF_BITS)  # rows per index (live ones, after a compaction): 134,217,728
-_SMALL = 16 * _POSTING.itemsize
+_SMALL = 256 * _POSTING.itemsize
 
 
 def _merged(postings: Postings | None, chunk: bytes) -> Postings:
@@ -168,7 +175,13 @@ def _merged(postings: Postings | None, chunk: bytes) -> Postings:
 
 
 def _packed(row: int, tf: int) -> bytes:
-    """The postings of a row where a term occurs ``tf`` times."""
+    """The postings of a row where a term occurs ``tf`` times: ``row << 4 | (tf - 1)`` while
+    ``tf <= 16``, else as many postings of the row as it takes, their counts adding up to ``tf``.
+
+    >>> import numpy as np
+    >>> np.frombuffer(_packed(3, 1) + _packed(3, 40), dtype="<i4").tolist()  # 1; then 16 + 16 + 8
+    [48, 63, 63, 55]
+    """
     if tf <= _TF_CAP:
         return _pack(row << _TF_BITS | (tf - 1))
     full, rest = divmod(tf, _TF_CAP)
@@ -265,10 +278,9 @@ class InvertedKeywordIndex:
             for node_id, (text, session) in last.items():
                 self.add(node_id, text, session_id=session)
             return
-        words = [_words(text) for text, _ in last.values()]
-        flat = _stem_all([w for ws in words for w in ws])
-        ends = np.cumsum([len(ws) for ws in words]).tolist()
-        terms = [flat[lo:hi] for lo, hi in zip([0, *ends[:-1]], ends, strict=True)]
+        # a text's words are dropped as soon as they are stemmed (stems are shared strings): a
+        # batch's worth of word strings at once fragmented the heap (1.4 MB more RSS per 20k memories)
+        terms = [index_terms(text) for text, _ in last.values()]
         with self._lock:
             for node_id in last:
                 if node_id in self._row:
