@@ -65,7 +65,7 @@ __all__ = ["InvertedKeywordIndex", "index_terms", "query_stems"]
 # letters, digits and private-use characters; everything else separates, "_" included
 _TOKEN = re.compile(r"(?:[^\W_]|[\ue000-\uf8ff\U000f0000-\U0010fffd])+")
 _ASCII_TOKEN = re.compile(r"[a-z0-9]+", re.ASCII)  # the same on lower-cased ASCII text, 40% faster
-_STEM_CACHE_MAX = 1 << 14  # words (about 2 MB when full), shared by every index of the process
+_STEM_CACHE_MAX = 1 << 14  # words (about 1.2 MB when full), shared by every index of the process
 _stemmer = Stemmer.Stemmer("porter", 0)  # Snowball's Porter, without its own cache (ours is cheaper)
 _stem_lock = threading.Lock()  # a Stemmer object must not be used by two threads at once
 _stems: dict[str, str] = {}
@@ -152,9 +152,10 @@ def query_stems(query: str, *, max_terms: int = 32) -> list[str]:
 # A posting is one int32: ``row << 4 | (tf - 1)``, a row holding the term and the term's count
 # there (1 to 16; a larger count takes several postings of the row, whose counts add up). A
 # term's postings ascend by row, back to back: an immutable bytes object while there are at most
-# 16 (33 bytes of header: most terms are rare), then a bytearray extended in place (amortised
-# O(1), 1/8 spare room). numpy never views a bytearray in place (a search reads a joined copy),
-# so no buffer export can block a resize.
+# 256 (1 KB: an append copies it, which costs less than a bytearray's 56-byte header and spare
+# room on every rare term), then a bytearray extended in place (amortised O(1), 1/8 spare room).
+# numpy never views a bytearray in place (a search reads a joined copy), so no buffer export can
+# block a resize.
 Postings = bytes | bytearray
 _POSTING = np.dtype("<i4")
 _pack = struct.Struct("<i").pack
@@ -245,9 +246,9 @@ class InvertedKeywordIndex:
         terms = index_terms(text)
         counts = Counter(terms)
         with self._lock:
+            self._room(1)  # first: an index that is full keeps the document it would replace
             if node_id in self._row:
                 self._remove(node_id)
-            self._room(1)
             row, vocab = self._rows, self._vocab
             once = _pack(row << _TF_BITS)
             for term, tf in counts.items():  # plain bytes appends: no numpy call for one row
@@ -282,10 +283,10 @@ class InvertedKeywordIndex:
         # batch's worth of word strings at once fragmented the heap (1.4 MB more RSS per 20k memories)
         terms = [index_terms(text) for text, _ in last.values()]
         with self._lock:
+            self._room(len(last))
             for node_id in last:
                 if node_id in self._row:
                     self._remove(node_id)
-            self._room(len(last))
             self._append_many(list(last), terms, [session for _, session in last.values()])
             self._maybe_compact()
 
