@@ -123,7 +123,7 @@ def _stem(word: str) -> str:
 def _stem_all(words: list[str]) -> list[str]:
     """Porter stems, through a bounded cache (a dict lookup is 5x cheaper than the stemmer call)."""
     cache = _stems
-    return [cache.get(w) or _stem(w) for w in words]
+    return [cache.get(w) or (w if w.isdigit() else _stem(w)) for w in words]
 
 
 def index_terms(text: str) -> list[str]:
@@ -330,11 +330,15 @@ class InvertedKeywordIndex:
             counts[np.cumsum(pieces) - 1] = tf - _TF_CAP * (pieces - 1)
             term_of, rows, tf = term_of[spread], rows[spread], counts
         blob = ((rows << _TF_BITS) | (tf - 1)).astype(_POSTING).tobytes()
-        starts = np.flatnonzero(np.diff(term_of, prepend=-1)).tolist()
-        vocab, size = self._vocab, _POSTING.itemsize
-        for term_id, lo, hi in zip(term_of[starts].tolist(), starts, [*starts[1:], len(term_of)], strict=True):
-            term = names[term_id]
-            vocab[term] = _merged(vocab.get(term), blob[lo * size:hi * size])
+        # each term's postings, in the order of `names` (term_of ascends through every local id)
+        bounds = (np.flatnonzero(np.diff(term_of, prepend=-1)) * _POSTING.itemsize).tolist()
+        vocab, get = self._vocab, self._vocab.get
+        for term, lo, hi in zip(names, bounds, [*bounds[1:], len(blob)], strict=True):
+            postings = get(term)
+            if type(postings) is bytearray:
+                postings += blob[lo:hi]
+            else:
+                vocab[term] = _merged(postings, blob[lo:hi])
         end = first + n
         self._length[first:end] = lengths
         self._session[first:end] = [self._session_code(s) for s in sessions]

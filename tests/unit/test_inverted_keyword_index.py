@@ -64,8 +64,8 @@ def _assert_same_ranking(got: list[tuple[str, float]], want: list[tuple[str, flo
     groups_got: dict[float, set[str]] = {}
     groups_want: dict[float, set[str]] = {}
     for (i, a), (j, b) in zip(got, want, strict=True):
-        groups_got.setdefault(round(b, 6), set()).add(i)
-        groups_want.setdefault(round(b, 6), set()).add(j)
+        groups_got.setdefault(float(f"{b:.9g}"), set()).add(i)
+        groups_want.setdefault(float(f"{b:.9g}"), set()).add(j)
         assert a > 0
     assert groups_got == groups_want
 
@@ -258,10 +258,14 @@ def test_drop_empties_the_index(make: Callable[..., Index]) -> None:
 def test_an_empty_index_and_empty_texts() -> None:
     index = InvertedKeywordIndex()
     assert index.search("anything", 5) == [] and len(index) == 0
+    empty = index.nbytes()
     index.add_many([("a", "", None), ("b", "...", None), ("c", "words", None)])
     assert len(index) == 3 and [i for i, _ in index.search("words", 5)] == ["c"]
+    assert "a" in index and "zzz" not in index
     index.add_many([])
     assert len(index) == 3
+    index.add_many([(f"m{i}", "five more words in here", None) for i in range(100)])
+    assert index.nbytes() >= empty + 100 * 5 * 4  # four bytes a posting at least
 
 
 def test_a_batch_with_a_repeated_id_keeps_the_last_text() -> None:
