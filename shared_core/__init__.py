@@ -33,6 +33,7 @@ from .errors import (
 )
 from .events import AtlasEvent, EventLog
 from .graph_store import GraphStore, NetworkXGraphStore
+from .inverted_index import InvertedKeywordIndex
 from .keyword_index import FTS5KeywordIndex, KeywordIndex
 from .lifecycle import AtlasStats
 from .model import Context, MemoryEdge, MemoryNode, Relation, ScoredMemory
@@ -73,6 +74,7 @@ __all__ = [
     "InvalidInputError",
     "InvalidMemoryError",
     "InvalidRelationError",
+    "InvertedKeywordIndex",
     "KeywordIndex",
     "LLMContradictionDetector",
     "LLMSummarizer",

@@ -1,9 +1,9 @@
 """Storage backends: where each namespace's graph, vectors and keywords live.
 
 A backend hands out one `Partition` per namespace. The in-process default keeps a dict graph,
-a `TieredVectorIndex` and an FTS5 table per namespace; a server backend (FalkorDB) keeps one graph
-key per namespace. Because each namespace is a separate partition, isolation is structural: a
-search, a walk or a count only ever sees one partition.
+a `TieredVectorIndex` and an `InvertedKeywordIndex` (BM25) per namespace; a server backend
+(FalkorDB) keeps one graph key per namespace. Because each namespace is a separate partition,
+isolation is structural: a search, a walk or a count only ever sees one partition.
 
 Each namespace's vectors are searched exactly (one numpy matrix) while it is small, and with an
 approximate inverted-file index (`shared_core.ann_index`) once it holds ``ann_threshold`` vectors;
@@ -26,7 +26,8 @@ from .ann_index import IVFVectorIndex, ann_available
 from .config import AtlasConfig
 from .decay import reinforced_weight
 from .graph_store import DictGraphStore, GraphStore
-from .keyword_index import FTS5KeywordIndex, KeywordIndex, _SharedDatabase
+from .inverted_index import InvertedKeywordIndex
+from .keyword_index import FTS5KeywordIndex, KeywordIndex
 from .model import MemoryNode
 from .vector_index import Hits, NumpyVectorIndex, Vector, VectorIndex, search_many
 
@@ -102,7 +103,7 @@ class InProcessPartition:
     namespace: str
     graph: GraphStore
     vectors: VectorIndex
-    keywords: FTS5KeywordIndex
+    keywords: InvertedKeywordIndex | FTS5KeywordIndex
     turn: int = 0
     sessions: dict[str | None, dict[str, None]] = field(default_factory=dict)
     inactive: set[str] = field(default_factory=set)
@@ -263,7 +264,7 @@ class TieredVectorIndex:
 
 
 class InProcessBackend:
-    """Dict graph + tiered numpy/faiss vectors + SQLite FTS5, all in this process.
+    """Dict graph + tiered numpy/faiss vectors + in-memory BM25 keywords, all in this process.
 
     ``config`` supplies the vector index's ``ann_threshold`` and ``ann_probe_fraction``.
     """
@@ -273,7 +274,6 @@ class InProcessBackend:
         cfg = config or AtlasConfig()
         self.ann_threshold = cfg.ann_threshold
         self.ann_probe_fraction = cfg.ann_probe_fraction
-        self._db = _SharedDatabase()
         self._partitions: dict[str, InProcessPartition] = {}
 
     def partition(self, namespace: str, *, create: bool = False) -> InProcessPartition | None:
@@ -281,7 +281,7 @@ class InProcessBackend:
         if part is None and create:
             vectors = TieredVectorIndex(self.dim, threshold=self.ann_threshold,
                                         probe_fraction=self.ann_probe_fraction)
-            part = InProcessPartition(namespace, DictGraphStore(), vectors, FTS5KeywordIndex.create(self._db))
+            part = InProcessPartition(namespace, DictGraphStore(), vectors, InvertedKeywordIndex())
             self._partitions[namespace] = part
         return part
 
