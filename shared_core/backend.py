@@ -226,6 +226,17 @@ class TieredVectorIndex:
         if self.threshold is not None and not self.approximate and len(self._impl) >= self.threshold:
             self._to_approximate()
 
+    def add_and_search(self, ids: Sequence[str], vectors: npt.NDArray[np.float32], k: int, *,
+                       min_similarity: float | None = None) -> list[Hits]:
+        """`shared_core.vector_index.add_and_search` on the current index, then the switch to
+        approximate if the add reached the threshold."""
+        if isinstance(self._impl, IVFVectorIndex):
+            return self._impl.add_and_search(ids, vectors, k, min_similarity=min_similarity)
+        found = search_many(self._impl, vectors, k, min_similarity=min_similarity) if len(self._impl) and k > 0 \
+            else [[] for _ in range(len(ids))]
+        self.add(ids, vectors)
+        return found
+
     def remove(self, ids: Sequence[str]) -> None:
         self._impl.remove(ids)
         if self.threshold is not None and self.approximate and len(self._impl) < self.threshold // 2:

@@ -22,7 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["NumpyVectorIndex", "VectorIndex", "dot_rows", "search_many", "top_k_rows"]
+__all__ = ["NumpyVectorIndex", "VectorIndex", "add_and_search", "dot_rows", "search_many", "top_k_rows"]
 
 Vector = npt.NDArray[np.float32]
 Hits = list[tuple[str, float]]
@@ -66,6 +66,21 @@ def search_many(index: VectorIndex, queries: npt.NDArray[np.float32], k: int, *,
         return result
     floor = -math.inf if min_similarity is None else min_similarity
     return [[(i, s) for i, s in index.search(q, k) if s >= floor] for q in queries]
+
+
+def add_and_search(index: VectorIndex, ids: Sequence[str], vectors: npt.NDArray[np.float32], k: int, *,
+                   min_similarity: float | None = None) -> list[Hits]:
+    """`search_many` of ``vectors`` among the vectors present now, then ``index.add(ids, vectors)``
+    (new ids): one call when the index's class offers ``add_and_search`` (an approximate index
+    quantizes the batch once for both), a search then an add otherwise."""
+    method = getattr(type(index), "add_and_search", None)
+    if method is not None:
+        result: list[Hits] = method(index, ids, vectors, k, min_similarity=min_similarity)
+        return result
+    found = search_many(index, vectors, k, min_similarity=min_similarity) if len(index) and k > 0 \
+        else [[] for _ in range(len(ids))]
+    index.add(ids, vectors)
+    return found
 
 
 def dot_rows(matrix: npt.NDArray[np.float32], query: Vector) -> npt.NDArray[np.float32]:

@@ -11,9 +11,8 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -24,17 +23,18 @@ from .config import AtlasConfig
 from .embedding import normalize_rows
 from .errors import InvalidInputError, InvalidMemoryError
 from .model import MemoryEdge, MemoryNode, Relation
-from .vector_index import search_many
+from .vector_index import add_and_search
 
 __all__ = ["MemorySpec", "build_spec", "insert_batches", "insert_memories", "insert_memory", "specs_from_items"]
 
 ITEM_FIELDS = frozenset({"content", "namespace", "session_id", "timestamp", "metadata", "importance",
                          "pinned", "ttl", "links_to", "embedding"})
+_SHORT_FIELDS = frozenset({"content", "session_id"})
 
 
-@dataclass(frozen=True, slots=True)
-class MemorySpec:
-    """A validated memory, ready to insert."""
+class MemorySpec(NamedTuple):
+    """A validated memory, ready to insert. (A named tuple, not a frozen dataclass: building one
+    is three times faster, which counts at 20,000 memories per second.)"""
 
     content: str
     namespace: str
@@ -143,16 +143,16 @@ _NO_METADATA: Mapping[str, Any] = MappingProxyType({})
 def _insert_chunk(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDArray[np.float32], now: float,
                   cfg: AtlasConfig, done: list[MemoryNode]) -> None:
     """Insert one chunk, appending its nodes to ``done`` before the first change to a store."""
-    similar = _similar(part, vecs, cfg)
     nodes: list[MemoryNode] = []
     random_hex = os.urandom(16 * len(specs)).hex()  # ids: 128 random bits each, as uuid4().hex but 5x faster
     first_turn = part.next_turn(len(specs))  # one atomic reservation: a shared counter never interleaves
+    weight_floor, namespace, intern = cfg.weight_floor, part.namespace, sys.intern
     for j, spec in enumerate(specs):
         turn = first_turn + j
-        session = spec.session_id if spec.session_id is None else sys.intern(spec.session_id)
+        session = spec.session_id if spec.session_id is None else intern(spec.session_id)
         nodes.append(MemoryNode(
-            id=random_hex[32 * j:32 * j + 32], content=spec.content, namespace=part.namespace,
-            session_id=session, weight=spec.importance if spec.importance > 0 else cfg.weight_floor,
+            id=random_hex[32 * j:32 * j + 32], content=spec.content, namespace=namespace,
+            session_id=session, weight=spec.importance if spec.importance > 0 else weight_floor,
             importance=spec.importance, timestamp=spec.timestamp if spec.timestamp is not None else now,
             created_at=now, last_accessed_at=now, turn=turn, accessed_turn=turn,
             metadata=spec.metadata or _NO_METADATA,
@@ -163,40 +163,50 @@ def _insert_chunk(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDArra
     graph = part.graph
     for node in nodes:
         graph.put_node(node)
-    part.vectors.add([n.id for n in nodes], vecs)
+    ids = [n.id for n in nodes]
+    similar = _link(part, ids, vecs, cfg)  # adds the vectors
     _add_keywords(part, nodes)
     edges: list[MemoryEdge] = []
-    for j, (node, spec) in enumerate(zip(nodes, specs, strict=True)):
-        if cfg.link_temporal:
-            previous = part.latest(node.session_id, 1)
-            if previous:
-                edges.append(MemoryEdge(source=previous[0], target=node.id, relation=Relation.BEFORE,
+    last: dict[str | None, str] = {}  # each session's newest id so far
+    similar_to, before, link_temporal = Relation.SIMILAR_TO, Relation.BEFORE, cfg.link_temporal
+    for node, spec, hits in zip(nodes, specs, similar, strict=True):
+        session = node.session_id
+        if link_temporal:
+            previous = last.get(session)
+            if previous is None:
+                latest = part.latest(session, 1)
+                previous = latest[0] if latest else None
+            if previous is not None:
+                edges.append(MemoryEdge(source=previous, target=node.id, relation=before,
                                         strength=1.0, created_at=now, metadata=_NO_METADATA))
-        part.track(node.id, node.session_id, node.timestamp)
-        for other, sim in similar[j]:
-            edges.append(MemoryEdge(source=node.id, target=other if isinstance(other, str) else nodes[other].id,
-                                    relation=Relation.SIMILAR_TO, strength=sim, created_at=now,
-                                    metadata=_NO_METADATA))
-        edges.extend(MemoryEdge(source=node.id, target=target, relation=relation, strength=strength,
-                                created_at=now) for target, relation, strength in spec.links)
+            last[session] = node.id
+        part.track(node.id, session, node.timestamp)
+        for other, sim in hits:
+            edges.append(MemoryEdge(source=node.id, target=other if isinstance(other, str) else ids[other],
+                                    relation=similar_to, strength=sim, created_at=now, metadata=_NO_METADATA))
+        if spec.links:
+            edges.extend(MemoryEdge(source=node.id, target=target, relation=relation, strength=strength,
+                                    created_at=now) for target, relation, strength in spec.links)
     for edge in edges:
         graph.put_edge(edge)
 
 
-def _similar(part: Partition, vecs: npt.NDArray[np.float32], cfg: AtlasConfig) -> list[list[tuple[str | int, float]]]:
-    """For each row, the ``similar_top`` best (id, cosine) at or above ``similar_threshold`` among
-    the partition's current memories and the earlier rows (given by row number)."""
+def _link(part: Partition, ids: Sequence[str], vecs: npt.NDArray[np.float32],
+          cfg: AtlasConfig) -> list[list[tuple[str | int, float]]]:
+    """Add the rows to the partition's vectors and give, for each row, the ``similar_top`` best
+    (id, cosine) at or above ``similar_threshold`` among the partition's current memories and
+    the earlier rows (given by row number)."""
     top, threshold = cfg.similar_top, cfg.similar_threshold
-    n = len(vecs)
-    out: list[list[tuple[str | int, float]]] = [[] for _ in range(n)]
+    n = len(ids)
     if top <= 0:
-        return out
+        part.vectors.add(ids, vecs)
+        return [[] for _ in range(n)]
     inactive = part.inactive
-    if len(part.vectors):
-        found = search_many(part.vectors, vecs, top + min(len(inactive), 8) + 1, min_similarity=threshold)
-        for j, hits in enumerate(found):
-            kept: list[tuple[str | int, float]] = [(i, s) for i, s in hits if i not in inactive]
-            out[j] = kept[:top]
+    found = add_and_search(part.vectors, ids, vecs, top + min(len(inactive), 8) + 1, min_similarity=threshold)
+    out: list[list[tuple[str | int, float]]] = []
+    for hits in found:
+        kept: list[tuple[str | int, float]] = [hit for hit in hits if hit[0] not in inactive] if inactive else [*hits]
+        out.append(kept[:top])
     if n > 1:  # the earlier rows of the batch, as if they had been inserted one by one
         within = vecs @ vecs.T
         rows, cols = np.nonzero(np.tril(within >= threshold, k=-1))
@@ -220,14 +230,27 @@ def _add_keywords(part: Partition, nodes: Sequence[MemoryNode]) -> None:
 
 def specs_from_items(config: AtlasConfig, dim: int, items: object, *, namespace: str,
                      session_id: str | None) -> list[MemorySpec]:
-    """Validate the items of `ElasticMemoryAtlas.add_memories` (strings or dicts)."""
+    """Validate the items of `ElasticMemoryAtlas.add_memories` (strings or dicts).
+
+    A string, or a dict of only ``content`` and ``session_id``, takes a short path with the same
+    checks (the default namespace is checked once); anything else goes through `build_spec`.
+    """
     if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
         raise InvalidInputError(f"items must be a sequence of strings or dicts, got {type(items).__name__}")
     specs: list[MemorySpec] = []
+    append = specs.append
+    max_chars, ttl = config.max_content_chars, config.default_ttl
+    default_ns: str | None = None
     for i, item in enumerate(items):
         try:
-            if isinstance(item, str):
-                specs.append(build_spec(config, dim, item, namespace=namespace, session_id=session_id))
+            if isinstance(item, str) or (isinstance(item, Mapping) and item.keys() <= _SHORT_FIELDS
+                                         and "content" in item):
+                text, session = (item, session_id) if isinstance(item, str) \
+                    else (item["content"], item.get("session_id", session_id))
+                text = check.content(text, max_chars=max_chars)  # the checks in build_spec's order
+                if default_ns is None:
+                    default_ns = check.namespace(namespace)
+                append(MemorySpec(text, default_ns, check.session(session), None, {}, 1.0, False, ttl, (), None))
             elif isinstance(item, Mapping):
                 unknown = set(item) - ITEM_FIELDS
                 if unknown:
@@ -235,7 +258,7 @@ def specs_from_items(config: AtlasConfig, dim: int, items: object, *, namespace:
                 if "content" not in item:
                     raise InvalidMemoryError("missing 'content'")
                 fields: dict[str, Any] = {"namespace": namespace, "session_id": session_id, **item}
-                specs.append(build_spec(config, dim, **fields))
+                append(build_spec(config, dim, **fields))
             else:
                 raise InvalidMemoryError(f"expected a string or a dict, got {type(item).__name__}")
         except InvalidInputError as exc:
