@@ -20,7 +20,7 @@ MiniLM, with their questions as queries, 16 of 70 lists gave recall@10 0.97; see
 vectors the search falls back to scanning every list, so a query never comes back short.
 Searches restricted to a small ``subset`` of ids are exact.
 
-`add_and_search` is the write path's call: it quantizes a batch once, finds each new vector's
+`add_and_link` is the write path's call: it quantizes a batch once, finds each new vector's
 near neighbours in its ``link_probes`` closest lists, then files the batch into its closest lists
 with the same quantization. The neighbour search runs list by list (each (row, list) pair is a
 one-list query, sorted by list) so a list is read from memory once for all the rows that probe
@@ -45,15 +45,15 @@ import numpy as np
 import numpy.typing as npt
 
 from .errors import MissingDependencyError
-from .vector_index import Hits, Vector, dot_rows, top_k_rows
+from .vector_index import Hits, Links, Vector, dot_rows, merge_links, top_k_rows
 
-__all__ = ["IVFVectorIndex", "ann_available", "list_count"]
+__all__ = ["IVFVectorIndex", "ann_available", "list_capacity", "list_count", "train_centroids", "training_size"]
 
 EXACT_SUBSET = 2048  # a subset this small is searched exactly: faster than probing, and exact
+ROW_BY_ROW = 16  # add_and_link searches up to this many rows one by one, more list by list
 RETRAIN_GROWTH = 4  # retrain the centroids when the index has grown this many times since
 POINTS_PER_LIST = 39  # faiss's minimum training points per centroid (fewer gives a warning)
-TRAIN_POINTS_PER_LIST = 64  # k-means runs on a sample of this many vectors per list
-TRAIN_ITERATIONS = 10
+TRAIN_ITERATIONS = 6
 DIRECT_MAP_ENTRY = 48  # bytes per vector of faiss's hashtable direct map (std::unordered_map node + bucket)
 
 
@@ -109,6 +109,55 @@ def list_capacity(peak: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     return out
 
 
+def training_size(n: int, lists: int) -> int:
+    """How many of ``n`` vectors k-means trains ``lists`` centroids on:
+    ``min(n, max(8192, 16 lists))``.
+
+    A sample keeps retraining cheap (k-means costs ``sample x lists x dim`` per iteration): on
+    100k MiniLM vectors mixed from LoCoMo turns (632 lists), 16 vectors per list and 6
+    iterations gave recall@10 within 0.01 of 64 per list and 10 iterations, in an eighth of the
+    time. A k-means in two levels (``sqrt(lists)`` groups, then each group split) was 4 times
+    cheaper again but lost up to 0.18 of recall@10 on those vectors, whose queries (questions)
+    fall between the groups: not used.
+
+    >>> training_size(5000, 128), training_size(85_000, 583)
+    (5000, 9328)
+    """
+    return min(n, max(8192, 16 * lists))
+
+
+def train_centroids(sample: npt.NDArray[np.float32], lists: int, *, seed: int) -> npt.NDArray[np.float32]:
+    """``lists`` unit centroids of ``sample`` by spherical k-means (faiss, `TRAIN_ITERATIONS`)."""
+    faiss = _faiss()
+    kmeans = faiss.Kmeans(sample.shape[1], lists, niter=TRAIN_ITERATIONS, spherical=True, seed=seed,
+                          min_points_per_centroid=1, max_points_per_centroid=1 << 30)
+    kmeans.train(np.ascontiguousarray(sample, dtype=np.float32))
+    centroids: npt.NDArray[np.float32] = kmeans.centroids
+    return centroids
+
+
+def _pairs_in_lists(data: npt.NDArray[np.float32], assign: npt.NDArray[np.int64], min_similarity: float
+                    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.float32]]:
+    """The pairs of rows ``(r, c)``, ``c < r``, where row ``c`` is filed in one of the lists row
+    ``r`` probes (``assign[c, 0]`` in ``assign[r]``) and their cosine is at least
+    ``min_similarity``: the earlier rows a one-by-one insert of row ``r`` would find."""
+    n, probes = assign.shape
+    home = assign[:, 0]
+    order = np.argsort(home, kind="stable")
+    homes = home[order]
+    lo = np.searchsorted(homes, assign, side="left").ravel()
+    counts = np.searchsorted(homes, assign, side="right").ravel() - lo
+    total = int(counts.sum())
+    rows = np.repeat(np.repeat(np.arange(n), probes), counts)
+    offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+    cols = order[np.repeat(lo, counts) + offsets]
+    earlier = cols < rows
+    rows, cols = rows[earlier], cols[earlier]
+    sims = np.einsum("ij,ij->i", data[rows], data[cols])
+    close = sims >= min_similarity
+    return rows[close], cols[close], sims[close]
+
+
 class IVFVectorIndex:
     """Approximate search: faiss ``IndexIVFFlat`` over inner product, ids mapped to int labels.
 
@@ -116,14 +165,15 @@ class IVFVectorIndex:
     them). Labels are reused after deletes, so the id tables stay as large as the index.
     """
 
-    def __init__(self, dim: int, *, probe_fraction: float = 0.1, min_probes: int = 16, link_probes: int = 3,
-                 seed: int = 1234) -> None:
+    def __init__(self, dim: int, *, probe_fraction: float = 0.08, min_probes: int = 24, link_probes: int = 4,
+                 link_margin: float = 0.1, seed: int = 1234) -> None:
         if not 0 < probe_fraction <= 1:
             raise ValueError(f"probe_fraction must be in (0, 1], got {probe_fraction!r}")
         self._dim = dim
         self.probe_fraction = probe_fraction
         self.min_probes = max(1, min_probes)
         self.link_probes = max(1, link_probes)
+        self.link_margin = link_margin
         self._seed = seed
         self._labels: dict[str, int] = {}
         self._ids: list[str | None] = []  # label -> id (None: a free label)
@@ -175,25 +225,35 @@ class IVFVectorIndex:
         _, assign = self._quantizer.search(data, 1)
         self._insert(ids, data, assign[:, 0])
 
-    def add_and_search(self, ids: Sequence[str], vectors: npt.NDArray[np.float32], k: int, *,
-                       min_similarity: float | None = None) -> list[Hits]:
-        """Search the index for each row of ``vectors`` (its ``k`` best hits at or above
-        ``min_similarity``, in its ``link_probes`` closest lists), then add the rows under
-        ``ids`` (new ids), with one quantization of the batch for both."""
+    def add_and_link(self, ids: Sequence[str], vectors: npt.NDArray[np.float32], k: int, *,
+                     min_similarity: float) -> Links:
+        """`shared_core.vector_index.add_and_link`, approximately: each row's neighbours are
+        looked for in its ``link_probes`` closest lists, among the vectors already there and
+        the earlier rows filed there, as inserting the rows one by one would find them; one
+        quantization of the batch serves the search, the pairs and the add."""
         data = self._check(ids, vectors)
         if not ids:
             return []
-        if self._index is None or not self._labels or k <= 0:
+        if self._index is None or k <= 0:
             self.add(ids, data)
             return [[] for _ in ids]
         if any(i in self._labels for i in ids):
-            raise ValueError("add_and_search takes new ids only")
+            raise ValueError("add_and_link takes new ids only")
         _faiss()
         probes = min(self.link_probes, self.lists)
         dist, assign = self._quantizer.search(data, probes)
-        hits = self._search_assigned(data, assign, dist, k, min_similarity)
-        self._insert(ids, data, assign[:, 0])
-        return hits
+        home = assign[:, 0].copy()
+        assign[dist < dist[:, :1] - self.link_margin] = -1  # lists much farther than the closest: skipped
+        if not self._labels:
+            found: list[Hits] = [[] for _ in ids]
+        elif len(ids) <= ROW_BY_ROW:
+            found = self._search_rows(data, assign, dist, k, min_similarity)
+        else:
+            found = self._search_assigned(data, assign, dist, k, min_similarity)
+        self._insert(ids, data, home)
+        if len(ids) == 1:
+            return [[*found[0]]]
+        return merge_links(found, *_pairs_in_lists(data, assign, min_similarity), k)
 
     def remove(self, ids: Sequence[str]) -> None:
         labels = np.fromiter((self._labels[i] for i in ids if i in self._labels), dtype=np.int64)
@@ -297,15 +357,15 @@ class IVFVectorIndex:
         np.maximum(self._peaks, self._sizes, out=self._peaks)
 
     def _take_labels(self, ids: Sequence[str]) -> npt.NDArray[np.int64]:
-        labels = np.empty(len(ids), dtype=np.int64)
-        for j, node_id in enumerate(ids):
-            label = self._free.pop() if self._free else len(self._ids)
-            if label == len(self._ids):
-                self._ids.append(node_id)
-            else:
-                self._ids[label] = node_id
-            self._labels[node_id] = label
-            labels[j] = label
+        """Labels for new ids: freed ones first, then new ones at the end of the tables."""
+        reused = [self._free.pop() for _ in range(min(len(self._free), len(ids)))]
+        first = len(self._ids)
+        labels = np.concatenate([np.asarray(reused, dtype=np.int64),
+                                 np.arange(first, first + len(ids) - len(reused), dtype=np.int64)])
+        for label, node_id in zip(reused, ids, strict=False):
+            self._ids[label] = node_id
+        self._ids.extend(ids[len(reused):])
+        self._labels.update(zip(ids, labels.tolist(), strict=True))
         return labels
 
     def _search_params(self, probes: int, selector: Any = None) -> Any:
@@ -334,9 +394,27 @@ class IVFVectorIndex:
             found[sims < min_similarity] = -1
         return self._hits(found, sims)
 
+    def _search_rows(self, data: npt.NDArray[np.float32], assign: npt.NDArray[np.int64],
+                     dist: npt.NDArray[np.float32], k: int, min_similarity: float) -> list[Hits]:
+        """`_search_assigned` for a few rows: one faiss search over each row's lists (faiss
+        skips the lists numbered -1)."""
+        faiss = _faiss()
+        want = min(k, len(self._labels))
+        n, probes = assign.shape
+        assign = np.ascontiguousarray(assign)
+        dist = np.ascontiguousarray(dist)
+        sims = np.empty((n, want), dtype=np.float32)
+        found = np.empty((n, want), dtype=np.int64)
+        self._index.search_preassigned_c(n, faiss.swig_ptr(data), want, faiss.swig_ptr(assign),
+                                         faiss.swig_ptr(dist), faiss.swig_ptr(sims), faiss.swig_ptr(found),
+                                         False, self._search_params(probes))
+        found[sims < min_similarity] = -1
+        return self._hits(found, sims)
+
     def _search_assigned(self, data: npt.NDArray[np.float32], assign: npt.NDArray[np.int64],
                          dist: npt.NDArray[np.float32], k: int, min_similarity: float | None) -> list[Hits]:
-        """The best ``k`` of each row among the lists ``assign`` (rows x probes) gives it.
+        """The best ``k`` of each row among the lists ``assign`` (rows x probes, -1 for none)
+        gives it.
 
         Each (row, list) pair becomes a one-list query and the queries are sorted by list, so
         faiss scans a list for all its rows while it is in cache: the union of the per-list best
@@ -345,20 +423,21 @@ class IVFVectorIndex:
         faiss = _faiss()
         n, probes = assign.shape
         flat = assign.ravel()
-        order = np.argsort(flat, kind="stable")
-        queries = np.ascontiguousarray(data[order // probes])
-        lists = np.ascontiguousarray(flat[order][:, None])
-        centroid_sims = np.ascontiguousarray(dist.ravel()[order][:, None])
+        pairs = np.flatnonzero(flat >= 0)
+        pairs = pairs[np.argsort(flat[pairs], kind="stable")]
+        queries = np.ascontiguousarray(data[pairs // probes])
+        lists = np.ascontiguousarray(flat[pairs][:, None])
+        centroid_sims = np.ascontiguousarray(dist.ravel()[pairs][:, None])
         want = min(k, len(self._labels))
-        sims = np.empty((n * probes, want), dtype=np.float32)
-        found = np.empty((n * probes, want), dtype=np.int64)
-        self._index.search_preassigned_c(len(order), faiss.swig_ptr(queries), want, faiss.swig_ptr(lists),
+        sims = np.empty((len(pairs), want), dtype=np.float32)
+        found = np.empty((len(pairs), want), dtype=np.int64)
+        self._index.search_preassigned_c(len(pairs), faiss.swig_ptr(queries), want, faiss.swig_ptr(lists),
                                          faiss.swig_ptr(centroid_sims), faiss.swig_ptr(sims), faiss.swig_ptr(found),
                                          False, self._search_params(1))
-        row_sims = np.empty_like(sims)
-        row_found = np.empty_like(found)
-        row_sims[order] = sims
-        row_found[order] = found
+        row_sims = np.full((n * probes, want), -np.inf, dtype=np.float32)
+        row_found = np.full((n * probes, want), -1, dtype=np.int64)
+        row_sims[pairs] = sims
+        row_found[pairs] = found
         row_sims = row_sims.reshape(n, probes * want)
         row_found = row_found.reshape(n, probes * want)
         floor = -np.inf if min_similarity is None else min_similarity
@@ -389,17 +468,15 @@ class IVFVectorIndex:
         else:
             labels, data = new_labels, new_vectors
         lists = list_count(len(labels))
-        quantizer = faiss.IndexFlatIP(self._dim)
-        index = faiss.IndexIVFFlat(quantizer, self._dim, lists, faiss.METRIC_INNER_PRODUCT)
-        index.cp.niter = TRAIN_ITERATIONS
-        index.cp.seed = self._seed
-        index.cp.min_points_per_centroid = 1  # `list_count` keeps 39 per list where there are enough
         sample = data
-        if len(data) > TRAIN_POINTS_PER_LIST * lists:  # k-means on a sample: enough for balanced lists
+        size = training_size(len(data), lists)
+        if size < len(data):
             rng = np.random.default_rng(self._seed + self.retrains)
-            sample = data[np.sort(rng.choice(len(data), TRAIN_POINTS_PER_LIST * lists, replace=False))]
-        index.cp.max_points_per_centroid = max(len(sample) // lists + 1, POINTS_PER_LIST)
-        index.train(sample)
+            sample = data[np.sort(rng.choice(len(data), size, replace=False))]
+        centroids = train_centroids(sample, lists, seed=self._seed)
+        quantizer = faiss.IndexFlatIP(self._dim)
+        quantizer.add(centroids)
+        index = faiss.IndexIVFFlat(quantizer, self._dim, len(centroids), faiss.METRIC_INNER_PRODUCT)
         index.set_direct_map_type(faiss.DirectMap.Hashtable)  # O(1) remove and reconstruct by id
         _, assign = quantizer.search(data, 1)
         assign = np.ascontiguousarray(assign[:, 0])

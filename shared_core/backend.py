@@ -28,7 +28,7 @@ from .decay import reinforced_weight
 from .graph_store import DictGraphStore, GraphStore
 from .keyword_index import FTS5KeywordIndex, KeywordIndex, _SharedDatabase
 from .model import MemoryNode
-from .vector_index import Hits, NumpyVectorIndex, Vector, VectorIndex, search_many
+from .vector_index import Hits, Links, NumpyVectorIndex, Vector, VectorIndex, batch_pairs, merge_links, search_many
 
 __all__ = ["Backend", "InProcessBackend", "InProcessPartition", "Partition", "TieredVectorIndex"]
 
@@ -200,7 +200,7 @@ class TieredVectorIndex:
 
     _warned = False
 
-    def __init__(self, dim: int, *, threshold: int | None = 4096, probe_fraction: float = 0.1) -> None:
+    def __init__(self, dim: int, *, threshold: int | None = 4096, probe_fraction: float = 0.08) -> None:
         self._dim = dim
         self.threshold = threshold
         self.probe_fraction = probe_fraction
@@ -226,16 +226,16 @@ class TieredVectorIndex:
         if self.threshold is not None and not self.approximate and len(self._impl) >= self.threshold:
             self._to_approximate()
 
-    def add_and_search(self, ids: Sequence[str], vectors: npt.NDArray[np.float32], k: int, *,
-                       min_similarity: float | None = None) -> list[Hits]:
-        """`shared_core.vector_index.add_and_search` on the current index, then the switch to
-        approximate if the add reached the threshold."""
+    def add_and_link(self, ids: Sequence[str], vectors: npt.NDArray[np.float32], k: int, *,
+                     min_similarity: float) -> Links:
+        """`shared_core.vector_index.add_and_link` on the current index (the add may switch it
+        to approximate)."""
         if isinstance(self._impl, IVFVectorIndex):
-            return self._impl.add_and_search(ids, vectors, k, min_similarity=min_similarity)
+            return self._impl.add_and_link(ids, vectors, k, min_similarity=min_similarity)
         found = search_many(self._impl, vectors, k, min_similarity=min_similarity) if len(self._impl) and k > 0 \
             else [[] for _ in range(len(ids))]
         self.add(ids, vectors)
-        return found
+        return merge_links(found, *batch_pairs(vectors, min_similarity), k)
 
     def remove(self, ids: Sequence[str]) -> None:
         self._impl.remove(ids)

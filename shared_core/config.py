@@ -68,7 +68,7 @@ class AtlasConfig:
     # vector index: exact (numpy) below ann_threshold vectors per namespace, approximate (faiss
     # IVF, see shared_core.ann_index) from there on; None keeps every namespace exact
     ann_threshold: int | None = 4096
-    ann_probe_fraction: float = 0.1
+    ann_probe_fraction: float = 0.08
     # recall
     scoring: Literal["multiplicative", "linear"] = "multiplicative"
     linear_weights: tuple[float, float, float] = (0.5, 0.3, 0.2)

@@ -22,10 +22,12 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["NumpyVectorIndex", "VectorIndex", "add_and_search", "dot_rows", "search_many", "top_k_rows"]
+__all__ = ["Links", "NumpyVectorIndex", "VectorIndex", "add_and_link", "batch_pairs", "dot_rows", "merge_links",
+           "search_many", "top_k_rows"]
 
 Vector = npt.NDArray[np.float32]
 Hits = list[tuple[str, float]]
+Links = list[list[tuple[str | int, float]]]  # per row: (id, or row number of an earlier row, cosine)
 _CHUNK_BYTES = 64 << 20  # a batch search holds at most ~64 MiB of similarities at once
 
 
@@ -68,19 +70,58 @@ def search_many(index: VectorIndex, queries: npt.NDArray[np.float32], k: int, *,
     return [[(i, s) for i, s in index.search(q, k) if s >= floor] for q in queries]
 
 
-def add_and_search(index: VectorIndex, ids: Sequence[str], vectors: npt.NDArray[np.float32], k: int, *,
-                   min_similarity: float | None = None) -> list[Hits]:
-    """`search_many` of ``vectors`` among the vectors present now, then ``index.add(ids, vectors)``
-    (new ids): one call when the index's class offers ``add_and_search`` (an approximate index
-    quantizes the batch once for both), a search then an add otherwise."""
-    method = getattr(type(index), "add_and_search", None)
+def add_and_link(index: VectorIndex, ids: Sequence[str], vectors: npt.NDArray[np.float32], k: int, *,
+                 min_similarity: float) -> Links:
+    """Add ``vectors`` under new ``ids`` and give, for each row, its ``k`` most similar vectors
+    at or above ``min_similarity`` among those present before the call (by id) and the call's
+    earlier rows (by row number), best first: what adding the rows one at a time, each after a
+    search, would give.
+
+    One call when the index's class offers ``add_and_link`` (the approximate index quantizes the
+    batch once for its search, its pairs and its add); otherwise `search_many`, one product of
+    the rows with themselves (`batch_pairs`), then ``add``.
+    """
+    method = getattr(type(index), "add_and_link", None)
     if method is not None:
-        result: list[Hits] = method(index, ids, vectors, k, min_similarity=min_similarity)
+        result: Links = method(index, ids, vectors, k, min_similarity=min_similarity)
         return result
     found = search_many(index, vectors, k, min_similarity=min_similarity) if len(index) and k > 0 \
         else [[] for _ in range(len(ids))]
     index.add(ids, vectors)
-    return found
+    return merge_links(found, *batch_pairs(vectors, min_similarity), k)
+
+
+def batch_pairs(vectors: npt.NDArray[np.float32], min_similarity: float
+                ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.float32]]:
+    """Every pair of rows ``(r, c)`` with ``c < r`` and ``vectors[r] . vectors[c] >=
+    min_similarity``, as rows, columns and cosines (one matrix product).
+
+    >>> v = np.array([[1, 0], [0.8, 0.6], [0, 1]], dtype=np.float32)
+    >>> [a.tolist() for a in batch_pairs(v, 0.5)[:2]]
+    [[1, 2], [0, 1]]
+    """
+    if len(vectors) < 2:
+        empty = np.zeros(0, dtype=np.intp)
+        return empty, empty, np.zeros(0, dtype=np.float32)
+    sims = vectors @ vectors.T
+    rows, cols = np.nonzero(sims >= min_similarity)
+    lower = cols < rows
+    rows, cols = rows[lower], cols[lower]
+    return rows, cols, sims[rows, cols]
+
+
+def merge_links(found: Sequence[Hits], rows: npt.NDArray[np.intp], cols: npt.NDArray[np.intp],
+                sims: npt.NDArray[np.float32], k: int) -> Links:
+    """Each row's hits (``found``) and its pairs with earlier rows (``rows``, ``cols``,
+    ``sims``), merged: the best ``k``, best first."""
+    out: Links = [[*hits] for hits in found]
+    if rows.size == 0:
+        return out
+    for r, c, v in zip(rows.tolist(), cols.tolist(), sims.tolist(), strict=True):
+        out[r].append((c, v))
+    for r in set(rows.tolist()):
+        out[r] = sorted(out[r], key=lambda pair: -pair[1])[:k]
+    return out
 
 
 def dot_rows(matrix: npt.NDArray[np.float32], query: Vector) -> npt.NDArray[np.float32]:
