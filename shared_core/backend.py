@@ -200,7 +200,7 @@ class TieredVectorIndex:
 
     _warned = False
 
-    def __init__(self, dim: int, *, threshold: int | None = 4096, probe_fraction: float = 0.08) -> None:
+    def __init__(self, dim: int, *, threshold: int | None = 2048, probe_fraction: float = 0.08) -> None:
         self._dim = dim
         self.threshold = threshold
         self.probe_fraction = probe_fraction
