@@ -10,8 +10,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, InvalidMemoryError, ManualClock
-from shared_core import ann_index
+from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, InvalidMemoryError, ManualClock, ann_index
 from shared_core.ann_index import RETRAIN_GROWTH, IVFVectorIndex, list_capacity, list_count, training_size
 from shared_core.backend import TieredVectorIndex
 from shared_core.vector_index import NumpyVectorIndex, add_and_link
