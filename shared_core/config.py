@@ -66,9 +66,10 @@ class AtlasConfig:
     similar_top: int = 3
     link_temporal: bool = True
     # vector index: exact (numpy) below ann_threshold vectors per namespace, approximate (faiss
-    # IVF, see shared_core.ann_index) from there on; None keeps every namespace exact. 2048: an
-    # exact link search costs a batch row n dot products, the IVF's about 4 sqrt(n) + 2 sqrt(n),
-    # so past 2k exact search was what bounded add_memories (4096 cost 30% more at 10k).
+    # IVF, see shared_core.ann_index) from there on; None keeps every namespace exact. 2048: the
+    # write path's exact link search costs each new memory n dot products against about 4 sqrt(n)
+    # approximate, and add_memories at 10k took 30% longer with 4096
+    # ann_probe_fraction: the share of the IVF lists a search scans (at least 24 lists)
     ann_threshold: int | None = 2048
     ann_probe_fraction: float = 0.08
     # recall

@@ -217,3 +217,11 @@ def test_the_collector_is_back_on_after_an_insert_and_left_off_if_it_was(fail: b
             assert gc.isenabled() is enabled
         finally:
             gc.enable()
+
+
+def test_the_rows_that_train_an_empty_index_are_linked_exactly_among_themselves() -> None:
+    vectors = clustered(800, seed=8)
+    index = IVFVectorIndex(DIM)
+    found = index.add_and_link([str(i) for i in range(800)], vectors, 3, min_similarity=0.6)
+    assert as_rows(found, 0) == one_by_one(vectors, 0, 3, 0.6)
+    assert index.retrains == 1 and len(index) == 800
