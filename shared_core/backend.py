@@ -28,7 +28,7 @@ from .decay import reinforced_weight
 from .graph_store import DictGraphStore, GraphStore
 from .keyword_index import FTS5KeywordIndex, KeywordIndex, _SharedDatabase
 from .model import MemoryNode
-from .vector_index import Hits, Links, NumpyVectorIndex, Vector, VectorIndex, batch_pairs, merge_links, search_many
+from .vector_index import Hits, Links, NumpyVectorIndex, Vector, VectorIndex, link_exactly, search_many
 
 __all__ = ["Backend", "InProcessBackend", "InProcessPartition", "Partition", "TieredVectorIndex"]
 
@@ -189,7 +189,8 @@ class TieredVectorIndex:
     Starts as a `NumpyVectorIndex`; the add that reaches ``threshold`` moves the vectors into an
     `IVFVectorIndex` (trained on them); a remove that leaves fewer than ``threshold // 2`` moves
     them back, so a namespace hovering at the threshold does not flip on every write. Without
-    faiss installed it stays exact and logs a warning once.
+    faiss installed it stays exact and logs a warning once. `add_and_link` (the write path's
+    batched neighbour search and add) goes to the current index.
 
     >>> import numpy as np
     >>> index = TieredVectorIndex(4, threshold=64)
@@ -232,10 +233,7 @@ class TieredVectorIndex:
         to approximate)."""
         if isinstance(self._impl, IVFVectorIndex):
             return self._impl.add_and_link(ids, vectors, k, min_similarity=min_similarity)
-        found = search_many(self._impl, vectors, k, min_similarity=min_similarity) if len(self._impl) and k > 0 \
-            else [[] for _ in range(len(ids))]
-        self.add(ids, vectors)
-        return merge_links(found, *batch_pairs(vectors, min_similarity), k)
+        return link_exactly(self._impl, ids, vectors, k, min_similarity=min_similarity, add=self.add)
 
     def remove(self, ids: Sequence[str]) -> None:
         self._impl.remove(ids)

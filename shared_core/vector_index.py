@@ -4,7 +4,9 @@ Vectors are unit length, so cosine similarity is a dot product. Rows live in one
 that grows by half when full (amortised O(1) appends, at most a third of it unused); removal
 moves the last row into the hole, so the matrix stays dense and a search is a single
 matrix-vector product plus `argpartition`. `search_many` answers a batch of queries with one
-matrix product (the write path links a batch of new memories that way).
+matrix product, and `add_and_link` gives the write path each new row's neighbours among the
+stored vectors and the batch's earlier rows (an index may do it natively, as the approximate
+one does).
 
 >>> import numpy as np
 >>> index = NumpyVectorIndex(2)
@@ -16,14 +18,14 @@ matrix product (the write path links a batch of new memories that way).
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Links", "NumpyVectorIndex", "VectorIndex", "add_and_link", "batch_pairs", "dot_rows", "merge_links",
-           "search_many", "top_k_rows"]
+__all__ = ["Links", "NumpyVectorIndex", "VectorIndex", "add_and_link", "batch_pairs", "dot_rows", "link_exactly",
+           "merge_links", "search_many", "top_k_rows"]
 
 Vector = npt.NDArray[np.float32]
 Hits = list[tuple[str, float]]
@@ -78,16 +80,22 @@ def add_and_link(index: VectorIndex, ids: Sequence[str], vectors: npt.NDArray[np
     search, would give.
 
     One call when the index's class offers ``add_and_link`` (the approximate index quantizes the
-    batch once for its search, its pairs and its add); otherwise `search_many`, one product of
-    the rows with themselves (`batch_pairs`), then ``add``.
+    batch once for its search, its pairs and its add); `link_exactly` otherwise.
     """
     method = getattr(type(index), "add_and_link", None)
     if method is not None:
         result: Links = method(index, ids, vectors, k, min_similarity=min_similarity)
         return result
+    return link_exactly(index, ids, vectors, k, min_similarity=min_similarity, add=index.add)
+
+
+def link_exactly(index: VectorIndex, ids: Sequence[str], vectors: npt.NDArray[np.float32], k: int, *,
+                 min_similarity: float, add: Callable[[Sequence[str], npt.NDArray[np.float32]], None]) -> Links:
+    """`add_and_link` by `search_many` on ``index``, one product of the rows with themselves
+    (`batch_pairs`), then ``add(ids, vectors)``."""
     found = search_many(index, vectors, k, min_similarity=min_similarity) if len(index) and k > 0 \
         else [[] for _ in range(len(ids))]
-    index.add(ids, vectors)
+    add(ids, vectors)
     return merge_links(found, *batch_pairs(vectors, min_similarity), k)
 
 
