@@ -2,25 +2,35 @@
 
 Why an inverted file (IVF-Flat) rather than a graph index (HNSW)? A memory takes writes one at a
 time and in batches, deletes, and must answer right after a write. An IVF insert is one nearest
-centroid lookup, so batches go in at tens of thousands per second on two cores, where an HNSW
-insert is a full graph search (about 1,000 to 4,000 per second measured here with usearch and
-chromadb's hnswlib); a delete is O(1) through faiss's hashtable direct map; and vectors are
-stored once, uncompressed, so distances are exact inside the lists that are searched and the
-index needs no second copy of the embeddings. The coarse quantizer (``lists`` k-means centroids)
-is trained on the vectors present when the index is built and retrained when the index has
-grown four times since, so the lists stay balanced as a namespace grows.
+centroid lookup (one matrix product for a batch) and a delete is O(1) through faiss's hashtable
+direct map; an HNSW insert is a full graph search and faiss's HNSW cannot delete. Measured on
+one core with the 100k vectors of ``benchmarks/latency.py``: this index took 75,000 inserts a
+second (27,000 with the write path's link search), answered k=200 in 0.8 ms at recall@10 1.00
+and held 2.2 kB a vector; faiss ``IndexHNSWFlat`` (M=16) took 5,100 a second at efConstruction
+100 (11,000 at 40), answered in 0.4 ms at recall@10 0.95 (0.79 at efConstruction 40) and held
+1.8 kB a vector. Compressed scans were tried for the write path's neighbour search and rejected:
+a 64- or 96-dimensional PCA sketch or 4-bit PQ fast-scan kept only 0.2 to 0.7 of the exact top
+3 neighbours even after re-ranking 8 to 32 candidates exactly, and fast-scan cannot delete.
 
-Recall is set by ``probe_fraction``, the share of the lists scanned per query (at least
-``min_probes``). The defaults (10%, at least 16) were chosen on MiniLM vectors, which are harder
-than clustered synthetic data: on the 2,759 LoCoMo turns with their questions as queries, recall@10
-was 0.93 with 8 of 70 lists probed and 0.96 with 14; on 10k and 100k vectors mixed from those turns
-it was 0.977 (20 of 200 lists) and 0.998 (64 of 632). A thresholded batch search (the write path's
-``similar_to`` links) probes an eighth as many lists, at least 4: it only wants near neighbours,
-and scanning is bound by memory bandwidth (about 10,000 vectors per ms here). On the 100k mixed
-vectors, 4 probes found 98% and 8 probes 99% of the exact top-3 neighbours above cosine 0.6. If the probed
-lists hold fewer than ``k`` admissible vectors the search falls back to scanning every list, so a
-query never comes back short. Searches restricted to a small
-``subset`` of ids are exact (the subset's vectors are fetched and compared directly).
+``lists`` (k-means centroids) is about ``2 sqrt(n)`` (`list_count`), trained on a sample
+(`training_size`) when the index is built and retrained when it has grown four times since
+(`RETRAIN_GROWTH`), so over a namespace's growth retraining costs about a third of quantizing
+its inserts. A search scans ``probes`` lists: ``probe_fraction`` of them, at least
+``min_probes``. The defaults (8%, at least 24) keep recall@10 at or above 0.95 on MiniLM
+vectors, which are harder than clustered synthetic data: grown to 10k (76 lists) like an atlas
+grows, 24 probes gave 0.966 and 16 gave 0.935; at 100k (632 lists) 48 probes gave 0.970 to
+0.988 over three training seeds and 32 gave 0.956 to 0.978 (see ``benchmarks/latency.py
+--real-recall``). If the probed lists hold fewer than ``k`` admissible vectors the search falls
+back to scanning every list, so a query never comes back short. Searches restricted to a small
+``subset`` of ids are exact.
+
+`add_and_link` is the write path's call: it quantizes a batch once, looks for each new vector's
+near neighbours in up to ``link_probes`` closest lists (those within ``link_margin`` of the
+closest centroid's similarity), pairs the batch's rows filed in those lists, then files the
+batch with the same quantization. For a batch the search runs list by list (each (row, list)
+pair a one-list query, sorted by list) so a list is read from memory once for all the rows
+probing it: half the time of faiss's row-by-row order at 100k. On 100k vectors it found 0.998
+of the exact top-3 links above cosine 0.6 on the benchmark corpus and 0.965 on MiniLM mixes.
 
 >>> import numpy as np
 >>> rng = np.random.default_rng(0)
@@ -41,13 +51,16 @@ import numpy as np
 import numpy.typing as npt
 
 from .errors import MissingDependencyError
-from .vector_index import Hits, Vector, dot_rows
+from .vector_index import Hits, Links, Vector, batch_pairs, dot_rows, merge_links, top_k_rows
 
-__all__ = ["IVFVectorIndex", "ann_available"]
+__all__ = ["IVFVectorIndex", "ann_available", "list_capacity", "list_count", "train_centroids", "training_size"]
 
 EXACT_SUBSET = 2048  # a subset this small is searched exactly: faster than probing, and exact
+ROW_BY_ROW = 16  # add_and_link searches up to this many rows one by one, more list by list
 RETRAIN_GROWTH = 4  # retrain the centroids when the index has grown this many times since
-POINTS_PER_LIST = 39  # faiss's minimum training points per centroid (fewer gives a warning)
+POINTS_PER_LIST = 39  # lists are trained with at least this many vectors each (faiss's advice)
+TRAIN_ITERATIONS = 6  # k-means iterations (see `training_size`)
+DIRECT_MAP_ENTRY = 48  # bytes per vector of faiss's hashtable direct map (std::unordered_map node + bucket)
 
 
 def ann_available() -> bool:
@@ -78,13 +91,77 @@ def _faiss() -> Any:
 
 
 def list_count(n: int) -> int:
-    """How many inverted lists to train for ``n`` vectors: about ``2 sqrt(n)``, each with at
-    least 39 training points.
+    """How many inverted lists to train for ``n`` vectors: ``min(2 sqrt(n), n / 39)``, at least 1.
 
-    >>> list_count(4096), list_count(100_000)
-    (105, 632)
+    >>> list_count(4096), list_count(65_536), list_count(100_000)
+    (105, 512, 632)
     """
     return max(1, min(int(2 * math.sqrt(n)), n // POINTS_PER_LIST))
+
+
+def list_capacity(peak: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Entries a faiss inverted list has room for after holding at most ``peak`` at once:
+    ``2 ** ceil(log2(peak))`` (0 for 0).
+
+    faiss appends one entry at a time to a ``std::vector``, whose capacity doubles when full and
+    never shrinks on removal.
+
+    >>> list_capacity(np.array([0, 1, 5, 64, 65])).tolist()
+    [0, 1, 8, 64, 128]
+    """
+    out = np.zeros_like(peak)
+    used = peak > 0
+    out[used] = 1 << np.ceil(np.log2(peak[used])).astype(np.int64)
+    return out
+
+
+def training_size(n: int, lists: int) -> int:
+    """How many of ``n`` vectors k-means trains ``lists`` centroids on:
+    ``min(n, max(8192, 16 lists))``.
+
+    A sample keeps retraining cheap (k-means costs ``sample x lists x dim`` per iteration): on
+    100k MiniLM vectors mixed from LoCoMo turns (632 lists), 16 vectors per list and 6
+    iterations gave recall@10 within 0.01 of 64 per list and 10 iterations, in an eighth of the
+    time. A k-means in two levels (``sqrt(lists)`` groups, then each group split) was 4 times
+    cheaper again but lost up to 0.18 of recall@10 on those vectors, whose queries (questions)
+    fall between the groups: not used.
+
+    >>> training_size(5000, 128), training_size(85_000, 583)
+    (5000, 9328)
+    """
+    return min(n, max(8192, 16 * lists))
+
+
+def train_centroids(sample: npt.NDArray[np.float32], lists: int, *, seed: int) -> npt.NDArray[np.float32]:
+    """``lists`` unit centroids of ``sample`` by spherical k-means (faiss, `TRAIN_ITERATIONS`)."""
+    faiss = _faiss()
+    kmeans = faiss.Kmeans(sample.shape[1], lists, niter=TRAIN_ITERATIONS, spherical=True, seed=seed,
+                          min_points_per_centroid=1, max_points_per_centroid=1 << 30)
+    kmeans.train(np.ascontiguousarray(sample, dtype=np.float32))
+    centroids: npt.NDArray[np.float32] = kmeans.centroids
+    return centroids
+
+
+def _pairs_in_lists(data: npt.NDArray[np.float32], assign: npt.NDArray[np.int64], min_similarity: float
+                    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.float32]]:
+    """The pairs of rows ``(r, c)``, ``c < r``, where row ``c`` is filed in one of the lists row
+    ``r`` probes (``assign[c, 0]`` in ``assign[r]``) and their cosine is at least
+    ``min_similarity``: the earlier rows a one-by-one insert of row ``r`` would find."""
+    n, probes = assign.shape
+    home = assign[:, 0]
+    order = np.argsort(home, kind="stable")
+    homes = home[order]
+    lo = np.searchsorted(homes, assign, side="left").ravel()
+    counts = np.searchsorted(homes, assign, side="right").ravel() - lo
+    total = int(counts.sum())
+    rows = np.repeat(np.repeat(np.arange(n), probes), counts)
+    offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+    cols = order[np.repeat(lo, counts) + offsets]
+    earlier = cols < rows
+    rows, cols = rows[earlier], cols[earlier]
+    sims = np.einsum("ij,ij->i", data[rows], data[cols])
+    close = sims >= min_similarity
+    return rows[close], cols[close], sims[close]
 
 
 class IVFVectorIndex:
@@ -94,19 +171,25 @@ class IVFVectorIndex:
     them). Labels are reused after deletes, so the id tables stay as large as the index.
     """
 
-    def __init__(self, dim: int, *, probe_fraction: float = 0.1, min_probes: int = 16,
-                 seed: int = 1234) -> None:
+    def __init__(self, dim: int, *, probe_fraction: float = 0.08, min_probes: int = 24, link_probes: int = 4,
+                 link_margin: float = 0.1, seed: int = 1234) -> None:
         if not 0 < probe_fraction <= 1:
             raise ValueError(f"probe_fraction must be in (0, 1], got {probe_fraction!r}")
         self._dim = dim
         self.probe_fraction = probe_fraction
         self.min_probes = max(1, min_probes)
+        self.link_probes = max(1, link_probes)
+        self.link_margin = link_margin
         self._seed = seed
         self._labels: dict[str, int] = {}
         self._ids: list[str | None] = []  # label -> id (None: a free label)
         self._free: list[int] = []
+        self._list_of = np.zeros(0, dtype=np.int64)  # label -> its inverted list
+        self._sizes = np.zeros(0, dtype=np.int64)  # entries per list now
+        self._peaks = np.zeros(0, dtype=np.int64)  # most entries per list at once (sets its capacity)
         self._index: Any = None
         self._quantizer: Any = None
+        self._params: dict[int, Any] = {}  # nprobe -> reusable search parameters (no selector)
         self._trained_on = 0
         self.retrains = 0
 
@@ -138,33 +221,46 @@ class IVFVectorIndex:
         return min(self.lists, max(self.min_probes, math.ceil(self.lists * self.probe_fraction)))
 
     def add(self, ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> None:
-        n = len(ids)
-        if vectors.shape != (n, self._dim):
-            raise ValueError(f"expected {n} vectors of dimension {self._dim}, got {vectors.shape}")
-        if len(set(ids)) != n:
-            raise ValueError("duplicate ids in one add")
-        if n == 0:
+        data = self._check(ids, vectors)
+        if not ids:
             return
         self.remove([i for i in ids if i in self._labels])  # an update replaces the vector
-        labels = np.empty(n, dtype=np.int64)
-        for j, node_id in enumerate(ids):
-            label = self._free.pop() if self._free else len(self._ids)
-            if label == len(self._ids):
-                self._ids.append(node_id)
-            else:
-                self._ids[label] = node_id
-            self._labels[node_id] = label
-            labels[j] = label
-        data = np.ascontiguousarray(vectors, dtype=np.float32)
+        if self._index is None:
+            self._insert(ids, data, None)
+            return
+        _, assign = self._quantizer.search(data, 1)
+        self._insert(ids, data, assign[:, 0])
+
+    def add_and_link(self, ids: Sequence[str], vectors: npt.NDArray[np.float32], k: int, *,
+                     min_similarity: float) -> Links:
+        """`shared_core.vector_index.add_and_link`, approximately: each row's neighbours are
+        looked for in its ``link_probes`` closest lists, among the vectors already there and
+        the earlier rows filed there, as inserting the rows one by one would find them; one
+        quantization of the batch serves the search, the pairs and the add."""
+        data = self._check(ids, vectors)
+        if not ids:
+            return []
+        if self._index is None or k <= 0:  # the first rows train the index: their pairs are exact
+            self.add(ids, data)
+            empty: list[Hits] = [[] for _ in ids]
+            return merge_links(empty, *batch_pairs(data, min_similarity), k) if k > 0 else [[] for _ in ids]
+        if any(i in self._labels for i in ids):
+            raise ValueError("add_and_link takes new ids only")
         _faiss()
-        try:
-            if self._index is None or len(self._labels) > RETRAIN_GROWTH * self._trained_on:
-                self._retrain(extra=(labels, data))
-            else:
-                self._index.add_with_ids(data, labels)
-        except BaseException:
-            self._forget_labels(ids)
-            raise
+        probes = min(self.link_probes, self.lists)
+        dist, assign = self._quantizer.search(data, probes)
+        home = assign[:, 0].copy()
+        assign[dist < dist[:, :1] - self.link_margin] = -1  # lists much farther than the closest: skipped
+        if not self._labels:
+            found: list[Hits] = [[] for _ in ids]
+        elif len(ids) <= ROW_BY_ROW:
+            found = self._search_rows(data, assign, dist, k, min_similarity)
+        else:
+            found = self._search_assigned(data, assign, dist, k, min_similarity)
+        self._insert(ids, data, home)
+        if len(ids) == 1:
+            return [[*found[0]]]
+        return merge_links(found, *_pairs_in_lists(data, assign, min_similarity), k)
 
     def remove(self, ids: Sequence[str]) -> None:
         labels = np.fromiter((self._labels[i] for i in ids if i in self._labels), dtype=np.int64)
@@ -172,6 +268,7 @@ class IVFVectorIndex:
             return
         faiss = _faiss()
         self._index.remove_ids(faiss.IDSelectorArray(labels.size, faiss.swig_ptr(labels)))
+        np.subtract.at(self._sizes, self._list_of[labels], 1)
         self._forget_labels(ids)
 
     def get(self, node_id: str) -> Vector | None:
@@ -224,35 +321,149 @@ class IVFVectorIndex:
         return list(self._labels), np.asarray(matrix, dtype=np.float32)
 
     def nbytes(self) -> int:
-        """Bytes held by the lists' vectors and labels plus the centroids (not the slack)."""
-        return len(self._labels) * (4 * self._dim + 8) + self.lists * 4 * self._dim
+        """Bytes held besides the id tables (which every index keeps, see
+        `shared_core.capacity`): the lists' reserved room for vectors and labels (see
+        `list_capacity`), faiss's direct map, the centroids and the label -> list table."""
+        entry = 4 * self._dim + 8
+        reserved = int(list_capacity(self._peaks).sum()) * entry
+        return reserved + len(self._labels) * DIRECT_MAP_ENTRY + self.lists * 4 * self._dim + self._list_of.nbytes
 
     # -- internals ----------------------------------------------------------------------------
+    def _check(self, ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        n = len(ids)
+        if vectors.shape != (n, self._dim):
+            raise ValueError(f"expected {n} vectors of dimension {self._dim}, got {vectors.shape}")
+        if len(set(ids)) != n:
+            raise ValueError("duplicate ids in one add")
+        return np.ascontiguousarray(vectors, dtype=np.float32)
+
+    def _insert(self, ids: Sequence[str], data: npt.NDArray[np.float32],
+                assign: npt.NDArray[np.int64] | None) -> None:
+        """File new ids into the lists ``assign`` (None: train first); retrain when grown."""
+        labels = self._take_labels(ids)
+        faiss = _faiss()
+        try:
+            if assign is None or len(self._labels) > RETRAIN_GROWTH * self._trained_on:
+                self._retrain(extra=(labels, data))
+                return
+            assign = np.ascontiguousarray(assign, dtype=np.int64)
+            self._index.add_core(len(ids), faiss.swig_ptr(data), faiss.swig_ptr(labels), faiss.swig_ptr(assign))
+        except BaseException:
+            self._forget_labels(ids)
+            raise
+        self._file(labels, assign)
+
+    def _file(self, labels: npt.NDArray[np.int64], assign: npt.NDArray[np.int64]) -> None:
+        """Record which list each label went to."""
+        if len(self._list_of) < len(self._ids):
+            grown = np.zeros(max(len(self._ids), len(self._list_of) * 3 // 2 + 64), dtype=np.int64)
+            grown[:len(self._list_of)] = self._list_of
+            self._list_of = grown
+        self._list_of[labels] = assign
+        np.add.at(self._sizes, assign, 1)
+        np.maximum(self._peaks, self._sizes, out=self._peaks)
+
+    def _take_labels(self, ids: Sequence[str]) -> npt.NDArray[np.int64]:
+        """Labels for new ids: freed ones first, then new ones at the end of the tables."""
+        reused = [self._free.pop() for _ in range(min(len(self._free), len(ids)))]
+        first = len(self._ids)
+        labels = np.concatenate([np.asarray(reused, dtype=np.int64),
+                                 np.arange(first, first + len(ids) - len(reused), dtype=np.int64)])
+        for label, node_id in zip(reused, ids, strict=False):
+            self._ids[label] = node_id
+        self._ids.extend(ids[len(reused):])
+        self._labels.update(zip(ids, labels.tolist(), strict=True))
+        return labels
+
+    def _search_params(self, probes: int, selector: Any = None) -> Any:
+        if selector is not None:
+            return _faiss().SearchParametersIVF(nprobe=probes, sel=selector)
+        params = self._params.get(probes)
+        if params is None:
+            params = self._params[probes] = _faiss().SearchParametersIVF(nprobe=probes)
+        return params
+
     def _search(self, queries: npt.NDArray[np.float32], k: int, labels: npt.NDArray[np.int64] | None,
                 min_similarity: float | None = None) -> list[Hits]:
         faiss = _faiss()
         pool = len(self._labels) if labels is None else int(labels.size)
         want = min(k, pool)
         probes = self.probes
-        if min_similarity is not None:  # near neighbours only (linking): they sit in the closest lists
-            probes = max(4, probes // 8)
         if labels is not None:  # a sparse subset needs more lists to find k of its members
             probes = min(self.lists, math.ceil(probes * len(self._labels) / pool))
         selector = None if labels is None else faiss.IDSelectorBatch(labels)
-        params = faiss.SearchParametersIVF(nprobe=probes, sel=selector)
-        sims, found = self._index.search(queries, want, params=params)
+        sims, found = self._index.search(queries, want, params=self._search_params(probes, selector))
         short = np.flatnonzero((found < 0).any(axis=1))
         if short.size and probes < self.lists:  # too few vectors in the probed lists: scan all
-            params = faiss.SearchParametersIVF(nprobe=self.lists, sel=selector)
+            params = self._search_params(self.lists, selector)
             sims[short], found[short] = self._index.search(queries[short], want, params=params)
         if min_similarity is not None:
             found[sims < min_similarity] = -1
+        return self._hits(found, sims)
+
+    def _search_rows(self, data: npt.NDArray[np.float32], assign: npt.NDArray[np.int64],
+                     dist: npt.NDArray[np.float32], k: int, min_similarity: float) -> list[Hits]:
+        """`_search_assigned` for a few rows: one faiss search over each row's lists (faiss
+        skips the lists numbered -1)."""
+        faiss = _faiss()
+        want = min(k, len(self._labels))
+        n, probes = assign.shape
+        assign = np.ascontiguousarray(assign)
+        dist = np.ascontiguousarray(dist)
+        sims = np.empty((n, want), dtype=np.float32)
+        found = np.empty((n, want), dtype=np.int64)
+        self._index.search_preassigned_c(n, faiss.swig_ptr(data), want, faiss.swig_ptr(assign),
+                                         faiss.swig_ptr(dist), faiss.swig_ptr(sims), faiss.swig_ptr(found),
+                                         False, self._search_params(probes))
+        found[sims < min_similarity] = -1
+        return self._hits(found, sims)
+
+    def _search_assigned(self, data: npt.NDArray[np.float32], assign: npt.NDArray[np.int64],
+                         dist: npt.NDArray[np.float32], k: int, min_similarity: float | None) -> list[Hits]:
+        """The best ``k`` of each row among the lists ``assign`` (rows x probes, -1 for none)
+        gives it.
+
+        Each (row, list) pair becomes a one-list query and the queries are sorted by list, so
+        faiss scans a list for all its rows while it is in cache: the union of the per-list best
+        ``k`` holds the best ``k`` over the probed lists.
+        """
+        faiss = _faiss()
+        n, probes = assign.shape
+        flat = assign.ravel()
+        pairs = np.flatnonzero(flat >= 0)
+        pairs = pairs[np.argsort(flat[pairs], kind="stable")]
+        queries = np.ascontiguousarray(data[pairs // probes])
+        lists = np.ascontiguousarray(flat[pairs][:, None])
+        centroid_sims = np.ascontiguousarray(dist.ravel()[pairs][:, None])
+        want = min(k, len(self._labels))
+        sims = np.empty((len(pairs), want), dtype=np.float32)
+        found = np.empty((len(pairs), want), dtype=np.int64)
+        self._index.search_preassigned_c(len(pairs), faiss.swig_ptr(queries), want, faiss.swig_ptr(lists),
+                                         faiss.swig_ptr(centroid_sims), faiss.swig_ptr(sims), faiss.swig_ptr(found),
+                                         False, self._search_params(1))
+        row_sims = np.full((n * probes, want), -np.inf, dtype=np.float32)
+        row_found = np.full((n * probes, want), -1, dtype=np.int64)
+        row_sims[pairs] = sims
+        row_found[pairs] = found
+        row_sims = row_sims.reshape(n, probes * want)
+        row_found = row_found.reshape(n, probes * want)
+        floor = -np.inf if min_similarity is None else min_similarity
+        row_sims[(row_found < 0) | (row_sims < floor)] = -np.inf
+        if probes > 1:  # one list's hits come best first already
+            best = top_k_rows(row_sims, want)
+            row_sims = np.take_along_axis(row_sims, best, axis=1)
+            row_found = np.take_along_axis(row_found, best, axis=1)
+        row_found[row_sims == -np.inf] = -1
+        return self._hits(row_found, row_sims)
+
+    def _hits(self, found: npt.NDArray[np.int64], sims: npt.NDArray[np.float32]) -> list[Hits]:
         ids = self._ids
         return [[(ids[label], s) for label, s in zip(row, vals, strict=True) if label >= 0]
                 for row, vals in zip(found.tolist(), sims.tolist(), strict=True)]
 
     def _retrain(self, *, extra: tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]) -> None:
-        """Train fresh centroids on every vector (old and ``extra``) and rebuild the lists."""
+        """Train fresh centroids on a sample of every vector (old and ``extra``) and rebuild the
+        lists."""
         faiss = _faiss()
         new_labels, new_vectors = extra
         if self._index is not None and self._index.ntotal:
@@ -263,16 +474,25 @@ class IVFVectorIndex:
             data = np.concatenate([old, new_vectors])
         else:
             labels, data = new_labels, new_vectors
+        lists = list_count(len(labels))
+        sample = data
+        size = training_size(len(data), lists)
+        if size < len(data):
+            rng = np.random.default_rng(self._seed + self.retrains)
+            sample = data[np.sort(rng.choice(len(data), size, replace=False))]
+        centroids = train_centroids(sample, lists, seed=self._seed)
         quantizer = faiss.IndexFlatIP(self._dim)
-        index = faiss.IndexIVFFlat(quantizer, self._dim, list_count(len(labels)), faiss.METRIC_INNER_PRODUCT)
-        index.cp.niter = 10
-        index.cp.seed = self._seed
-        index.cp.max_points_per_centroid = 64  # train on a sample: enough for balanced lists
-        index.cp.min_points_per_centroid = 1  # `list_count` keeps 39 per list where there are enough
-        index.train(data)
+        quantizer.add(centroids)
+        index = faiss.IndexIVFFlat(quantizer, self._dim, len(centroids), faiss.METRIC_INNER_PRODUCT)
         index.set_direct_map_type(faiss.DirectMap.Hashtable)  # O(1) remove and reconstruct by id
-        index.add_with_ids(data, labels)
+        _, assign = quantizer.search(data, 1)
+        assign = np.ascontiguousarray(assign[:, 0])
+        index.add_core(len(labels), faiss.swig_ptr(data), faiss.swig_ptr(labels), faiss.swig_ptr(assign))
         self._index, self._quantizer = index, quantizer  # the index does not own its quantizer
+        self._params = {}
+        self._sizes = np.zeros(lists, dtype=np.int64)
+        self._peaks = np.zeros(lists, dtype=np.int64)
+        self._file(labels, assign)
         self._trained_on = len(labels)
         self.retrains += 1
 

@@ -29,7 +29,7 @@ from .graph_store import DictGraphStore, GraphStore
 from .inverted_index import InvertedKeywordIndex
 from .keyword_index import FTS5KeywordIndex, KeywordIndex
 from .model import MemoryNode
-from .vector_index import Hits, NumpyVectorIndex, Vector, VectorIndex, search_many
+from .vector_index import Hits, Links, NumpyVectorIndex, Vector, VectorIndex, link_exactly, search_many
 
 __all__ = ["Backend", "InProcessBackend", "InProcessPartition", "Partition", "TieredVectorIndex"]
 
@@ -190,7 +190,8 @@ class TieredVectorIndex:
     Starts as a `NumpyVectorIndex`; the add that reaches ``threshold`` moves the vectors into an
     `IVFVectorIndex` (trained on them); a remove that leaves fewer than ``threshold // 2`` moves
     them back, so a namespace hovering at the threshold does not flip on every write. Without
-    faiss installed it stays exact and logs a warning once.
+    faiss installed it stays exact and logs a warning once. `add_and_link` (the write path's
+    batched neighbour search and add) goes to the current index.
 
     >>> import numpy as np
     >>> index = TieredVectorIndex(4, threshold=64)
@@ -201,7 +202,7 @@ class TieredVectorIndex:
 
     _warned = False
 
-    def __init__(self, dim: int, *, threshold: int | None = 4096, probe_fraction: float = 0.1) -> None:
+    def __init__(self, dim: int, *, threshold: int | None = 2048, probe_fraction: float = 0.08) -> None:
         self._dim = dim
         self.threshold = threshold
         self.probe_fraction = probe_fraction
@@ -226,6 +227,14 @@ class TieredVectorIndex:
         self._impl.add(ids, vectors)
         if self.threshold is not None and not self.approximate and len(self._impl) >= self.threshold:
             self._to_approximate()
+
+    def add_and_link(self, ids: Sequence[str], vectors: npt.NDArray[np.float32], k: int, *,
+                     min_similarity: float) -> Links:
+        """`shared_core.vector_index.add_and_link` on the current index (the add may switch it
+        to approximate)."""
+        if isinstance(self._impl, IVFVectorIndex):
+            return self._impl.add_and_link(ids, vectors, k, min_similarity=min_similarity)
+        return link_exactly(self._impl, ids, vectors, k, min_similarity=min_similarity, add=self.add)
 
     def remove(self, ids: Sequence[str]) -> None:
         self._impl.remove(ids)

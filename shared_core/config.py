@@ -72,9 +72,12 @@ class AtlasConfig:
     similar_top: int = 3
     link_temporal: bool = True
     # vector index: exact (numpy) below ann_threshold vectors per namespace, approximate (faiss
-    # IVF, see shared_core.ann_index) from there on; None keeps every namespace exact
-    ann_threshold: int | None = 4096
-    ann_probe_fraction: float = 0.1
+    # IVF, see shared_core.ann_index) from there on; None keeps every namespace exact. 2048: the
+    # write path's exact link search costs each new memory n dot products against about 4 sqrt(n)
+    # approximate, and add_memories at 10k took 30% longer with 4096
+    # ann_probe_fraction: the share of the IVF lists a search scans (at least 24 lists)
+    ann_threshold: int | None = 2048
+    ann_probe_fraction: float = 0.08
     # recall
     scoring: Literal["multiplicative", "linear"] = "multiplicative"
     linear_weights: tuple[float, float, float] = (0.5, 0.3, 0.2)

@@ -4,7 +4,9 @@ Vectors are unit length, so cosine similarity is a dot product. Rows live in one
 that grows by half when full (amortised O(1) appends, at most a third of it unused); removal
 moves the last row into the hole, so the matrix stays dense and a search is a single
 matrix-vector product plus `argpartition`. `search_many` answers a batch of queries with one
-matrix product (the write path links a batch of new memories that way).
+matrix product, and `add_and_link` gives the write path each new row's neighbours among the
+stored vectors and the batch's earlier rows (an index may do it natively, as the approximate
+one does).
 
 >>> import numpy as np
 >>> index = NumpyVectorIndex(2)
@@ -16,16 +18,18 @@ matrix product (the write path links a batch of new memories that way).
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["NumpyVectorIndex", "VectorIndex", "dot_rows", "search_many", "top_k_rows"]
+__all__ = ["Links", "NumpyVectorIndex", "VectorIndex", "add_and_link", "batch_pairs", "dot_rows", "link_exactly",
+           "merge_links", "search_many", "top_k_rows"]
 
 Vector = npt.NDArray[np.float32]
 Hits = list[tuple[str, float]]
+Links = list[list[tuple[str | int, float]]]  # per row: (id, or row number of an earlier row, cosine)
 _CHUNK_BYTES = 64 << 20  # a batch search holds at most ~64 MiB of similarities at once
 
 
@@ -66,6 +70,66 @@ def search_many(index: VectorIndex, queries: npt.NDArray[np.float32], k: int, *,
         return result
     floor = -math.inf if min_similarity is None else min_similarity
     return [[(i, s) for i, s in index.search(q, k) if s >= floor] for q in queries]
+
+
+def add_and_link(index: VectorIndex, ids: Sequence[str], vectors: npt.NDArray[np.float32], k: int, *,
+                 min_similarity: float) -> Links:
+    """Add ``vectors`` under new ``ids`` and give, for each row, its ``k`` most similar vectors
+    at or above ``min_similarity`` among those present before the call (by id) and the call's
+    earlier rows (by row number), best first: what adding the rows one at a time, each after a
+    search, would give.
+
+    One call when the index's class offers ``add_and_link`` (the approximate index quantizes the
+    batch once for its search, its pairs and its add); `link_exactly` otherwise.
+    """
+    method = getattr(type(index), "add_and_link", None)
+    if method is not None:
+        result: Links = method(index, ids, vectors, k, min_similarity=min_similarity)
+        return result
+    return link_exactly(index, ids, vectors, k, min_similarity=min_similarity, add=index.add)
+
+
+def link_exactly(index: VectorIndex, ids: Sequence[str], vectors: npt.NDArray[np.float32], k: int, *,
+                 min_similarity: float, add: Callable[[Sequence[str], npt.NDArray[np.float32]], None]) -> Links:
+    """`add_and_link` by `search_many` on ``index``, one product of the rows with themselves
+    (`batch_pairs`), then ``add(ids, vectors)``."""
+    found = search_many(index, vectors, k, min_similarity=min_similarity) if len(index) and k > 0 \
+        else [[] for _ in range(len(ids))]
+    add(ids, vectors)
+    return merge_links(found, *batch_pairs(vectors, min_similarity), k)
+
+
+def batch_pairs(vectors: npt.NDArray[np.float32], min_similarity: float
+                ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.float32]]:
+    """Every pair of rows ``(r, c)`` with ``c < r`` and ``vectors[r] . vectors[c] >=
+    min_similarity``, as rows, columns and cosines (one matrix product).
+
+    >>> v = np.array([[1, 0], [0.8, 0.6], [0, 1]], dtype=np.float32)
+    >>> [a.tolist() for a in batch_pairs(v, 0.5)[:2]]
+    [[1, 2], [0, 1]]
+    """
+    if len(vectors) < 2:
+        empty = np.zeros(0, dtype=np.intp)
+        return empty, empty, np.zeros(0, dtype=np.float32)
+    sims = vectors @ vectors.T
+    rows, cols = np.nonzero(sims >= min_similarity)
+    lower = cols < rows
+    rows, cols = rows[lower], cols[lower]
+    return rows, cols, sims[rows, cols]
+
+
+def merge_links(found: Sequence[Hits], rows: npt.NDArray[np.intp], cols: npt.NDArray[np.intp],
+                sims: npt.NDArray[np.float32], k: int) -> Links:
+    """Each row's hits (``found``) and its pairs with earlier rows (``rows``, ``cols``,
+    ``sims``), merged: the best ``k``, best first."""
+    out: Links = [[*hits] for hits in found]
+    if rows.size == 0:
+        return out
+    for r, c, v in zip(rows.tolist(), cols.tolist(), sims.tolist(), strict=True):
+        out[r].append((c, v))
+    for r in set(rows.tolist()):
+        out[r] = sorted(out[r], key=lambda pair: -pair[1])[:k]
+    return out
 
 
 def dot_rows(matrix: npt.NDArray[np.float32], query: Vector) -> npt.NDArray[np.float32]:

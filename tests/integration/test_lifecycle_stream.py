@@ -54,6 +54,10 @@ atlas = ElasticMemoryAtlas(config=AtlasConfig(similar_top=3), embedder=HashingEm
 vectors = np.random.default_rng(0).normal(size=(20_000, 64)).astype(np.float32)
 texts = [" ".join(f"w{(i * 7 + j) % 5000}" for j in range(12 + i % 40)) for i in range(20_000)]
 atlas.add_memory("warm up", namespace="warm", embedding=vectors[0])
+# faiss (the approximate index past ann_threshold) loads its libraries once per process, about
+# 34 MB of resident memory that no memory owns: load it before counting, as a running app has
+warm = ElasticMemoryAtlas(config=AtlasConfig(ann_threshold=64), embedder=HashingEmbedder(dim=64), clock=ManualClock())
+warm.add_memories([{"content": f"warm {i}", "embedding": vectors[i]} for i in range(300)], namespace="warm")
 gc.collect()
 before, counted = rss(), atlas._life.bytes_used()
 for start in range(0, 20_000, 1000):
