@@ -13,8 +13,9 @@ exact next to a large one.
 
 from __future__ import annotations
 
-import bisect
 import logging
+from array import array
+from bisect import bisect_left, bisect_right
 from collections.abc import Collection, Iterator, MutableMapping, MutableSet, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
@@ -95,6 +96,57 @@ class Partition(Protocol):
         now. Returns the updated node (None if it is gone)."""
 
 
+class _TimeIndex:
+    """Ids sorted by (timestamp, id) in two parallel columns, an ``array('d')`` of timestamps and a
+    list of ids: 16 bytes per memory, where a list of (timestamp, id) tuples took 72 (a tuple is
+    64). Writes are mostly appends (a new memory happened now); an older timestamp is a binary
+    search and one insert in each column.
+
+    >>> t = _TimeIndex()
+    >>> for ts, i in ((2.0, "b"), (1.0, "z"), (2.0, "a"), (3.0, "c")):
+    ...     t.add(ts, i)
+    >>> t.between(1.5, 3.0), t.remove(2.0, "a"), t.between(0.0, 9.0)
+    (['a', 'b'], None, ['z', 'b', 'c'])
+    """
+
+    __slots__ = ("ids", "stamps")
+
+    def __init__(self) -> None:
+        self.stamps: array[float] = array("d")
+        self.ids: list[str] = []
+
+    def add(self, timestamp: float, node_id: str) -> None:
+        stamps, ids = self.stamps, self.ids
+        if not stamps or timestamp > stamps[-1] or (timestamp == stamps[-1] and node_id >= ids[-1]):
+            stamps.append(timestamp)
+            ids.append(node_id)
+            return
+        lo = bisect_left(stamps, timestamp)
+        i = bisect_left(ids, node_id, lo, bisect_right(stamps, timestamp, lo))
+        stamps.insert(i, timestamp)
+        ids.insert(i, node_id)
+
+    def remove(self, timestamp: float, node_id: str) -> None:
+        stamps, ids = self.stamps, self.ids
+        lo = bisect_left(stamps, timestamp)
+        hi = bisect_right(stamps, timestamp, lo)
+        i = bisect_left(ids, node_id, lo, hi)
+        if i < hi and ids[i] == node_id:
+            del stamps[i]
+            del ids[i]
+
+    def between(self, start: float, end: float) -> list[str]:
+        return self.ids[bisect_left(self.stamps, start):bisect_left(self.stamps, end)]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _TimeIndex) and self.stamps == other.stamps and self.ids == other.ids
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 @dataclass(slots=True, eq=False)
 class InProcessPartition:
     """The in-process `Partition`: stores and bookkeeping in this process's memory."""
@@ -106,7 +158,7 @@ class InProcessPartition:
     turn: int = 0
     sessions: dict[str | None, dict[str, None]] = field(default_factory=dict)
     inactive: set[str] = field(default_factory=set)
-    _times: list[tuple[float, str]] = field(default_factory=list)
+    _times: _TimeIndex = field(default_factory=_TimeIndex)
 
     def next_turn(self, count: int = 1) -> int:
         first = self.turn + 1
@@ -115,7 +167,7 @@ class InProcessPartition:
 
     def track(self, node_id: str, session_id: str | None, timestamp: float) -> None:
         self.sessions.setdefault(session_id, {})[node_id] = None
-        bisect.insort(self._times, (timestamp, node_id))
+        self._times.add(timestamp, node_id)
 
     def untrack(self, node_id: str, session_id: str | None, timestamp: float) -> None:
         ids = self.sessions.get(session_id)
@@ -123,16 +175,12 @@ class InProcessPartition:
             ids.pop(node_id, None)
             if not ids:
                 del self.sessions[session_id]
-        i = bisect.bisect_left(self._times, (timestamp, node_id))
-        if i < len(self._times) and self._times[i] == (timestamp, node_id):
-            del self._times[i]
+        self._times.remove(timestamp, node_id)
         self.inactive.discard(node_id)
 
     def between(self, start: float, end: float) -> list[str]:
         """Ids whose timestamp lies in ``[start, end)``, oldest first."""
-        lo = bisect.bisect_left(self._times, (start, ""))
-        hi = bisect.bisect_left(self._times, (end, ""))
-        return [node_id for _, node_id in self._times[lo:hi]]
+        return self._times.between(start, end)
 
     def latest(self, session_id: str | None, n: int) -> list[str]:
         """The last ``n`` ids written to a session, newest first."""

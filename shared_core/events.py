@@ -54,17 +54,36 @@ class AtlasEvent:
                 "reason": self.reason, "data": dict(self.data)}
 
 
+# A retained event, compact: (kind, namespace, node_id, at, reason, *data keys, *data values). An
+# `AtlasEvent` with its ``data`` dict takes 264 bytes (the dict alone 184); this tuple takes 96 for
+# an event with one data item, and every value in it is shared with the caller. The log holds up
+# to ``maxlen`` events (10,000 by default: one per memory in an atlas of 10k), so this matters.
+_Record = tuple[Any, ...]
+
+
+def _record(event: AtlasEvent) -> _Record:
+    data = event.data
+    return (event.kind, event.namespace, event.node_id, event.at, event.reason, *data, *data.values())
+
+
+def _event(record: _Record) -> AtlasEvent:
+    half = (len(record) - 5) // 2
+    return AtlasEvent(record[0], record[1], record[2], record[3], record[4],
+                      dict(zip(record[5:5 + half], record[5 + half:], strict=True)))
+
+
 class EventLog:
     """A bounded, thread-safe log of `AtlasEvent` with synchronous subscribers.
 
     A subscriber that raises is logged and skipped; it never breaks the write that emitted.
-    Totals per kind are kept for the whole life of the log, beyond ``maxlen``.
+    Totals per kind are kept for the whole life of the log, beyond ``maxlen``. Retained events
+    are kept as compact tuples and read back as equal `AtlasEvent` objects.
     """
 
     def __init__(self, *, maxlen: int = 10_000) -> None:
         if isinstance(maxlen, bool) or not isinstance(maxlen, int) or maxlen < 0:
             raise InvalidInputError(f"event log maxlen must be an int >= 0, got {maxlen!r}")
-        self._events: deque[AtlasEvent] = deque(maxlen=maxlen)
+        self._events: deque[_Record] = deque(maxlen=maxlen)
         self._subscribers: list[Callable[[AtlasEvent], None]] = []
         self._totals: Counter[str] = Counter()
         self._lock = threading.Lock()
@@ -76,8 +95,9 @@ class EventLog:
     def emit(self, kind: str, *, namespace: str, node_id: str | None, at: float,
              reason: str = "", **data: Any) -> AtlasEvent:
         event = AtlasEvent(kind, namespace, node_id, at, reason, data)
+        record = (kind, namespace, node_id, at, reason, *data, *data.values())
         with self._lock:
-            self._events.append(event)
+            self._events.append(record)
             self._totals[kind] += 1
             subscribers = list(self._subscribers)
         for callback in subscribers:
@@ -107,8 +127,8 @@ class EventLog:
 
     def events(self, *, kind: str | None = None, namespace: str | None = None) -> list[AtlasEvent]:
         with self._lock:
-            return [e for e in self._events
-                    if (kind is None or e.kind == kind) and (namespace is None or e.namespace == namespace)]
+            return [_event(r) for r in self._events
+                    if (kind is None or r[0] == kind) and (namespace is None or r[1] == namespace)]
 
     def records(self) -> list[dict[str, Any]]:
         """Every retained event as a JSON-ready dict, oldest first."""
@@ -129,8 +149,8 @@ class EventLog:
                     or isinstance(r["at"], bool) or not isinstance(r["at"], (int, float)) \
                     or not isinstance(r["data"], Mapping):
                 raise InvalidInputError(f"malformed event record {dict(r)!r:.200}")
-            log._events.append(AtlasEvent(r["kind"], r["namespace"], node_id, float(r["at"]), r["reason"],
-                                          dict(r["data"])))
+            log._events.append(_record(AtlasEvent(r["kind"], r["namespace"], node_id, float(r["at"]),
+                                                  r["reason"], dict(r["data"]))))
         for kind, n in totals.items():
             if not isinstance(kind, str) or isinstance(n, bool) or not isinstance(n, int) or n < 0:
                 raise InvalidInputError(f"malformed event total {kind!r}: {n!r}")
