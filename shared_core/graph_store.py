@@ -18,6 +18,7 @@ from array import array
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from ._int_lists import IntLists
 from .model import NO_METADATA, MemoryEdge, MemoryNode, Relation, edge_of
 
 if TYPE_CHECKING:
@@ -73,19 +74,19 @@ _CODES: dict[str, int] = {**{r: i for i, r in enumerate(_RELATIONS)}, **{r.value
 class DictGraphStore:
     """Nodes in a dict, edges as rows of typed arrays; at most one edge per (source, target, relation).
 
-    Each id has a slot number (``_slot``); per slot, the node and an ``array('i')`` of its edge
-    rows, out-edges first (``_nout`` of them) then in-edges, each in insertion order. An edge row
-    is four columns (21 bytes): its ends' slots XOR-ed together (``_ends``: seen from one end, the
-    other is ``ends ^ own slot``, and the side of the list says which is the source), relation
-    code, strength and creation time; its metadata, when it has any, sits in a dict by row. Freed
-    slots and rows are reused.
-    `MemoryEdge` objects are built only when `edges` is called; `links` reads the rows directly.
-    Hand-written rather than a graph library's because the known ones keep one or more Python
-    objects per edge (networkx: four dicts), which is the cost this store exists to avoid.
+    Each id has a slot number (``_slot``); per slot, the node and two lists of edge rows
+    (`IntLists`), its out-edges and its in-edges, each in insertion order (a self-loop is an
+    out-edge only). An edge row is four columns, 21 bytes: its ends' slots XOR-ed together
+    (``_ends``: from one end, the other is ``ends ^ own slot``; which list it is in says which
+    end is the source), relation code, strength and creation time; its metadata, when it has
+    any, sits in a dict by row. Freed slots and rows are reused. `MemoryEdge` objects are built
+    only when `edges` is called; `links` and `neighbors` read the rows directly. Hand-written
+    rather than a graph library because those keep one or more Python objects per edge
+    (networkx: four dicts), which is the cost this store exists to avoid.
 
-    Measured at 10k memories with about four edges each: 0.2 KB per memory for the slots and
-    edges (tracemalloc), against 0.6 KB for one list of shared `MemoryEdge` objects per node.
-    Replacing an edge keeps its place, as networkx does.
+    Measured at 10k memories with about four edges each (tracemalloc, nodes not counted): 0.2 KB
+    per memory for the slots and edges, against 0.5 KB for the previous design, one list of
+    shared `MemoryEdge` objects per node. Replacing an edge keeps its place, as networkx does.
 
     >>> from shared_core.model import MemoryEdge, MemoryNode, Relation
     >>> g = DictGraphStore()
@@ -98,16 +99,16 @@ class DictGraphStore:
     (['before'], [])
     """
 
-    __slots__ = ("_adj", "_created", "_edges", "_ends", "_free_rows", "_free_slots", "_ids", "_meta", "_node",
-                 "_nodes", "_nout", "_rel", "_slot", "_strength")
+    __slots__ = ("_created", "_edges", "_ends", "_free_rows", "_free_slots", "_ids", "_in", "_meta", "_node",
+                 "_nodes", "_out", "_rel", "_slot", "_strength")
 
     def __init__(self) -> None:
         # a slot per id that is a node or an end of an edge
         self._slot: dict[str, int] = {}  # in first-insertion order, which `nodes` follows
         self._ids: list[str | None] = []  # slot -> id
         self._node: list[MemoryNode | None] = []  # slot -> node (None: an id only edges name)
-        self._adj: list[array[int] | None] = []  # slot -> edge rows, out-edges first
-        self._nout: array[int] = array("i")  # slot -> how many of its rows are out-edges
+        self._out = IntLists()  # slot -> rows of its out-edges
+        self._in = IntLists()  # slot -> rows of its in-edges
         self._free_slots: array[int] = array("i")
         self._nodes = 0
         # an edge per row
@@ -121,7 +122,12 @@ class DictGraphStore:
 
     # -- nodes --------------------------------------------------------------------------------
     def put_node(self, node: MemoryNode) -> None:
-        s = self._slot_for(node.id)
+        s = self._slot.get(node.id)
+        if s is None:
+            s = self._new_slot(node.id)
+        elif self._node[s] is None:  # an id that edges named first: `nodes` lists it from now
+            del self._slot[node.id]
+            self._slot[node.id] = s
         if self._node[s] is None:
             self._nodes += 1
         self._node[s] = node
@@ -135,17 +141,17 @@ class DictGraphStore:
         if s is None or self._node[s] is None:
             return []
         removed = self._edges_of(s)
-        rows = self._adj[s]
-        if rows is not None:
-            ends = self._ends
+        ends = self._ends
+        for own, others in ((self._out, self._in), (self._in, self._out)):
+            rows = own.get(s)
             for e in rows:
                 other = ends[e] ^ s
                 if other != s:
-                    self._unlink(other, e)
+                    others.remove(other, e)
+                    self._release(other)
                 self._free_row(e)
             self._edges -= len(rows)
-            self._adj[s] = None
-            self._nout[s] = 0
+            own.clear(s)
         self._node[s] = None
         self._nodes -= 1
         self._release(s)
@@ -164,23 +170,34 @@ class DictGraphStore:
         if code is None:
             code = _CODES[Relation.parse(edge.relation)]  # raises InvalidRelationError
         strength, created = float(edge.strength), float(edge.created_at)  # before any change
-        s = self._slot_for(edge.source)
-        t = self._slot_for(edge.target)
-        e = self._find(s, t, code)
-        if e is None:
-            e = self._new_row(s, t, code, strength, created)
-            self._rows(s).insert(self._nout[s], e)
-            self._nout[s] += 1
-            if t != s:
-                self._rows(t).append(e)
-            self._edges += 1
+        slots = self._slot
+        s = slots.get(edge.source)
+        if s is None:
+            s = self._new_slot(edge.source)
+        t = slots.get(edge.target)
+        if t is None:
+            t = self._new_slot(edge.target)
+        e = self._find(s, t, code) if self._out.lengths[s] else None
+        if e is not None:  # replace in place
+            self._strength[e], self._created[e] = strength, created
+            self._meta.pop(e, None)
         else:
-            self._strength[e] = strength
-            self._created[e] = created
+            free = self._free_rows
+            if free:
+                e = free.pop()
+                self._ends[e], self._rel[e], self._strength[e], self._created[e] = s ^ t, code, strength, created
+            else:
+                e = len(self._ends)
+                self._ends.append(s ^ t)
+                self._rel.append(code)
+                self._strength.append(strength)
+                self._created.append(created)
+            self._out.append(s, e)
+            if t != s:
+                self._in.append(t, e)
+            self._edges += 1
         if edge.metadata:
             self._meta[e] = edge.metadata
-        else:
-            self._meta.pop(e, None)
 
     def remove_edge(self, source: str, target: str, relation: Relation) -> bool:
         s, t, code = self._slot.get(source), self._slot.get(target), _CODES.get(relation)
@@ -189,9 +206,11 @@ class DictGraphStore:
         e = self._find(s, t, code)
         if e is None:
             return False
-        self._unlink(s, e)
+        self._out.remove(s, e)
         if t != s:
-            self._unlink(t, e)
+            self._in.remove(t, e)
+            self._release(t)
+        self._release(s)
         self._free_row(e)
         self._edges -= 1
         return True
@@ -203,106 +222,77 @@ class DictGraphStore:
 
     def links(self, node_id: str) -> list[Link]:
         s = self._slot.get(node_id)
-        rows = None if s is None else self._adj[s]
-        if not rows:
+        if s is None:
             return []
         ids, ends, rel, strength, relations = self._ids, self._ends, self._rel, self._strength, _RELATIONS
-        return [(ids[ends[e] ^ s], relations[rel[e]], strength[e]) for e in rows]  # type: ignore[misc,operator]
+        return [(ids[ends[e] ^ s], relations[rel[e]], strength[e]) for e in self._rows(s)]  # type: ignore[misc]
 
     def neighbors(self, node_id: str) -> list[tuple[str, float]]:
         s = self._slot.get(node_id)
-        rows = None if s is None else self._adj[s]
-        if not rows:
+        if s is None:
             return []
         ids, ends, strength = self._ids, self._ends, self._strength
-        return [(ids[ends[e] ^ s], strength[e]) for e in rows]  # type: ignore[misc,operator]
+        return [(ids[ends[e] ^ s], strength[e]) for e in self._rows(s)]  # type: ignore[misc]
 
     def edge_count(self) -> int:
         return self._edges
 
     def degree(self, node_id: str) -> int:
         s = self._slot.get(node_id)
-        rows = None if s is None else self._adj[s]
-        return 0 if rows is None else len(rows)
+        return 0 if s is None else self._out.lengths[s] + self._in.lengths[s]
 
     # -- internals ----------------------------------------------------------------------------
-    def _slot_for(self, node_id: str) -> int:
-        s = self._slot.get(node_id)
-        if s is None:
-            if self._free_slots:
-                s = self._free_slots.pop()
-                self._ids[s] = node_id
-            else:
-                s = len(self._ids)
-                self._ids.append(node_id)
-                self._node.append(None)
-                self._adj.append(None)
-                self._nout.append(0)
-            self._slot[node_id] = s
+    def _new_slot(self, node_id: str) -> int:
+        if self._free_slots:
+            s = self._free_slots.pop()
+            self._ids[s] = node_id
+        else:
+            s = len(self._ids)
+            self._ids.append(node_id)
+            self._node.append(None)
+            self._out.add_slot()
+            self._in.add_slot()
+        self._slot[node_id] = s
         return s
 
     def _release(self, s: int) -> None:
         """Free a slot that holds neither a node nor an edge."""
-        if self._node[s] is None and self._adj[s] is None:
+        if self._node[s] is None and not self._out.lengths[s] and not self._in.lengths[s]:
             del self._slot[self._ids[s]]  # type: ignore[arg-type]
             self._ids[s] = None
             self._free_slots.append(s)
 
     def _rows(self, s: int) -> array[int]:
-        rows = self._adj[s]
-        if rows is None:
-            rows = self._adj[s] = array("i")
+        """Slot ``s``'s edge rows, out-edges first."""
+        out, inn = self._out, self._in
+        a = out.starts[s]
+        rows = out.data[a:a + out.lengths[s]]
+        n = inn.lengths[s]
+        if n:
+            a = inn.starts[s]
+            rows += inn.data[a:a + n]
         return rows
 
     def _find(self, s: int, t: int, code: int) -> int | None:
-        rows = self._adj[s]
-        if rows is None:
-            return None
         ends, rel, st = self._ends, self._rel, s ^ t
-        for e in rows[: self._nout[s]]:  # out-edges: the other end is t exactly when ends == s ^ t
+        for e in self._out.get(s):  # out-edges: the other end is t when ends == s ^ t
             if ends[e] == st and rel[e] == code:
                 return e
         return None
-
-    def _new_row(self, s: int, t: int, code: int, strength: float, created: float) -> int:
-        if self._free_rows:
-            e = self._free_rows.pop()
-            self._ends[e], self._rel[e], self._strength[e], self._created[e] = s ^ t, code, strength, created
-            return e
-        self._ends.append(s ^ t)
-        self._rel.append(code)
-        self._strength.append(strength)
-        self._created.append(created)
-        return len(self._ends) - 1
 
     def _free_row(self, e: int) -> None:
         self._rel[e] = -1
         self._meta.pop(e, None)
         self._free_rows.append(e)
 
-    def _unlink(self, s: int, e: int) -> None:
-        """Take row ``e`` out of slot ``s``'s list (and free the slot if nothing is left in it)."""
-        rows = self._adj[s]
-        assert rows is not None
-        i = rows.index(e)
-        del rows[i]
-        if i < self._nout[s]:
-            self._nout[s] -= 1
-        if not rows:
-            self._adj[s] = None
-            self._release(s)
-
     def _edges_of(self, s: int) -> list[MemoryEdge]:
-        rows = self._adj[s]
-        if not rows:
-            return []
         ids, ends, rel, strength, created, meta = (self._ids, self._ends, self._rel, self._strength, self._created,
                                                    self._meta)
-        own, nout = ids[s], self._nout[s]
+        own = ids[s]
         return [edge_of(own, ids[ends[e] ^ s], _RELATIONS[rel[e]], strength[e], created[e],  # type: ignore[arg-type]
-                        meta.get(e, NO_METADATA)) for e in rows[:nout]] + \
+                        meta.get(e, NO_METADATA)) for e in self._out.get(s)] + \
                [edge_of(ids[ends[e] ^ s], own, _RELATIONS[rel[e]], strength[e], created[e],  # type: ignore[arg-type]
-                        meta.get(e, NO_METADATA)) for e in rows[nout:]]
+                        meta.get(e, NO_METADATA)) for e in self._in.get(s)]
 
 
 class NetworkXGraphStore:
