@@ -25,24 +25,25 @@ from array import array
 __all__ = ["CAPACITIES", "IntLists"]
 
 CAPACITIES: tuple[int, ...] = tuple(int(4 * 1.5 ** k + 0.5) for k in range(48))
+_ZEROS: tuple[array[int], ...] = tuple(array("i", [0]) * c for c in CAPACITIES[:16])  # new blocks, to copy
 
 
 class IntLists:
     """Per slot (numbered from 0, added with `add_slot`), an ordered list of ints."""
 
-    __slots__ = ("_cls", "_free", "data", "lengths", "starts")
+    __slots__ = ("_free", "classes", "data", "lengths", "starts")
 
     def __init__(self) -> None:
         self.data: array[int] = array("i")
         self.starts: array[int] = array("i")  # slot -> start of its block in `data`
         self.lengths: array[int] = array("i")  # slot -> list length (0: no block)
-        self._cls: array[int] = array("b")  # slot -> capacity class (-1: no block)
+        self.classes: array[int] = array("b")  # slot -> capacity class of its block (-1: none)
         self._free: list[array[int]] = [array("i") for _ in CAPACITIES]  # class -> free block starts
 
     def add_slot(self) -> None:
         self.starts.append(0)
         self.lengths.append(0)
-        self._cls.append(-1)
+        self.classes.append(-1)
 
     def get(self, s: int) -> array[int]:
         """A copy of slot ``s``'s list."""
@@ -54,10 +55,25 @@ class IntLists:
 
     def append(self, s: int, value: int) -> None:
         n = self.lengths[s]
-        k = self._cls[s]
-        if k < 0 or n == CAPACITIES[k]:
-            self._move(s, k + 1, n)
-        self.data[self.starts[s] + n] = value
+        k = self.classes[s]
+        data = self.data
+        if k < 0 or n == CAPACITIES[k]:  # a block of the next capacity (the move is inlined: hot)
+            k += 1
+            free = self._free[k]
+            if free:
+                b = free.pop()
+            else:
+                b = len(data)
+                data.extend(_ZEROS[k] if k < len(_ZEROS) else array("i", [0]) * CAPACITIES[k])
+            if n:
+                a = self.starts[s]
+                data[b:b + n] = data[a:a + n]
+                self._free[k - 1].append(a)
+            self.starts[s] = b
+            self.classes[s] = k
+        else:
+            b = self.starts[s]
+        data[b + n] = value
         self.lengths[s] = n + 1
 
     def remove(self, s: int, value: int) -> None:
@@ -70,21 +86,7 @@ class IntLists:
             self.clear(s)
 
     def clear(self, s: int) -> None:
-        k = self._cls[s]
+        k = self.classes[s]
         if k >= 0:
             self._free[k].append(self.starts[s])
-        self.lengths[s], self._cls[s] = 0, -1
-
-    def _move(self, s: int, k: int, n: int) -> None:
-        """Give slot ``s`` a block of class ``k``, keeping its first ``n`` values."""
-        free = self._free[k]
-        if free:
-            b = free.pop()
-        else:
-            b = len(self.data)
-            self.data.frombytes(bytes(self.data.itemsize * CAPACITIES[k]))
-        if n:
-            a = self.starts[s]
-            self.data[b:b + n] = self.data[a:a + n]
-            self._free[k - 1].append(a)
-        self.starts[s], self._cls[s] = b, k
+        self.lengths[s], self.classes[s] = 0, -1

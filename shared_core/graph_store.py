@@ -15,10 +15,10 @@ algorithms on the store.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ._int_lists import IntLists
+from ._int_lists import CAPACITIES, IntLists
 from .model import NO_METADATA, MemoryEdge, MemoryNode, Relation, edge_of
 
 if TYPE_CHECKING:
@@ -169,35 +169,71 @@ class DictGraphStore:
         code = _CODES.get(edge.relation)
         if code is None:
             code = _CODES[Relation.parse(edge.relation)]  # raises InvalidRelationError
-        strength, created = float(edge.strength), float(edge.created_at)  # before any change
-        slots = self._slot
-        s = slots.get(edge.source)
-        if s is None:
-            s = self._new_slot(edge.source)
-        t = slots.get(edge.target)
-        if t is None:
-            t = self._new_slot(edge.target)
-        e = self._find(s, t, code) if self._out.lengths[s] else None
-        if e is not None:  # replace in place
-            self._strength[e], self._created[e] = strength, created
-            self._meta.pop(e, None)
-        else:
-            free = self._free_rows
-            if free:
-                e = free.pop()
-                self._ends[e], self._rel[e], self._strength[e], self._created[e] = s ^ t, code, strength, created
+        self._put(((edge.source, edge.target, code, float(edge.strength), float(edge.created_at), edge.metadata),))
+
+    def put_links(self, links: Iterable[tuple[str, str, Relation, float]], *, created_at: float) -> None:
+        """`put_edge` for many (source, target, relation, strength) edges without metadata, all
+        created at ``created_at``: the write path's automatic links, with no `MemoryEdge` to build
+        for each (building one takes longer than storing the edge). Every link is checked first,
+        so a bad one changes nothing."""
+        created = float(created_at)
+        rows = []
+        for source, target, relation, strength in links:
+            code = _CODES.get(relation)
+            if code is None:
+                code = _CODES[Relation.parse(relation)]  # raises InvalidRelationError
+            rows.append((source, target, code, float(strength), created, NO_METADATA))
+        self._put(rows)
+
+    def _put(self, rows: Iterable[tuple[str, str, int, float, float, Mapping[str, Any]]]) -> None:
+        """Insert or replace (source, target, relation code, strength, created_at, metadata) rows.
+
+        The write path's inner loop (about four edges per memory), so lookups are hoisted and
+        the lists' appends inlined where the block has room."""
+        slots, out, inn, capacities = self._slot, self._out, self._in, CAPACITIES
+        out_len, out_start, out_cls, out_data = out.lengths, out.starts, out.classes, out.data
+        in_len, in_start, in_cls, in_data = inn.lengths, inn.starts, inn.classes, inn.data
+        ends, rel, strengths, times, free, meta = (self._ends, self._rel, self._strength, self._created,
+                                                   self._free_rows, self._meta)
+        added = 0
+        for source, target, code, strength, created, metadata in rows:
+            s = slots.get(source)
+            if s is None:
+                s = self._new_slot(source)
+            t = slots.get(target)
+            if t is None:
+                t = self._new_slot(target)
+            n = out_len[s]
+            e = self._find(s, t, code) if n and (t == s or in_len[t]) else None
+            if e is not None:  # replace in place
+                strengths[e], times[e] = strength, created
+                meta.pop(e, None)
             else:
-                e = len(self._ends)
-                self._ends.append(s ^ t)
-                self._rel.append(code)
-                self._strength.append(strength)
-                self._created.append(created)
-            self._out.append(s, e)
-            if t != s:
-                self._in.append(t, e)
-            self._edges += 1
-        if edge.metadata:
-            self._meta[e] = edge.metadata
+                if free:
+                    e = free.pop()
+                    ends[e], rel[e], strengths[e], times[e] = s ^ t, code, strength, created
+                else:
+                    e = len(ends)
+                    ends.append(s ^ t)
+                    rel.append(code)
+                    strengths.append(strength)
+                    times.append(created)
+                if n and n < capacities[out_cls[s]]:
+                    out_data[out_start[s] + n] = e
+                    out_len[s] = n + 1
+                else:
+                    out.append(s, e)
+                if t != s:
+                    n = in_len[t]
+                    if n and n < capacities[in_cls[t]]:
+                        in_data[in_start[t] + n] = e
+                        in_len[t] = n + 1
+                    else:
+                        inn.append(t, e)
+                added += 1
+            if metadata is not NO_METADATA and metadata:
+                meta[e] = metadata
+        self._edges += added
 
     def remove_edge(self, source: str, target: str, relation: Relation) -> bool:
         s, t, code = self._slot.get(source), self._slot.get(target), _CODES.get(relation)
@@ -274,8 +310,13 @@ class DictGraphStore:
         return rows
 
     def _find(self, s: int, t: int, code: int) -> int | None:
+        """The row of the edge s -> t of ``code``: searched in the shorter of s's out-list and
+        t's in-list (a new memory's lists are short, whatever its neighbours' are)."""
+        out, inn = self._out, self._in
+        lists, slot = (inn, t) if t != s and inn.lengths[t] < out.lengths[s] else (out, s)
+        a = lists.starts[slot]
         ends, rel, st = self._ends, self._rel, s ^ t
-        for e in self._out.get(s):  # out-edges: the other end is t when ends == s ^ t
+        for e in lists.data[a:a + lists.lengths[slot]]:  # the other end is right when ends == s ^ t
             if ends[e] == st and rel[e] == code:
                 return e
         return None

@@ -60,13 +60,13 @@ def _blocks_are_disjoint(store: DictGraphStore) -> None:
     """In each list store, no two lists, nor a list and a free block, share a cell."""
     for lists in (store._out, store._in):
         owner: dict[int, object] = {}
-        used = [s for s in range(len(lists._cls)) if lists._cls[s] >= 0]
-        spans = [(lists.starts[s], CAPACITIES[lists._cls[s]], s) for s in used]
+        used = [s for s in range(len(lists.classes)) if lists.classes[s] >= 0]
+        spans = [(lists.starts[s], CAPACITIES[lists.classes[s]], s) for s in used]
         spans += [(start, CAPACITIES[k], "free") for k, free in enumerate(lists._free) for start in free]
         for start, cap, who in spans:
             for cell in range(start, start + cap):
                 assert owner.setdefault(cell, who) == who, f"cell {cell} used by {owner[cell]} and {who}"
-        assert all(lists.lengths[s] == 0 for s in range(len(lists._cls)) if lists._cls[s] < 0)
+        assert all(lists.lengths[s] == 0 for s in range(len(lists.classes)) if lists.classes[s] < 0)
 
 
 def _check(store: DictGraphStore, ref: Reference) -> None:
