@@ -3,15 +3,16 @@
 What a memory costs is counted from what is actually stored for it: its embedding row, its
 text (held twice: by the graph node and by the keyword index), its metadata as JSON, and a fixed
 overhead for the objects and index entries around them; each edge costs a fixed overhead too.
-The two overheads were measured for the in-process backend on CPython 3.11: the resident memory
-that 20,000 memories (in namespaces of 4,000, with 1 to 4 edges each) added to a fresh process,
-less their texts and vectors, came to about 1,160 bytes per memory and 235 per edge; the
-accounting rounds up, and a test checks it against the measured growth of a fresh process. The
-vector index's own figure (``nbytes()``) adds its spare capacity; an index that holds vectors
+The two overheads were measured for the in-process backend on CPython 3.11 with
+``benchmarks/memory_breakdown.py --capacity``: the resident memory that 20,000 memories (in
+namespaces of 4,000, with about 1 and about 3.7 edges each) added to a fresh process, less their
+texts and vectors, came to 800-850 bytes per memory and 90-100 per edge (1,030 and 175 before
+edges became rows of arrays and the event log compact); the accounting rounds up. The vector
+index's own figure (``nbytes()``) adds its spare capacity; an index that holds vectors
 elsewhere (faiss) must count them there.
 
 >>> stored_bytes(text_bytes=40, metadata_bytes=0, dim=384)
-2866
+2516
 >>> cleanup_level(0.5, pressure=0.7), cleanup_level(0.8, pressure=0.7), cleanup_level(1.2, pressure=0.7)
 ('normal', 'pressure', 'over')
 """
@@ -26,10 +27,10 @@ from .model import MemoryNode
 
 __all__ = ["EDGE_OVERHEAD", "NODE_OVERHEAD", "cleanup_level", "node_bytes", "prunable", "stored_bytes"]
 
-#: bytes per memory besides its text, vector and metadata (node objects, dict entries, FTS row)
-NODE_OVERHEAD = 1_250
-#: bytes per edge (networkx adjacency entries and the `MemoryEdge`)
-EDGE_OVERHEAD = 250
+#: bytes per memory besides its text, vector and metadata (node object, index entries, FTS row)
+NODE_OVERHEAD = 900
+#: bytes per edge (its row in the graph store's arrays and its place in two adjacency lists)
+EDGE_OVERHEAD = 110
 
 
 def stored_bytes(*, text_bytes: int, metadata_bytes: int, dim: int, itemsize: int = 4,
@@ -49,7 +50,7 @@ def node_bytes(node: MemoryNode, dim: int, *, indexed_text: str | None = None) -
     """`stored_bytes` of a node; ``indexed_text`` is the keyword index's text when it differs.
 
     >>> node_bytes(MemoryNode(id="a", content="héllo", namespace="n"), 4)
-    1278
+    928
     """
     text = len(node.content.encode("utf-8"))
     if indexed_text is not None:
