@@ -14,8 +14,6 @@ exact next to a large one.
 from __future__ import annotations
 
 import logging
-from array import array
-from bisect import bisect_left, bisect_right
 from collections.abc import Collection, Iterator, MutableMapping, MutableSet, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
@@ -23,6 +21,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from ._time_index import TimeIndex
 from .ann_index import IVFVectorIndex, ann_available
 from .config import AtlasConfig
 from .decay import reinforced_weight
@@ -96,57 +95,6 @@ class Partition(Protocol):
         now. Returns the updated node (None if it is gone)."""
 
 
-class _TimeIndex:
-    """Ids sorted by (timestamp, id) in two parallel columns, an ``array('d')`` of timestamps and a
-    list of ids: 16 bytes per memory, where a list of (timestamp, id) tuples took 72 (a tuple is
-    64). Writes are mostly appends (a new memory happened now); an older timestamp is a binary
-    search and one insert in each column.
-
-    >>> t = _TimeIndex()
-    >>> for ts, i in ((2.0, "b"), (1.0, "z"), (2.0, "a"), (3.0, "c")):
-    ...     t.add(ts, i)
-    >>> t.between(1.5, 3.0), t.remove(2.0, "a"), t.between(0.0, 9.0)
-    (['a', 'b'], None, ['z', 'b', 'c'])
-    """
-
-    __slots__ = ("ids", "stamps")
-
-    def __init__(self) -> None:
-        self.stamps: array[float] = array("d")
-        self.ids: list[str] = []
-
-    def add(self, timestamp: float, node_id: str) -> None:
-        stamps, ids = self.stamps, self.ids
-        if not stamps or timestamp > stamps[-1] or (timestamp == stamps[-1] and node_id >= ids[-1]):
-            stamps.append(timestamp)
-            ids.append(node_id)
-            return
-        lo = bisect_left(stamps, timestamp)
-        i = bisect_left(ids, node_id, lo, bisect_right(stamps, timestamp, lo))
-        stamps.insert(i, timestamp)
-        ids.insert(i, node_id)
-
-    def remove(self, timestamp: float, node_id: str) -> None:
-        stamps, ids = self.stamps, self.ids
-        lo = bisect_left(stamps, timestamp)
-        hi = bisect_right(stamps, timestamp, lo)
-        i = bisect_left(ids, node_id, lo, hi)
-        if i < hi and ids[i] == node_id:
-            del stamps[i]
-            del ids[i]
-
-    def between(self, start: float, end: float) -> list[str]:
-        return self.ids[bisect_left(self.stamps, start):bisect_left(self.stamps, end)]
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _TimeIndex) and self.stamps == other.stamps and self.ids == other.ids
-
-    __hash__ = None  # type: ignore[assignment]
-
-
 @dataclass(slots=True, eq=False)
 class InProcessPartition:
     """The in-process `Partition`: stores and bookkeeping in this process's memory."""
@@ -158,7 +106,7 @@ class InProcessPartition:
     turn: int = 0
     sessions: dict[str | None, dict[str, None]] = field(default_factory=dict)
     inactive: set[str] = field(default_factory=set)
-    _times: _TimeIndex = field(default_factory=_TimeIndex)
+    _times: TimeIndex = field(default_factory=TimeIndex)  # ids by timestamp, for `between`
 
     def next_turn(self, count: int = 1) -> int:
         first = self.turn + 1

@@ -61,7 +61,7 @@ def _blocks_are_disjoint(store: DictGraphStore) -> None:
     for lists in (store._out, store._in):
         owner: dict[int, object] = {}
         used = [s for s in range(len(lists.classes)) if lists.classes[s] >= 0]
-        spans = [(lists.starts[s], CAPACITIES[lists.classes[s]], s) for s in used]
+        spans: list[tuple[int, int, object]] = [(lists.starts[s], CAPACITIES[lists.classes[s]], s) for s in used]
         spans += [(start, CAPACITIES[k], "free") for k, free in enumerate(lists._free) for start in free]
         for start, cap, who in spans:
             for cell in range(start, start + cap):
