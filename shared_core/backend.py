@@ -13,7 +13,6 @@ exact next to a large one.
 
 from __future__ import annotations
 
-import bisect
 import logging
 from collections.abc import Collection, Iterator, MutableMapping, MutableSet, Sequence
 from dataclasses import dataclass, field, replace
@@ -22,6 +21,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from ._time_index import TimeIndex
 from .ann_index import IVFVectorIndex, ann_available
 from .config import AtlasConfig
 from .decay import reinforced_weight
@@ -107,7 +107,7 @@ class InProcessPartition:
     turn: int = 0
     sessions: dict[str | None, dict[str, None]] = field(default_factory=dict)
     inactive: set[str] = field(default_factory=set)
-    _times: list[tuple[float, str]] = field(default_factory=list)
+    _times: TimeIndex = field(default_factory=TimeIndex)  # ids by timestamp, for `between`
 
     def next_turn(self, count: int = 1) -> int:
         first = self.turn + 1
@@ -116,7 +116,7 @@ class InProcessPartition:
 
     def track(self, node_id: str, session_id: str | None, timestamp: float) -> None:
         self.sessions.setdefault(session_id, {})[node_id] = None
-        bisect.insort(self._times, (timestamp, node_id))
+        self._times.add(timestamp, node_id)
 
     def untrack(self, node_id: str, session_id: str | None, timestamp: float) -> None:
         ids = self.sessions.get(session_id)
@@ -124,16 +124,12 @@ class InProcessPartition:
             ids.pop(node_id, None)
             if not ids:
                 del self.sessions[session_id]
-        i = bisect.bisect_left(self._times, (timestamp, node_id))
-        if i < len(self._times) and self._times[i] == (timestamp, node_id):
-            del self._times[i]
+        self._times.remove(timestamp, node_id)
         self.inactive.discard(node_id)
 
     def between(self, start: float, end: float) -> list[str]:
         """Ids whose timestamp lies in ``[start, end)``, oldest first."""
-        lo = bisect.bisect_left(self._times, (start, ""))
-        hi = bisect.bisect_left(self._times, (end, ""))
-        return [node_id for _, node_id in self._times[lo:hi]]
+        return self._times.between(start, end)
 
     def latest(self, session_id: str | None, n: int) -> list[str]:
         """The last ``n`` ids written to a session, newest first."""

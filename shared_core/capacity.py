@@ -1,17 +1,22 @@
 """Byte accounting for ``max_bytes`` and the cleanup rule, as pure functions.
 
 What a memory costs is counted from what is actually stored for it: its embedding row, its
-text (held twice: by the graph node and by the keyword index), its metadata as JSON, and a fixed
-overhead for the objects and index entries around them; each edge costs a fixed overhead too.
-The two overheads were measured for the in-process backend on CPython 3.11: the resident memory
-that 20,000 memories (in namespaces of 4,000, with 1 to 4 edges each) added to a fresh process,
-less their texts and vectors, came to about 1,160 bytes per memory and 235 per edge; the
-accounting rounds up, and a test checks it against the measured growth of a fresh process. The
-vector index's own figure (``nbytes()``) adds its spare capacity; an index that holds vectors
-elsewhere (faiss) must count them there.
+text (held twice: by the graph node and by the keyword index), its metadata (as JSON, plus the
+dict that holds it when there is any), and a fixed overhead for the objects and index entries
+around it; each edge costs a fixed overhead too. Measured for the in-process backend on
+CPython 3.11 (``benchmarks/memory_breakdown.py --capacity``: the resident memory that 20,000
+memories in namespaces of 4,000, with about 1 and about 3.7 edges each, add to a fresh process,
+less their texts and vectors), a memory's objects and index entries take 800-850 bytes and an
+edge 90-100 (1,030 and 175 before edges became rows of arrays and the event log compact), once
+freed memory is handed back (``malloc_trim``). A process that never hands it back holds about
+700 bytes more per memory of freed heap from the write path (the calibration test in
+``tests/integration/test_lifecycle_stream.py``); the memory overhead includes most of it, so
+the accounting stays within 20% of such a process's resident memory. The vector index's own
+figure (``nbytes()``) adds its spare capacity; an index that holds vectors elsewhere (faiss)
+must count them there.
 
 >>> stored_bytes(text_bytes=40, metadata_bytes=0, dim=384)
-2866
+2716
 >>> cleanup_level(0.5, pressure=0.7), cleanup_level(0.8, pressure=0.7), cleanup_level(1.2, pressure=0.7)
 ('normal', 'pressure', 'over')
 """
@@ -24,12 +29,17 @@ from typing import Literal
 
 from .model import MemoryNode
 
-__all__ = ["EDGE_OVERHEAD", "NODE_OVERHEAD", "cleanup_level", "node_bytes", "prunable", "stored_bytes"]
+__all__ = ["EDGE_OVERHEAD", "METADATA_OVERHEAD", "NODE_OVERHEAD", "cleanup_level", "node_bytes", "prunable",
+           "stored_bytes"]
 
-#: bytes per memory besides its text, vector and metadata (node objects, dict entries, FTS row)
-NODE_OVERHEAD = 1_250
-#: bytes per edge (networkx adjacency entries and the `MemoryEdge`)
-EDGE_OVERHEAD = 250
+#: bytes per memory besides its text, vector and metadata (node object, index entries, FTS row,
+#: and the write path's freed heap that a process keeps; see above)
+NODE_OVERHEAD = 1_100
+#: bytes per edge (its row in the graph store's arrays and its place in two adjacency lists)
+EDGE_OVERHEAD = 110
+#: bytes of the dict that holds a memory's metadata, when it has any (``sys.getsizeof`` of a
+#: dict of up to five keys; 223 bytes per memory were measured for ``{"role": ..., "i": ...}``)
+METADATA_OVERHEAD = 184
 
 
 def stored_bytes(*, text_bytes: int, metadata_bytes: int, dim: int, itemsize: int = 4,
@@ -49,12 +59,14 @@ def node_bytes(node: MemoryNode, dim: int, *, indexed_text: str | None = None) -
     """`stored_bytes` of a node; ``indexed_text`` is the keyword index's text when it differs.
 
     >>> node_bytes(MemoryNode(id="a", content="héllo", namespace="n"), 4)
-    1278
+    1128
+    >>> node_bytes(MemoryNode(id="a", content="héllo", namespace="n", metadata={"k": 1}), 4)
+    1319
     """
     text = len(node.content.encode("utf-8"))
     if indexed_text is not None:
         text = (text + len(indexed_text.encode("utf-8")) + 1) // 2
-    meta = len(json.dumps(dict(node.metadata), separators=(",", ":"))) if node.metadata else 0
+    meta = len(json.dumps(dict(node.metadata), separators=(",", ":"))) + METADATA_OVERHEAD if node.metadata else 0
     return stored_bytes(text_bytes=text, metadata_bytes=meta, dim=dim)
 
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,15 @@ import numpy.typing as npt
 
 from .errors import InvalidRelationError
 
-__all__ = ["Context", "MemoryEdge", "MemoryNode", "Relation", "ScoredMemory", "iso"]
+__all__ = ["NO_METADATA", "Context", "MemoryEdge", "MemoryNode", "Relation", "ScoredMemory", "edge_of", "iso"]
+
+#: The metadata of a memory or edge that has none: one shared, read-only empty mapping (an empty
+#: dict per object would cost 64 bytes each, and metadata is never changed in place).
+NO_METADATA: Mapping[str, Any] = MappingProxyType({})
+
+
+def _no_metadata() -> Mapping[str, Any]:
+    return NO_METADATA
 
 
 class Relation(StrEnum):
@@ -74,7 +83,7 @@ class MemoryNode:
     access_count: int = 0
     turn: int = 0
     accessed_turn: int = 0
-    metadata: Mapping[str, Any] = field(default_factory=dict)
+    metadata: Mapping[str, Any] = field(default_factory=_no_metadata)
     pinned: bool = False
     expires_at: float | None = None
     valid_from: float = 0.0
@@ -119,7 +128,32 @@ class MemoryEdge:
     relation: Relation
     strength: float = 1.0
     created_at: float = 0.0
-    metadata: Mapping[str, Any] = field(default_factory=dict)
+    metadata: Mapping[str, Any] = field(default_factory=_no_metadata)
+
+
+_new = object.__new__
+_set_source, _set_target, _set_relation, _set_strength, _set_created_at, _set_metadata = (
+    vars(MemoryEdge)[f.name].__set__ for f in fields(MemoryEdge))
+
+
+def edge_of(source: str, target: str, relation: Relation, strength: float, created_at: float,
+            metadata: Mapping[str, Any]) -> MemoryEdge:
+    """`MemoryEdge` from trusted values, for graph stores that keep edges as rows and build the
+    objects on read: it sets the slots directly, which takes half the time of the frozen
+    dataclass's ``__init__`` (one ``object.__setattr__`` call per field).
+
+    >>> edge_of("a", "b", Relation.BEFORE, 1.0, 0.0, NO_METADATA) == MemoryEdge(source="a", target="b",
+    ...                                                                       relation=Relation.BEFORE)
+    True
+    """
+    edge = _new(MemoryEdge)
+    _set_source(edge, source)
+    _set_target(edge, target)
+    _set_relation(edge, relation)
+    _set_strength(edge, strength)
+    _set_created_at(edge, created_at)
+    _set_metadata(edge, metadata)
+    return edge
 
 
 @dataclass(frozen=True, slots=True)

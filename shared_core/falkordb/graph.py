@@ -212,6 +212,9 @@ class FalkorGraphStore:
                 found = self.cache.edges[node_id] = _sorted_edges(node_id, self._g.read(q.EDGES, {"id": node_id}))
         return list(found)
 
+    def links(self, node_id: str) -> list[tuple[str, Relation, float]]:
+        return [(e.target if e.source == node_id else e.source, e.relation, e.strength) for e in self.edges(node_id)]
+
     def neighbors(self, node_id: str) -> list[tuple[str, float]]:
         return [(e.target if e.source == node_id else e.source, e.strength) for e in self.edges(node_id)]
 

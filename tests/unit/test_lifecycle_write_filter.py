@@ -15,6 +15,7 @@ from shared_core import (
     ManualClock,
     importance_score,
 )
+from shared_core.capacity import NODE_OVERHEAD
 from shared_core.write_filter import WorkingBuffer, parse_score
 
 Build = Callable[..., ElasticMemoryAtlas]
@@ -112,4 +113,4 @@ def test_held_turns_are_bounded_under_a_stream_and_count_toward_bytes(clock: Man
     for i in range(2000):
         atlas.add_memory("ok", namespace="u", session_id=f"s{(i // 4) % 500}")
     assert len(atlas) == 0 and len(atlas._life.held) == 256 * 4
-    assert atlas.stats().held == 1024 and atlas.stats().bytes_used > 1024 * 1000
+    assert atlas.stats().held == 1024 and atlas.stats().bytes_used > 1024 * NODE_OVERHEAD

@@ -1,0 +1,196 @@
+"""Where the bytes of a stored memory go, by component, and the overheads `shared_core.capacity` uses.
+
+    .venv/bin/python benchmarks/memory_breakdown.py                     # 10k and 100k (~3 min)
+    .venv/bin/python benchmarks/memory_breakdown.py --capacity          # NODE_OVERHEAD / EDGE_OVERHEAD
+
+Each size runs in a fresh interpreter and builds the atlas exactly as ``latency.py``'s memory probe
+does (same corpus, batches, sessions). Then, per memory:
+
+- **RSS**: growth of resident memory while the atlas takes the memories (after ``malloc_trim``),
+  and the "overhead" beyond the 1,536-byte embedding and the text's UTF-8 bytes (the target);
+- **Python objects** by component: deep sizes (``sys.getsizeof`` rounded to pymalloc's 16-byte
+  blocks; each object counted once, in the first component that reaches it, in table order);
+- **native**: glibc's bytes in use released by freeing the faiss index and closing SQLite
+  (``mallinfo2``; exact, where RSS after a free depends on fragmentation).
+
+``--capacity`` measures what capacity.py's docstring describes: the resident memory that 20,000
+memories (5 namespaces of 4,000, exact vector search) add to a fresh process, less their texts and
+the vector indexes' own bytes, with about 1 and about 3.7 edges per memory, solved for the bytes
+per memory and per edge.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import gc
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import latency as L
+
+from shared_core import AtlasConfig, ElasticMemoryAtlas, ManualClock
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                      "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+def _malloc_in_use() -> int:
+    gc.collect()
+    libc = ctypes.CDLL("libc.so.6")
+    libc.mallinfo2.restype = _MallInfo2
+    info = libc.mallinfo2()
+    return int(info.uordblks + info.hblkhd)
+
+
+def _rounded(size: int) -> int:
+    return size if size > 512 else (size + 15) // 16 * 16  # pymalloc's size classes
+
+
+def deep_size(obj: object, seen: set[int]) -> int:
+    """Bytes of ``obj`` and of every object it reaches that is not in ``seen`` (which it extends)."""
+    total = 0
+    stack = [obj]
+    skip = ("module", "function", "method", "builtin_function_or_method", "lock", "RLock")
+    while stack:
+        o = stack.pop()
+        if id(o) in seen or isinstance(o, type) or type(o).__name__ in skip:
+            continue
+        seen.add(id(o))
+        total += _rounded(sys.getsizeof(o))
+        if isinstance(o, dict):
+            stack.extend(o.keys())
+            stack.extend(o.values())
+        elif isinstance(o, (list, tuple, set, frozenset)) or type(o).__name__ == "deque":
+            stack.extend(o)  # type: ignore[arg-type]
+        elif isinstance(o, (str, bytes, int, float)) or o is None or type(o).__name__ in ("array", "ndarray"):
+            pass
+        else:
+            for cls in type(o).__mro__:
+                stack.extend(getattr(o, name) for name in getattr(cls, "__slots__", ()) if hasattr(o, name))
+            if hasattr(o, "__dict__"):
+                stack.append(o.__dict__)
+    return total
+
+
+def breakdown(n: int) -> str:
+    """The table for an atlas of ``n`` memories (run in a fresh interpreter)."""
+    corpus, _ = L.make_corpus(n, 1)
+    embedder = corpus.embedder()
+    warm = ElasticMemoryAtlas(config=AtlasConfig(ann_threshold=64), embedder=embedder)  # imports, first-use
+    warm.add_memories([{"content": f"warm {i}", "embedding": v}  # tables (faiss included) outside the count
+                       for i, v in enumerate(corpus.vectors[:64])], namespace="warm")
+    gc.collect()
+    L._trim()
+    base = L._rss()
+    atlas, _, _ = L.build_atlas(corpus, embedder)
+    gc.collect()
+    L._trim()
+    rss = (L._rss() - base) / n
+    part: Any = atlas.backend.partition("bench")
+    graph = part.graph
+    nodes = list(graph.nodes())
+    text = sum(len(node.content.encode()) for node in nodes) / n
+    lines = [f"{n:,} memories, {graph.edge_count() / n:.2f} edges each: RSS {rss:,.0f} B/memory = embedding 1,536"
+             f" + text {text:,.0f} + overhead **{rss - 1536 - text:,.0f}**", "",
+             "| component | B/memory |", "|---|---|"]
+    seen = {id(x) for x in (corpus, embedder, nodes, atlas, atlas.backend, part, atlas.config, atlas.clock,
+                            atlas.embedder)}
+    seen |= {id(node.content) for node in nodes}  # the corpus's own strings, allocated before the count
+    node_index = {"_slot", "_ids", "_node", "_nodes", "_free_slots"}
+    slots = [name for name in getattr(type(graph), "__slots__", ()) if hasattr(graph, name)]
+    rows: list[tuple[str, int]] = [
+        ("memory ids (str; shared by every index)", sum(deep_size(node.id, seen) for node in nodes)),
+        ("`MemoryNode` objects and their own field values", sum(deep_size(node, seen) for node in nodes)),
+        ("graph store: id -> node index", sum(deep_size(getattr(graph, s), seen) for s in slots if s in node_index)),
+        ("graph store: edges", sum(deep_size(getattr(graph, s), seen) for s in slots if s not in node_index)),
+        ("partition: sessions", deep_size(part.sessions, seen)),
+        ("partition: time index", deep_size(getattr(part, "_times", None), seen)),
+        ("partition: superseded ids", deep_size(part.inactive, seen)),
+        ("event log", deep_size(atlas.events, seen)),
+        ("atlas `_where` (id -> namespace)", deep_size(atlas._where, seen)),
+        ("lifecycle `_bytes` (id -> accounted bytes)", deep_size(atlas._life._bytes, seen)),
+        ("lifecycle, the rest", deep_size(atlas._life, seen)),
+        (f"keyword index, Python side ({type(part.keywords).__name__})", deep_size(part.keywords, seen)),
+        ("vector index, Python side (id maps)", deep_size(part.vectors, seen)),
+    ]
+    for name, size in rows:
+        lines.append(f"| {name} | {size / n:,.0f} |")
+    lines.append(f"| **Python objects, total** | **{sum(size for _, size in rows) / n:,.0f}** |")
+    impl = getattr(part.vectors, "_impl", None)
+    if impl is not None and getattr(impl, "_index", None) is not None:
+        before = _malloc_in_use()
+        impl._index = impl._quantizer = None
+        freed = (before - _malloc_in_use()) / n
+        lines.append(f"| faiss index, native (the vector and its label: 1,544) | {freed:,.0f} |")
+    db = getattr(atlas.backend, "_db", None)
+    if db is not None:
+        before = _malloc_in_use()
+        db.conn.close()
+        lines.append(f"| SQLite FTS5, native | {(before - _malloc_in_use()) / n:,.0f} |")
+    return "\n".join(lines)
+
+
+def capacity_probe(similar_top: int) -> tuple[int, int, int]:
+    """(memories, edges, resident bytes less texts and vector indexes) for 5 namespaces of 4,000."""
+    per_namespace, namespaces = 4000, 5
+    corpus, _ = L.make_corpus(per_namespace * namespaces, 1)
+    embedder = corpus.embedder()
+    warm = ElasticMemoryAtlas(embedder=embedder)
+    warm.add_memories([{"content": f"warm {i}", "embedding": v} for i, v in enumerate(corpus.vectors[:64])],
+                      namespace="warm")
+    gc.collect()
+    L._trim()
+    base = L._rss()
+    atlas = ElasticMemoryAtlas(config=AtlasConfig(similar_top=similar_top), embedder=embedder,
+                               clock=ManualClock(1_700_000_000.0))
+    for k in range(namespaces):
+        texts = corpus.texts[k * per_namespace:(k + 1) * per_namespace]
+        for s in range(0, per_namespace, 400):
+            items = [{"content": t, "session_id": f"s{(s + j) // 50}"} for j, t in enumerate(texts[s:s + 400])]
+            atlas.add_memories(items, namespace=f"ns{k}")
+    gc.collect()
+    L._trim()
+    grown = L._rss() - base
+    edges = vectors = 0
+    for k in range(namespaces):
+        part: Any = atlas.backend.partition(f"ns{k}")
+        edges += part.graph.edge_count()
+        vectors += part.vectors.nbytes()
+    return per_namespace * namespaces, edges, grown - vectors - sum(len(t.encode()) for t in corpus.texts)
+
+
+def _fresh(*args: str) -> str:
+    done = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--capacity", action="store_true", help="measure NODE_OVERHEAD and EDGE_OVERHEAD")
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--probe", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.one:
+        print(breakdown(args.one))
+    elif args.probe is not None:
+        print(*capacity_probe(args.probe))
+    elif args.capacity:
+        (n, e1, b1), (_, e2, b2) = ([int(x) for x in _fresh("--probe", str(top)).split()] for top in (0, 3))
+        per_edge = (b2 - b1) / (e2 - e1)
+        print(f"{(b1 - e1 * per_edge) / n:,.0f} bytes per memory and {per_edge:,.0f} per edge "
+              f"({n:,} memories with {e1 / n:.2f} and {e2 / n:.2f} edges each)")
+    else:
+        for n in (int(s) for s in args.sizes.split(",")):
+            print(_fresh("--one", str(n)), end="\n\n", flush=True)
+
+
+if __name__ == "__main__":
+    main()

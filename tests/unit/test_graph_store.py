@@ -1,0 +1,155 @@
+"""`DictGraphStore` against a plain reference model over random operation sequences (nodes and
+edges added, replaced and removed, self-loops, edges naming ids that are not nodes), and the
+fast `links` read of every in-process store."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from itertools import pairwise
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from shared_core import NetworkXGraphStore
+from shared_core._int_lists import CAPACITIES
+from shared_core.errors import InvalidRelationError
+from shared_core.graph_store import DictGraphStore, GraphStore
+from shared_core.model import MemoryEdge, MemoryNode, Relation
+
+IDS = [f"n{i}" for i in range(7)]
+RELATIONS = [Relation.BEFORE, Relation.SIMILAR_TO, Relation.CONTRADICTS]
+Key = tuple[str, str, Relation]
+
+
+class Reference:
+    """The semantics `DictGraphStore` must keep, written the obvious way."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, MemoryNode] = {}
+        self.edges: dict[Key, MemoryEdge] = {}  # insertion order; a replaced edge keeps its place
+
+    def put_edge(self, edge: MemoryEdge) -> None:
+        self.edges[(edge.source, edge.target, edge.relation)] = edge
+
+    def edges_of(self, node_id: str) -> list[MemoryEdge]:
+        out = [e for e in self.edges.values() if e.source == node_id]
+        return out + [e for e in self.edges.values() if e.target == node_id and e.source != node_id]
+
+    def remove_node(self, node_id: str) -> list[MemoryEdge]:
+        if self.nodes.pop(node_id, None) is None:
+            return []
+        removed = self.edges_of(node_id)
+        for e in removed:
+            del self.edges[(e.source, e.target, e.relation)]
+        return removed
+
+
+NODE = st.tuples(st.just("node"), st.sampled_from(IDS), st.integers(0, 3))
+EDGE = st.tuples(st.just("edge"), st.sampled_from(IDS), st.sampled_from(IDS), st.sampled_from(RELATIONS),
+                 st.sampled_from([0.25, 0.5, 1.0]), st.sampled_from([{}, {"why": "test"}]))
+OPS = st.lists(st.one_of(
+    NODE, EDGE, EDGE, EDGE,
+    st.tuples(st.just("drop_node"), st.sampled_from(IDS)),
+    st.tuples(st.just("drop_edge"), st.sampled_from(IDS), st.sampled_from(IDS), st.sampled_from(RELATIONS)),
+), max_size=80)
+
+
+def _blocks_are_disjoint(store: DictGraphStore) -> None:
+    """In each list store, no two lists, nor a list and a free block, share a cell."""
+    for lists in (store._out, store._in):
+        owner: dict[int, object] = {}
+        used = [s for s in range(len(lists.classes)) if lists.classes[s] >= 0]
+        spans: list[tuple[int, int, object]] = [(lists.starts[s], CAPACITIES[lists.classes[s]], s) for s in used]
+        spans += [(start, CAPACITIES[k], "free") for k, free in enumerate(lists._free) for start in free]
+        for start, cap, who in spans:
+            for cell in range(start, start + cap):
+                assert owner.setdefault(cell, who) == who, f"cell {cell} used by {owner[cell]} and {who}"
+        assert all(lists.lengths[s] == 0 for s in range(len(lists.classes)) if lists.classes[s] < 0)
+
+
+def _check(store: DictGraphStore, ref: Reference) -> None:
+    _blocks_are_disjoint(store)
+    named = {i for key in ref.edges for i in key[:2]}
+    assert set(store._slot) == set(ref.nodes) | named  # a slot for each node or edge end, no more
+    assert [n.id for n in store.nodes()] == list(ref.nodes) and store.node_count() == len(ref.nodes)
+    assert store.edge_count() == len(ref.edges)
+    for i in IDS:
+        assert store.get_node(i) == ref.nodes.get(i)
+        expected = ref.edges_of(i)
+        assert store.edges(i) == expected
+        others = [e.target if e.source == i else e.source for e in expected]
+        assert store.links(i) == [(o, e.relation, e.strength) for o, e in zip(others, expected, strict=True)]
+        assert store.neighbors(i) == [(o, e.strength) for o, e in zip(others, expected, strict=True)]
+        assert store.degree(i) == len(expected)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ops=OPS)
+def test_dict_store_matches_the_reference(ops: list[tuple[Any, ...]]) -> None:
+    store, ref = DictGraphStore(), Reference()
+    for step, op in enumerate(ops):
+        if op[0] == "node":
+            node = MemoryNode(id=op[1], content=f"v{op[2]}", namespace="u")
+            store.put_node(node)
+            ref.nodes[op[1]] = node
+        elif op[0] == "edge":
+            edge = MemoryEdge(source=op[1], target=op[2], relation=op[3], strength=op[4], created_at=float(step),
+                              metadata=op[5])
+            store.put_edge(edge)
+            ref.put_edge(edge)
+        elif op[0] == "drop_node":
+            assert store.remove_node(op[1]) == ref.remove_node(op[1])
+        else:
+            assert store.remove_edge(op[1], op[2], op[3]) == (ref.edges.pop((op[1], op[2], op[3]), None) is not None)
+        _check(store, ref)
+
+
+def test_slots_and_rows_are_reused_and_dangling_ids_freed() -> None:
+    store = DictGraphStore()
+    for round_ in range(3):
+        for i in IDS:
+            store.put_node(MemoryNode(id=i, content=i, namespace="u"))
+        for a, b in pairwise(IDS):
+            store.put_edge(MemoryEdge(source=a, target=b, relation=Relation.BEFORE, created_at=float(round_)))
+        store.put_edge(MemoryEdge(source="n0", target="elsewhere", relation=Relation.RELATED_TO))
+        for other in IDS[1:]:  # n0's list outgrows two blocks
+            store.put_edge(MemoryEdge(source=other, target="n0", relation=Relation.SIMILAR_TO))
+        for i in IDS:
+            store.remove_node(i)
+        assert store.node_count() == 0 and store.edge_count() == 0 and store.links("elsewhere") == []
+        now = len(store._ids), len(store._ends), len(store._out.data) + len(store._in.data)
+        if round_ == 0:
+            sizes = now
+        assert now == sizes  # slots, rows and list blocks are all reused after round 0
+    assert store._slot == {}
+
+
+def test_edges_keep_exact_values_and_reject_unknown_relations() -> None:
+    store = DictGraphStore()
+    edge = MemoryEdge(source="a", target="b", relation=Relation.SIMILAR_TO, strength=0.1 + 0.2,
+                      created_at=1_700_000_000.123456, metadata={"k": [1, 2]})
+    store.put_edge(edge)
+    assert store.edges("a") == [edge] and store.edges("b")[0].strength == 0.1 + 0.2
+    store.put_edge(MemoryEdge(source="a", target="b", relation="similar_to", strength=0.5))  # type: ignore[arg-type]
+    assert store.edge_count() == 1 and store.links("b") == [("a", Relation.SIMILAR_TO, 0.5)]
+    assert store.edges("a")[0].metadata == {}
+    with pytest.raises(InvalidRelationError):
+        store.put_edge(MemoryEdge(source="a", target="c", relation="likes"))  # type: ignore[arg-type]
+    assert store.edge_count() == 1 and store.get_node("c") is None and "c" not in store._slot
+
+
+@pytest.mark.parametrize("make", [DictGraphStore, NetworkXGraphStore])
+def test_links_follow_edges(make: Callable[[], GraphStore]) -> None:
+    store = make()
+    for i in "abc":
+        store.put_node(MemoryNode(id=i, content=i, namespace="u"))
+    store.put_edge(MemoryEdge(source="a", target="b", relation=Relation.BEFORE))
+    store.put_edge(MemoryEdge(source="c", target="a", relation=Relation.SIMILAR_TO, strength=0.75))
+    store.put_edge(MemoryEdge(source="a", target="a", relation=Relation.RELATED_TO, strength=0.5))
+    links = store.links("a")
+    assert links == [(e.target if e.source == "a" else e.source, e.relation, e.strength) for e in store.edges("a")]
+    assert sorted(links) == [("a", Relation.RELATED_TO, 0.5), ("b", Relation.BEFORE, 1.0),
+                             ("c", Relation.SIMILAR_TO, 0.75)]
+    assert store.links("missing") == []
