@@ -98,7 +98,7 @@ class AtlasConfig:
     graph_hops: int = 2
     graph_hop_decay: float = 0.45
     graph_seeds: int = 100
-    graph_fanout: int = 16
+    graph_fanout: int = 8
     graph_beam: float | None = 1.0
     relation_weights: tuple[tuple[str, float], ...] = RELATION_WEIGHTS
     recency_window: int = 5

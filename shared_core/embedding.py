@@ -72,7 +72,8 @@ def normalize_rows(matrix: npt.ArrayLike, *, dim: int | None = None) -> Matrix:
         raise InvalidEmbeddingError(f"embedding has dimension {arr.shape[1]}, the atlas uses {dim}")
     if not np.isfinite(arr).all():
         raise InvalidEmbeddingError("embedding contains NaN or infinite values")
-    norms = np.linalg.norm(arr.astype(np.float64), axis=1, keepdims=True)
+    wide = arr.astype(np.float64)
+    norms = np.sqrt(np.einsum("ij,ij->i", wide, wide))[:, None]
     if (norms == 0).any():
         raise InvalidEmbeddingError("embedding is the zero vector")
     return np.ascontiguousarray(arr / norms, dtype=np.float32)

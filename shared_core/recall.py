@@ -396,16 +396,11 @@ def _neighbours(part: Partition, config: AtlasConfig) -> Callable[[str], list[tu
     `_rank`'s ``allowed``): most nodes a walk reaches are neither."""
     by_relation = {Relation(name): w for name, w in config.relation_weights if w > 0}
 
+    links = part.graph.links
+
     def neighbours(node_id: str) -> list[tuple[str, float]]:
-        out = []
-        for edge in part.graph.edges(node_id):
-            factor = by_relation.get(edge.relation)
-            if factor is None:
-                continue
-            other = edge.target if edge.source == node_id else edge.source
-            if other != node_id:
-                out.append((other, min(1.0, edge.strength) * factor))
-        return out
+        return [(other, min(1.0, strength) * factor) for other, relation, strength in links(node_id)
+                if (factor := by_relation.get(relation)) is not None and other != node_id]
 
     return neighbours
 
