@@ -333,7 +333,7 @@ class InvertedKeywordIndex:
         # each term's postings, in the order of `names` (term_of ascends through every local id)
         bounds = (np.flatnonzero(np.diff(term_of, prepend=-1)) * _POSTING.itemsize).tolist()
         vocab, get = self._vocab, self._vocab.get
-        for term, lo, hi in zip(names, bounds, [*bounds[1:], len(blob)], strict=True):
+        for term, lo, hi in zip(names, bounds, [*bounds[1:], len(blob)][:len(bounds)], strict=True):
             postings = get(term)
             if type(postings) is bytearray:
                 postings += blob[lo:hi]
@@ -380,7 +380,7 @@ class InvertedKeywordIndex:
         blob = ((renumber[kept >> _TF_BITS] << _TF_BITS) | (kept & _TF_MASK)).astype(_POSTING).tobytes()
         ends = (np.cumsum(sizes) * _POSTING.itemsize).tolist()
         vocab: dict[str, Postings] = {}
-        for term, lo, hi in zip(terms, [0, *ends[:-1]], ends, strict=True):
+        for term, lo, hi in zip(terms, [0, *ends][:len(ends)], ends, strict=True):
             if hi > lo:
                 vocab[term] = _merged(None, blob[lo:hi])
         live = np.flatnonzero(alive)

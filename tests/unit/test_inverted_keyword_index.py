@@ -11,6 +11,8 @@ from collections import Counter
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from shared_core import FTS5KeywordIndex, InProcessBackend, InvalidInputError, InvertedKeywordIndex
 from shared_core.inverted_index import index_terms, query_stems
@@ -143,6 +145,38 @@ def test_scores_follow_the_bm25_formula_after_random_writes_and_compactions() ->
     assert len(index) == len(texts)
 
 
+_TEXTS = st.one_of(st.sampled_from(["", "?!"]), st.lists(  # wordless texts are common: they have broken batches
+    st.sampled_from(["coffee", "tea", "Tea!", "milk", "runs", "running", "the", "?", "é", "x1"]), max_size=20
+).map(" ".join))
+_OPS = st.lists(st.one_of(
+    st.tuples(st.just("add"), st.integers(0, 30), _TEXTS, st.sampled_from([None, "s1", "s2"])),
+    st.tuples(st.just("batch"), st.lists(st.tuples(st.integers(0, 30), _TEXTS), max_size=8)),
+    st.tuples(st.just("remove"), st.integers(0, 30)),
+), max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(ops=_OPS)
+def test_property_any_writes_score_as_the_formula(ops: list[tuple]) -> None:  # type: ignore[type-arg]
+    index = InvertedKeywordIndex()
+    index.MIN_DEAD = 2  # compactions happen within the few operations of an example
+    texts: dict[str, str] = {}
+    for op in ops:
+        if op[0] == "add":
+            index.add(f"d{op[1]}", op[2], session_id=op[3])
+            texts[f"d{op[1]}"] = op[2]
+        elif op[0] == "batch":
+            index.add_many([(f"d{i}", text, None) for i, text in op[1]])
+            texts.update((f"d{i}", text) for i, text in op[1])
+        else:
+            index.remove(f"d{op[1]}")
+            texts.pop(f"d{op[1]}", None)
+    assert len(index) == len(texts)
+    for query in ("coffee", "tea milk", "running the", "é x1"):
+        want = _reference(texts, query) if texts else []
+        _assert_same_ranking(index.search(query, 100), want)
+
+
 def test_removals_leave_the_statistics_of_a_freshly_built_index() -> None:
     rows = _rows(CORPUS)
     index = InvertedKeywordIndex()
@@ -264,8 +298,20 @@ def test_an_empty_index_and_empty_texts() -> None:
     assert "a" in index and "zzz" not in index
     index.add_many([])
     assert len(index) == 3
+    index.add_many([("d", ":", "s"), ("e", "", "s")])  # a batch without a single word
+    assert len(index) == 5 and index.search("words", 5, session_id="s") == []
     index.add_many([(f"m{i}", "five more words in here", None) for i in range(100)])
     assert index.nbytes() >= empty + 100 * 5 * 4  # four bytes a posting at least
+
+
+def test_compacting_an_index_of_empty_texts() -> None:
+    index = InvertedKeywordIndex()
+    index.add_many([(f"e{i}", "?!", None) for i in range(100)])
+    for i in range(80):  # past MIN_DEAD and a quarter of the rows: a compaction with no terms at all
+        index.remove(f"e{i}")
+    assert len(index) == 20 and index.search("anything", 5) == []
+    index.add("w", "a word")
+    assert [i for i, _ in index.search("word", 5)] == ["w"]
 
 
 def test_a_batch_with_a_repeated_id_keeps_the_last_text() -> None:
