@@ -35,7 +35,7 @@ from .errors import (
 from .events import AtlasEvent, EventLog
 from .filters import compile_filters
 from .lifecycle import AtlasStats, Lifecycle
-from .model import Context, MemoryEdge, MemoryNode, Relation, ScoredMemory
+from .model import Context, MemoryEdge, MemoryNode, Relation, ScoredMemory, with_embedding
 from .recall import RecallRequest, recall
 from .tokens import TokenCounter, as_token_counter
 from .writes import MemorySpec, build_spec, insert_batches, insert_memory, specs_from_items
@@ -141,7 +141,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
         return part, node
 
     def _public(self, part: Partition, node: MemoryNode) -> MemoryNode:
-        return replace(node, embedding=part.vectors.get(node.id))
+        return with_embedding(node, part.vectors.get(node.id))
 
     # -- writes -------------------------------------------------------------------------------
     def add_memory(self, content: str, *, namespace: str, session_id: str | None = None,
@@ -207,8 +207,9 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
                                  reason="add_memory", session_id=node.session_id)
             protect = {node.id for _, node in written}
             self._life.after_write(now, protect=protect)
-            kept = [self._public(part, part.graph.get_node(node.id) or node)
-                    for part, node in written if node.id in self._where]
+            # the stored vectors are the batch's rows: no need to read them back from the index
+            kept = [with_embedding(part.graph.get_node(node.id) or node, vec)
+                    for (part, node), vec in zip(written, batch, strict=True) if node.id in self._where]
             out = self._life.hold(held, kept, now)
         self._life.settle(kept)  # the contradiction check and due compression, outside the lock
         return out

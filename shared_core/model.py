@@ -19,7 +19,8 @@ import numpy.typing as npt
 
 from .errors import InvalidRelationError
 
-__all__ = ["NO_METADATA", "Context", "MemoryEdge", "MemoryNode", "Relation", "ScoredMemory", "edge_of", "iso"]
+__all__ = ["NO_METADATA", "Context", "MemoryEdge", "MemoryNode", "Relation", "ScoredMemory", "edge_of", "iso",
+           "with_embedding"]
 
 #: The metadata of a memory or edge that has none: one shared, read-only empty mapping (an empty
 #: dict per object would cost 64 bytes each, and metadata is never changed in place).
@@ -134,6 +135,28 @@ class MemoryEdge:
 _new = object.__new__
 _set_source, _set_target, _set_relation, _set_strength, _set_created_at, _set_metadata = (
     vars(MemoryEdge)[f.name].__set__ for f in fields(MemoryEdge))
+
+
+_NODE_SLOTS = tuple((vars(MemoryNode)[f.name].__get__, vars(MemoryNode)[f.name].__set__)
+                    for f in fields(MemoryNode) if f.name != "embedding")
+_set_embedding = vars(MemoryNode)["embedding"].__set__
+
+
+def with_embedding(node: MemoryNode, embedding: npt.NDArray[np.float32] | None) -> MemoryNode:
+    """A copy of ``node`` carrying ``embedding``: what the atlas hands callers (the stored node
+    has none; its vector lives in the index). Copies the slots directly, a third of the time of
+    ``dataclasses.replace`` (which rebuilds the keyword arguments and runs ``__init__``).
+
+    >>> n = MemoryNode(id="a", content="x", namespace="u", metadata={"k": 1})
+    >>> c = with_embedding(n, np.ones(2, dtype=np.float32))
+    >>> c == n, c.embedding.tolist(), c.metadata, n.embedding is None
+    (True, [1.0, 1.0], {'k': 1}, True)
+    """
+    copy = _new(MemoryNode)
+    for get, put in _NODE_SLOTS:
+        put(copy, get(node))
+    _set_embedding(copy, embedding)
+    return copy
 
 
 def edge_of(source: str, target: str, relation: Relation, strength: float, created_at: float,
