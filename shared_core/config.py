@@ -106,7 +106,7 @@ class AtlasConfig:
     cross_session_penalty: float = 0.85
     # context
     working_memory: int = 10
-    context_candidates: float = 0.1
+    context_candidates: float = 0.05
     truncation_marker: str = " …[truncated]"
     # lifecycle (see shared_core.lifecycle; all off by default, on in AtlasConfig.managed())
     write_filter: bool = False
