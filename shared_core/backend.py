@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Iterator, MutableMapping, MutableSet, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -28,7 +28,7 @@ from .decay import reinforced_weight
 from .graph_store import DictGraphStore, GraphStore
 from .inverted_index import InvertedKeywordIndex
 from .keyword_index import FTS5KeywordIndex, KeywordIndex
-from .model import MemoryNode
+from .model import MemoryNode, evolve
 from .vector_index import Hits, Links, NumpyVectorIndex, Vector, VectorIndex, link_exactly, search_many
 
 __all__ = ["Backend", "InProcessBackend", "InProcessPartition", "Partition", "TieredVectorIndex"]
@@ -151,7 +151,7 @@ class InProcessPartition:
             return None
         current = effective_weight(node, now=now, turn=self.turn, config=config)
         weight = reinforced_weight(current, factor=config.reinforce_factor, cap=config.weight_cap)
-        updated = replace(node, weight=weight, last_accessed_at=now, access_count=node.access_count + 1,
+        updated = evolve(node, weight=weight, last_accessed_at=now, access_count=node.access_count + 1,
                           accessed_turn=self.turn)
         self.graph.put_node(updated)
         return updated
@@ -163,7 +163,7 @@ class InProcessPartition:
         if node is None:
             return None
         w = effective_weight(node, now=now, turn=self.turn, config=config)
-        updated = replace(node, weight=max(config.weight_floor, w * factor), last_accessed_at=now,
+        updated = evolve(node, weight=max(config.weight_floor, w * factor), last_accessed_at=now,
                           accessed_turn=self.turn)
         self.graph.put_node(updated)
         return updated

@@ -66,10 +66,11 @@ _RE_AGO = re.compile(r"\b(\d+|an?|one|two|three|four|five|six|seven|eight|nine|t
 _RE_LAST = re.compile(r"\b(last|this|past|previous)\s+(day|week|month|year|weekend)\b", re.IGNORECASE)
 _RE_DAYWORD = re.compile(r"\b(yesterday|today|tonight|this morning)\b", re.IGNORECASE)
 _RE_VAGUE = re.compile(r"\b(recently|lately|these days)\b", re.IGNORECASE)
-# Every cue above needs a digit, a month name, a unit of time or one of the day and vague words:
+# Every cue above needs a month name, a year (19xx/20xx, which an ISO date starts with), a unit
+# of time or one of the day and vague words (a bare number names no time: "we met 25 people"):
 # one search for any of them lets the (many) queries that name no time skip the parsers.
-_RE_ANY = re.compile(rf"\d|\b(?:{_M}|day|week|fortnight|month|year|yesterday|today|tonight|morning|recently|lately|"
-                     r"these\s+days)", re.IGNORECASE)
+_RE_ANY = re.compile(rf"(?:19|20)\d\d|\b(?:{_M}|(?:day|week(?:end)?|fortnight|month|year)s?|yesterday|today|"
+                     r"tonight|morning|recently|lately|these\s+days)\b", re.IGNORECASE)
 # Month names that are also English words: read them as months only next to a preposition, a
 # day or a year ("may" is a verb, "march" a verb, "jan" a name).
 _AMBIGUOUS = {"may", "march", "sept", "jan", "mar", "jun", "jul", "aug", "oct", "nov", "dec",
