@@ -219,7 +219,7 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
 
     boost: dict[str, float] = {}
     if config.graph_hops > 0 and config.graph_weight > 0 and n_seeds > 0:
-        seeds = dict(heapq.nlargest(n_seeds, base.items(), key=lambda kv: (kv[1], _Desc(kv[0]))))
+        seeds = dict(sorted(base.items(), key=lambda kv: (-kv[1], kv[0]))[:n_seeds])  # ties to the smaller id
         # an activation under 0.1% of the best seed's cannot move a ranking: do not walk it
         floor_act = 0.001 * max(seeds.values(), default=0.0)
         boost = spread_max(seeds, _neighbours(part, config), hops=config.graph_hops,

@@ -8,7 +8,6 @@ design card's score, relevance x weight x recency (or the seed's linear form).
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 __all__ = [
@@ -176,7 +175,7 @@ def spread_max(scores: Mapping[str, float],
         for node, (act, origin, came_from) in frontier.items():
             edges = list(neighbors(node))
             if len(edges) > fanout:  # ties go to the smaller id, whatever the edges' order
-                edges = heapq.nlargest(fanout, edges, key=lambda e: (e[1], _Desc(e[0])))
+                edges = sorted(edges, key=lambda e: (-e[1], e[0]))[:fanout]
             for other, strength in edges:
                 if other in (node, origin, came_from):  # no walking back
                     continue
@@ -188,7 +187,7 @@ def spread_max(scores: Mapping[str, float],
         if hop == hops - 1:
             break
         if beam is not None and (len(nxt) > beam or walkable is not None):
-            ranked = sorted(nxt.items(), key=lambda kv: (kv[1][0], _Desc(kv[0])), reverse=True)
+            ranked = sorted(nxt.items(), key=lambda kv: (-kv[1][0], kv[0]))  # best first, ties to the smaller id
             frontier = {}
             for node, value in ranked:
                 if walkable is None or walkable(node):
