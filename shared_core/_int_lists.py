@@ -8,8 +8,7 @@ reused by the next list that needs their capacity. Written by hand because the a
 of what a memory's edge lists take. (Numpy's ragged-array idioms rebuild on every insert.)
 
 >>> lists = IntLists()
->>> for _ in range(2):
-...     lists.add_slot()
+>>> lists.add_slots(2)
 >>> for v in range(7):
 ...     lists.append(0, v)
 >>> lists.append(1, 42)
@@ -29,7 +28,7 @@ _ZEROS: tuple[array[int], ...] = tuple(array("i", [0]) * c for c in CAPACITIES[:
 
 
 class IntLists:
-    """Per slot (numbered from 0, added with `add_slot`), an ordered list of ints."""
+    """Per slot (numbered from 0, added with `add_slots`), an ordered list of ints."""
 
     __slots__ = ("_free", "classes", "data", "lengths", "starts")
 
@@ -40,10 +39,11 @@ class IntLists:
         self.classes: array[int] = array("b")  # slot -> capacity class of its block (-1: none)
         self._free: list[array[int]] = [array("i") for _ in CAPACITIES]  # class -> free block starts
 
-    def add_slot(self) -> None:
-        self.starts.append(0)
-        self.lengths.append(0)
-        self.classes.append(-1)
+    def add_slots(self, count: int) -> None:
+        """Make room for ``count`` more slots (empty lists)."""
+        self.starts.frombytes(bytes(self.starts.itemsize * count))
+        self.lengths.frombytes(bytes(self.lengths.itemsize * count))
+        self.classes.extend(array("b", [-1]) * count)
 
     def get(self, s: int) -> array[int]:
         """A copy of slot ``s``'s list."""

@@ -73,12 +73,14 @@ def _event_of(kind: str, namespace: str, node_id: str | None, at: float, reason:
     return event
 
 
-# Retained events are kept flat, in one deque of items: per event its schema (kind, reason, data
-# keys: one shared tuple per distinct combination), namespace, node id, time and data values.
-# An ``add`` event takes 5 items, 40 bytes, and every item is shared with the caller; as an
-# `AtlasEvent` with its ``data`` dict it took 264 (the dict alone 184). The log holds up to
-# ``maxlen`` events (10,000 by default: one per memory in an atlas of 10k), so this matters.
+# Retained events are kept flat, five items each in one deque whose maxlen evicts the oldest
+# event (in C): its schema (kind, reason, data keys: one shared tuple per distinct combination),
+# namespace, node id, time and data: the value itself for one item (the usual case), else a
+# tuple of the values (None for none). An ``add`` event takes 40 bytes and every item is shared
+# with the caller; as an `AtlasEvent` with its ``data`` dict it took 264 (the dict alone 184).
+# The log holds up to ``maxlen`` events (10,000 by default: one per memory in an atlas of 10k).
 _SCHEMAS_MAX = 1024  # distinct schemas interned; reasons with numbers in them are not all kept
+_WIDTH = 5  # deque items per event
 
 
 class EventLog:
@@ -93,8 +95,7 @@ class EventLog:
         if isinstance(maxlen, bool) or not isinstance(maxlen, int) or maxlen < 0:
             raise InvalidInputError(f"event log maxlen must be an int >= 0, got {maxlen!r}")
         self._maxlen = maxlen
-        self._items: deque[Any] = deque()
-        self._count = 0
+        self._items: deque[Any] = deque(maxlen=_WIDTH * maxlen)
         self._schemas: dict[tuple[str, ...], tuple[str, ...]] = {}
         self._subscribers: list[Callable[[AtlasEvent], None]] = []
         self._totals: Counter[str] = Counter()
@@ -108,15 +109,12 @@ class EventLog:
              reason: str = "", **data: Any) -> AtlasEvent:
         event = AtlasEvent(kind, namespace, node_id, at, reason, data)
         key = (kind, reason, *data)
+        payload = next(iter(data.values())) if len(data) == 1 else tuple(data.values()) if data else None
         with self._lock:
-            if self._maxlen:  # `_keep` inlined: this runs once per memory written
-                schema = self._schemas.get(key)
-                if schema is None:
-                    schema = self._schema(key)
-                self._items.extend((schema, namespace, node_id, at, *data.values()))
-                self._count += 1
-                if self._count > self._maxlen:
-                    self._drop_oldest()
+            schema = self._schemas.get(key)
+            if schema is None:
+                schema = self._schema(key)
+            self._items.extend((schema, namespace, node_id, at, payload))
             self._totals[kind] += 1
             subscribers = list(self._subscribers)
         for callback in subscribers:
@@ -126,40 +124,28 @@ class EventLog:
                 logger.exception("event subscriber %r failed on %s", callback, kind)
         return event
 
+    def _append(self, kind: str, namespace: str, node_id: str | None, at: float, reason: str,
+                data: Mapping[str, Any]) -> None:
+        """Retain one event (what `emit` does inline, without the totals and subscribers)."""
+        key = (kind, reason, *data)
+        payload = next(iter(data.values())) if len(data) == 1 else tuple(data.values()) if data else None
+        with self._lock:
+            self._items.extend((self._schemas.get(key) or self._schema(key), namespace, node_id, at, payload))
+
     def _schema(self, key: tuple[str, ...]) -> tuple[str, ...]:
         if len(self._schemas) < _SCHEMAS_MAX:
             self._schemas[key] = key
         return key
 
-    def _drop_oldest(self) -> None:
-        popleft = self._items.popleft
-        for _ in range(len(popleft()) + 1):  # after the schema: namespace, node id, time, values
-            popleft()
-        self._count -= 1
-
-    def _keep(self, kind: str, namespace: str, node_id: str | None, at: float, reason: str,
-              data: Mapping[str, Any]) -> None:
-        """Append one event to the retained items (under the lock), dropping the oldest past maxlen."""
-        if not self._maxlen:
-            return
-        key = (kind, reason, *data)
-        schema = self._schemas.get(key) or self._schema(key)
-        self._items.extend((schema, namespace, node_id, at, *data.values()))
-        self._count += 1
-        if self._count > self._maxlen:
-            self._drop_oldest()
-
     def _read(self, kind: str | None = None, namespace: str | None = None) -> list[AtlasEvent]:
         """The retained events of ``kind`` in ``namespace`` (None: any), oldest first (under the lock)."""
         out = []
         it = iter(self._items)
-        for schema in it:
-            ns, node_id, at = next(it), next(it), next(it)
+        for schema, ns, node_id, at, payload in zip(it, it, it, it, it, strict=True):
             if (kind is None or schema[0] == kind) and (namespace is None or ns == namespace):
-                out.append(_event_of(schema[0], ns, node_id, at, schema[1], {key: next(it) for key in schema[2:]}))
-            elif len(schema) > 2:
-                for _ in schema[2:]:
-                    next(it)
+                keys = schema[2:]
+                values = (payload,) if len(keys) == 1 else payload or ()
+                out.append(_event_of(schema[0], ns, node_id, at, schema[1], dict(zip(keys, values, strict=True))))
         return out
 
     def subscribe(self, callback: Callable[[AtlasEvent], None]) -> Callable[[], None]:
@@ -203,7 +189,7 @@ class EventLog:
                     or isinstance(r["at"], bool) or not isinstance(r["at"], (int, float)) \
                     or not isinstance(r["data"], Mapping):
                 raise InvalidInputError(f"malformed event record {dict(r)!r:.200}")
-            log._keep(r["kind"], r["namespace"], node_id, float(r["at"]), r["reason"], dict(r["data"]))
+            log._append(r["kind"], r["namespace"], node_id, float(r["at"]), r["reason"], dict(r["data"]))
         for kind, n in totals.items():
             if not isinstance(kind, str) or isinstance(n, bool) or not isinstance(n, int) or n < 0:
                 raise InvalidInputError(f"malformed event total {kind!r}: {n!r}")
@@ -211,7 +197,7 @@ class EventLog:
         return log
 
     def __len__(self) -> int:
-        return self._count
+        return len(self._items) // _WIDTH
 
     def __iter__(self) -> Iterator[AtlasEvent]:
         return iter(self.events())

@@ -100,7 +100,7 @@ class DictGraphStore:
     """
 
     __slots__ = ("_created", "_edges", "_ends", "_free_rows", "_free_slots", "_ids", "_in", "_meta", "_node",
-                 "_nodes", "_out", "_rel", "_slot", "_strength")
+                 "_nodes", "_out", "_rel", "_slot", "_strength", "_used")
 
     def __init__(self) -> None:
         # a slot per id that is a node or an end of an edge
@@ -110,6 +110,7 @@ class DictGraphStore:
         self._out = IntLists()  # slot -> rows of its out-edges
         self._in = IntLists()  # slot -> rows of its in-edges
         self._free_slots: array[int] = array("i")
+        self._used = 0  # slots handed out (the lists above have room for a few more)
         self._nodes = 0
         # an edge per row
         self._ends: array[int] = array("i")  # source slot ^ target slot
@@ -281,13 +282,16 @@ class DictGraphStore:
     def _new_slot(self, node_id: str) -> int:
         if self._free_slots:
             s = self._free_slots.pop()
-            self._ids[s] = node_id
         else:
-            s = len(self._ids)
-            self._ids.append(node_id)
-            self._node.append(None)
-            self._out.add_slot()
-            self._in.add_slot()
+            s = self._used
+            if s == len(self._ids):  # room for an eighth more slots at once: one append per slot is slow
+                more = max(16, s // 8)
+                self._ids.extend([None] * more)
+                self._node.extend([None] * more)
+                self._out.add_slots(more)
+                self._in.add_slots(more)
+            self._used = s + 1
+        self._ids[s] = node_id
         self._slot[node_id] = s
         return s
 

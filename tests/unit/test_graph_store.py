@@ -119,7 +119,7 @@ def test_slots_and_rows_are_reused_and_dangling_ids_freed() -> None:
         for i in IDS:
             store.remove_node(i)
         assert store.node_count() == 0 and store.edge_count() == 0 and store.links("elsewhere") == []
-        now = len(store._ids), len(store._ends), len(store._out.data) + len(store._in.data)
+        now = store._used, len(store._ends), len(store._out.data) + len(store._in.data)
         if round_ == 0:
             sizes = now
         assert now == sizes  # slots, rows and list blocks are all reused after round 0
