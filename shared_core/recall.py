@@ -139,6 +139,8 @@ def _beam(seeds: int, config: AtlasConfig) -> int | None:
 def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[ScoredMemory]:
     """Run every path over one partition and return the ranked hits (best first)."""
     graph = part.graph
+    if req.top_k <= 0:
+        return []
     k, n_seeds = breadth(req.top_k, config, req.candidate_k)
     limited = req.session_id is not None and not req.cross_session
 

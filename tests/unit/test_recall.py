@@ -309,3 +309,14 @@ def test_a_graph_only_memory_is_scaled_against_the_candidates_best() -> None:
     assert all(scale_to(v, 0.2, 0.8) == pytest.approx(s) for v, s in
                zip(pool.values(), pool_normalize(pool).values(), strict=True))
     assert scale_to(0.05, 0.2, 0.8) == 0.0 and scale_to(0.95, 0.2, 0.8) == 1.0
+
+
+def test_recall_of_nothing_is_empty(make_atlas: Make) -> None:
+    from shared_core.recall import RecallRequest, recall
+
+    atlas = make_atlas()
+    atlas.add_memories(FILLER, namespace="u")
+    part = atlas.backend.partition("u")
+    assert part is not None
+    req = RecallRequest(query="kitchen", vector=atlas.embedder.embed(["kitchen"])[0], now=atlas.clock.now(), top_k=0)
+    assert recall(part, req, atlas.config) == []
