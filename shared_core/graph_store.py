@@ -5,7 +5,9 @@ namespace its own store, so no walk can leave a namespace: there is no edge to f
 
 `DictGraphStore` is the default because memory per memory and the cost of reading a node's edges
 (the inner loop of spreading activation) matter at 100k memories. It keeps no Python object per
-edge: edges are rows of typed arrays, and each node has one small array of its rows. A networkx
+edge: edges are rows of typed arrays, and each node's lists of rows share two int arrays. Readers
+that only need (other end, relation, strength) call `GraphStore.links`, which builds no
+`MemoryEdge`; `edges` builds them (about 1 us each). A networkx
 ``MultiDiGraph`` keeps, per node, an attribute dict plus successor and predecessor dicts, and per
 edge nested dicts on each side: 2.2 KB per memory with four edges (tracemalloc, 10k memories, the
 node and edge objects themselves not counted). networkx stays available for users who want its
@@ -84,9 +86,10 @@ class DictGraphStore:
     rather than a graph library because those keep one or more Python objects per edge
     (networkx: four dicts), which is the cost this store exists to avoid.
 
-    Measured at 10k memories with about four edges each (tracemalloc, nodes not counted): 0.2 KB
-    per memory for the slots and edges, against 0.5 KB for the previous design, one list of
-    shared `MemoryEdge` objects per node. Replacing an edge keeps its place, as networkx does.
+    Measured at 10k memories with about four edges each (``benchmarks/memory_breakdown.py``, the
+    `MemoryNode` objects not counted): 0.21 KB per memory for the id index, slots and edges,
+    against 0.59 KB for the previous design (a dict of nodes and one list of shared `MemoryEdge`
+    objects per node). Replacing an edge keeps its place, as networkx does.
 
     >>> from shared_core.model import MemoryEdge, MemoryNode, Relation
     >>> g = DictGraphStore()
