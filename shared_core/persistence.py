@@ -37,7 +37,7 @@ from .config import AtlasConfig
 from .embedding import HashingEmbedder
 from .errors import AtlasError, CorruptFileError, InvalidInputError
 from .events import EventLog
-from .model import MemoryEdge, MemoryNode, Relation
+from .model import NO_METADATA, MemoryEdge, MemoryNode, Relation
 
 if TYPE_CHECKING:
     from .atlas import ElasticMemoryAtlas
@@ -210,7 +210,7 @@ def _number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def node_from_record(record: Mapping[str, Any]) -> MemoryNode:
+def node_from_record(record: Mapping[str, Any], *, shared: dict[Any, Any] | None = None) -> MemoryNode:
     """Rebuild a node from `node_record` output, checking every field's type."""
     _check(isinstance(record, Mapping), f"a node record is not an object: {record!r:.80}")
     unknown = set(record) - set(_NODE_FIELDS)
@@ -235,7 +235,18 @@ def node_from_record(record: Mapping[str, Any]) -> MemoryNode:
             ok = _number(value) or (default is None and value is None)
         _check(ok, f"node field {name!r} has a wrong value {value!r:.80}")
         values[name] = value
+    if not values.get("metadata"):
+        values["metadata"] = NO_METADATA  # one shared empty mapping, as written memories have
+    if shared is not None:  # one object per distinct string and time, as written memories share them
+        for name in _SHARED_FIELDS:
+            value = values.get(name)
+            if value is not None and value == value and value != 0:  # not NaN, and 0.0 keeps its sign
+                values[name] = shared.setdefault((type(value), value), value)
     return MemoryNode(**values)
+
+
+_SHARED_FIELDS = ("namespace", "session_id", "kind", "timestamp", "created_at", "last_accessed_at", "valid_from",
+                  "weight", "importance")
 
 
 def _config(values: object) -> AtlasConfig:
@@ -317,7 +328,8 @@ def _check_partition(record: Mapping[str, Any], arrays: Mapping[str, np.ndarray[
                      ) -> tuple[Mapping[str, Any], list[MemoryNode], np.ndarray[Any, Any]]:
     ns = record["namespace"]
     _check(isinstance(ns, str) and bool(ns), f"bad namespace {ns!r}")
-    nodes = [node_from_record(r) for r in record["nodes"]]
+    shared: dict[Any, Any] = {}
+    nodes = [node_from_record(r, shared=shared) for r in record["nodes"]]
     ids = {n.id for n in nodes}
     _check(len(ids) == len(nodes), f"namespace {ns!r} repeats a memory id")
     _check(all(n.namespace == ns for n in nodes), f"namespace {ns!r} holds a memory of another namespace")

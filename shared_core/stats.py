@@ -165,7 +165,7 @@ def collect_stats(atlas: ElasticMemoryAtlas, namespace: str | None, *, bytes_use
     names = [namespace] if namespace is not None else list(atlas.backend.namespaces())
     kinds: Counter[str] = Counter()
     sessions: Counter[str] = Counter()
-    relations: Counter[str] = Counter()
+    ends: Counter[str] = Counter()  # edge ends by relation: twice the edges
     weights: list[float] = []
     key_created: list[float] = []
     nodes = edges = pinned = superseded = vector_bytes = 0
@@ -184,10 +184,8 @@ def collect_stats(atlas: ElasticMemoryAtlas, namespace: str | None, *, bytes_use
             weights.append(effective_weight(node, now=now, turn=part.turn, config=atlas.config))
             if node.metadata.get(KEY_FLAG):
                 key_created.append(node.created_at)
-            for edge in part.graph.edges(node.id):
-                if edge.source == node.id:
-                    relations[edge.relation.value] += 1
-                    edges += 1
+            for other, relation, _ in part.graph.links(node.id):  # each edge from both ends, a self-loop once
+                ends[relation.value] += 2 if other == node.id else 1
         nbytes = getattr(part.vectors, "nbytes", None)
         vector_bytes += int(nbytes()) if callable(nbytes) else 0
     counts, bins = np.histogram(np.asarray(weights, dtype=float), bins=np.asarray(HISTOGRAM_EDGES))
@@ -201,7 +199,9 @@ def collect_stats(atlas: ElasticMemoryAtlas, namespace: str | None, *, bytes_use
         expirations = len(atlas.events.events(kind="expire", namespace=namespace))
         totals = dict(Counter(e.kind for e in atlas.events.events(namespace=namespace)))
     recalls = atlas.events.events(kind="recall", namespace=namespace)
-    return AtlasStats(used, nodes, edges, dict(kinds), dict(sessions), dict(relations), histogram,
+    relations = {relation: n // 2 for relation, n in ends.items()}
+    edges = sum(relations.values())
+    return AtlasStats(used, nodes, edges, dict(kinds), dict(sessions), relations, histogram,
                       pinned, superseded, evictions, expirations, dict(totals), vector_bytes,
                       bytes_used, max_bytes, held, len(key_created),
                       key_hit_windows(recalls, key_created, now=now))

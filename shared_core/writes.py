@@ -189,7 +189,7 @@ def _insert_chunk(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDArra
     ids = [n.id for n in nodes]
     similar = _link(part, ids, vecs, cfg)  # adds the vectors
     _add_keywords(part, nodes)
-    edges: list[MemoryEdge] = []
+    links: list[tuple[str, str, Relation, float]] = []  # (source, target, relation, strength)
     last: dict[str | None, str] = {}  # each session's newest id so far
     similar_to, before, link_temporal = Relation.SIMILAR_TO, Relation.BEFORE, cfg.link_temporal
     for node, spec, hits in zip(nodes, specs, similar, strict=True):
@@ -200,18 +200,20 @@ def _insert_chunk(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDArra
                 latest = part.latest(session, 1)
                 previous = latest[0] if latest else None
             if previous is not None:
-                edges.append(MemoryEdge(source=previous, target=node.id, relation=before,
-                                        strength=1.0, created_at=now, metadata=_NO_METADATA))
+                links.append((previous, node.id, before, 1.0))
             last[session] = node.id
         part.track(node.id, session, node.timestamp)
         for other, sim in hits:
-            edges.append(MemoryEdge(source=node.id, target=other if isinstance(other, str) else ids[other],
-                                    relation=similar_to, strength=sim, created_at=now, metadata=_NO_METADATA))
+            links.append((node.id, other if isinstance(other, str) else ids[other], similar_to, sim))
         if spec.links:
-            edges.extend(MemoryEdge(source=node.id, target=target, relation=relation, strength=strength,
-                                    created_at=now) for target, relation, strength in spec.links)
-    for edge in edges:
-        graph.put_edge(edge)
+            links.extend((node.id, target, relation, strength) for target, relation, strength in spec.links)
+    put_links = getattr(graph, "put_links", None)  # the dict store's batched form: no MemoryEdge per edge
+    if put_links is not None:
+        put_links(links, created_at=now)
+    else:
+        for source, target, relation, strength in links:
+            graph.put_edge(MemoryEdge(source=source, target=target, relation=relation, strength=strength,
+                                      created_at=now, metadata=_NO_METADATA))
 
 
 def _link(part: Partition, ids: Sequence[str], vecs: npt.NDArray[np.float32], cfg: AtlasConfig) -> Links:
