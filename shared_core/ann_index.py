@@ -50,8 +50,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ._link_search import best_links, pairs_in_lists, scan_lists
 from .errors import MissingDependencyError
-from .vector_index import Hits, Links, Vector, batch_pairs, dot_rows, merge_links, top_k_rows
+from .vector_index import Hits, Links, Vector, batch_pairs, dot_rows, merge_links
 
 __all__ = ["IVFVectorIndex", "ann_available", "list_capacity", "list_count", "train_centroids", "training_size"]
 
@@ -142,28 +143,6 @@ def train_centroids(sample: npt.NDArray[np.float32], lists: int, *, seed: int) -
     return centroids
 
 
-def _pairs_in_lists(data: npt.NDArray[np.float32], assign: npt.NDArray[np.int64], min_similarity: float
-                    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.float32]]:
-    """The pairs of rows ``(r, c)``, ``c < r``, where row ``c`` is filed in one of the lists row
-    ``r`` probes (``assign[c, 0]`` in ``assign[r]``) and their cosine is at least
-    ``min_similarity``: the earlier rows a one-by-one insert of row ``r`` would find."""
-    n, probes = assign.shape
-    home = assign[:, 0]
-    order = np.argsort(home, kind="stable")
-    homes = home[order]
-    lo = np.searchsorted(homes, assign, side="left").ravel()
-    counts = np.searchsorted(homes, assign, side="right").ravel() - lo
-    total = int(counts.sum())
-    rows = np.repeat(np.repeat(np.arange(n), probes), counts)
-    offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
-    cols = order[np.repeat(lo, counts) + offsets]
-    earlier = cols < rows
-    rows, cols = rows[earlier], cols[earlier]
-    sims = np.einsum("ij,ij->i", data[rows], data[cols])
-    close = sims >= min_similarity
-    return rows[close], cols[close], sims[close]
-
-
 class IVFVectorIndex:
     """Approximate search: faiss ``IndexIVFFlat`` over inner product, ids mapped to int labels.
 
@@ -251,16 +230,18 @@ class IVFVectorIndex:
         dist, assign = self._quantizer.search(data, probes)
         home = assign[:, 0].copy()
         assign[dist < dist[:, :1] - self.link_margin] = -1  # lists much farther than the closest: skipped
-        if not self._labels:
-            found: list[Hits] = [[] for _ in ids]
-        elif len(ids) <= ROW_BY_ROW:
-            found = self._search_rows(data, assign, dist, k, min_similarity)
-        else:
-            found = self._search_assigned(data, assign, dist, k, min_similarity)
+        if len(ids) > ROW_BY_ROW and self._labels:  # list by list, merged as flat arrays (see _link_search)
+            want = min(k, len(self._labels))
+            candidates = scan_lists(_faiss(), self._index, self._search_params(1), data, assign, dist, want,
+                                    min_similarity)
+            links = best_links(len(ids), k, candidates, self._ids, pairs_in_lists(data, assign, min_similarity))
+            self._insert(ids, data, home)
+            return links
+        found = self._search_rows(data, assign, dist, k, min_similarity) if self._labels else [[] for _ in ids]
         self._insert(ids, data, home)
         if len(ids) == 1:
             return [[*found[0]]]
-        return merge_links(found, *_pairs_in_lists(data, assign, min_similarity), k)
+        return merge_links(found, *pairs_in_lists(data, assign, min_similarity), k)
 
     def remove(self, ids: Sequence[str]) -> None:
         labels = np.fromiter((self._labels[i] for i in ids if i in self._labels), dtype=np.int64)
@@ -403,7 +384,7 @@ class IVFVectorIndex:
 
     def _search_rows(self, data: npt.NDArray[np.float32], assign: npt.NDArray[np.int64],
                      dist: npt.NDArray[np.float32], k: int, min_similarity: float) -> list[Hits]:
-        """`_search_assigned` for a few rows: one faiss search over each row's lists (faiss
+        """`_link_search.scan_lists` for a few rows: one faiss search over each row's lists (faiss
         skips the lists numbered -1)."""
         faiss = _faiss()
         want = min(k, len(self._labels))
@@ -417,44 +398,6 @@ class IVFVectorIndex:
                                          False, self._search_params(probes))
         found[sims < min_similarity] = -1
         return self._hits(found, sims)
-
-    def _search_assigned(self, data: npt.NDArray[np.float32], assign: npt.NDArray[np.int64],
-                         dist: npt.NDArray[np.float32], k: int, min_similarity: float | None) -> list[Hits]:
-        """The best ``k`` of each row among the lists ``assign`` (rows x probes, -1 for none)
-        gives it.
-
-        Each (row, list) pair becomes a one-list query and the queries are sorted by list, so
-        faiss scans a list for all its rows while it is in cache: the union of the per-list best
-        ``k`` holds the best ``k`` over the probed lists.
-        """
-        faiss = _faiss()
-        n, probes = assign.shape
-        flat = assign.ravel()
-        pairs = np.flatnonzero(flat >= 0)
-        pairs = pairs[np.argsort(flat[pairs], kind="stable")]
-        queries = np.ascontiguousarray(data[pairs // probes])
-        lists = np.ascontiguousarray(flat[pairs][:, None])
-        centroid_sims = np.ascontiguousarray(dist.ravel()[pairs][:, None])
-        want = min(k, len(self._labels))
-        sims = np.empty((len(pairs), want), dtype=np.float32)
-        found = np.empty((len(pairs), want), dtype=np.int64)
-        self._index.search_preassigned_c(len(pairs), faiss.swig_ptr(queries), want, faiss.swig_ptr(lists),
-                                         faiss.swig_ptr(centroid_sims), faiss.swig_ptr(sims), faiss.swig_ptr(found),
-                                         False, self._search_params(1))
-        row_sims = np.full((n * probes, want), -np.inf, dtype=np.float32)
-        row_found = np.full((n * probes, want), -1, dtype=np.int64)
-        row_sims[pairs] = sims
-        row_found[pairs] = found
-        row_sims = row_sims.reshape(n, probes * want)
-        row_found = row_found.reshape(n, probes * want)
-        floor = -np.inf if min_similarity is None else min_similarity
-        row_sims[(row_found < 0) | (row_sims < floor)] = -np.inf
-        if probes > 1:  # one list's hits come best first already
-            best = top_k_rows(row_sims, want)
-            row_sims = np.take_along_axis(row_sims, best, axis=1)
-            row_found = np.take_along_axis(row_found, best, axis=1)
-        row_found[row_sims == -np.inf] = -1
-        return self._hits(row_found, row_sims)
 
     def _hits(self, found: npt.NDArray[np.int64], sims: npt.NDArray[np.float32]) -> list[Hits]:
         ids = self._ids

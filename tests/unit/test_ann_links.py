@@ -11,6 +11,7 @@ import numpy.typing as npt
 import pytest
 
 from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, InvalidMemoryError, ManualClock, ann_index
+from shared_core._link_search import best_links, scan_lists
 from shared_core.ann_index import RETRAIN_GROWTH, IVFVectorIndex, list_capacity, list_count, training_size
 from shared_core.backend import TieredVectorIndex
 from shared_core.vector_index import NumpyVectorIndex, add_and_link
@@ -75,7 +76,9 @@ def test_row_by_row_and_list_by_list_searches_agree() -> None:
     dist, assign = index._quantizer.search(queries, 4)
     assign[dist < dist[:, :1] - 0.05] = -1  # some rows probe fewer lists
     rows = index._search_rows(queries, assign, dist, 5, 0.92)
-    lists = index._search_assigned(queries, assign, dist, 5, 0.92)
+    candidates = scan_lists(ann_index._faiss(), index._index, index._search_params(1), queries, assign, dist, 5, 0.92)
+    none = (np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.float32))
+    lists = best_links(len(queries), 5, candidates, index._ids, none)
     assert [[i for i, _ in r] for r in rows] == [[i for i, _ in r] for r in lists]
     assert any(len(r) < 5 for r in rows) and any(len(r) == 5 for r in rows)  # the floor cut some rows short
 
