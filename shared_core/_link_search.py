@@ -21,15 +21,14 @@ from .vector_index import Links
 
 __all__ = ["best_links", "pairs_in_lists", "scan_lists"]
 
-Candidates = tuple[npt.NDArray[np.intp], npt.NDArray[np.int64], npt.NDArray[np.float32], npt.NDArray[np.int64]]
+Candidates = tuple[npt.NDArray[np.intp], npt.NDArray[np.int64], npt.NDArray[np.float32]]
 
 
 def scan_lists(faiss: Any, index: Any, params: Any, data: npt.NDArray[np.float32], assign: npt.NDArray[np.int64],
                dist: npt.NDArray[np.float32], want: int, min_similarity: float) -> Candidates:
     """Each row's best ``want`` vectors at or above ``min_similarity`` in each list ``assign``
     (rows x probes, -1 for none) gives it, searched by faiss ``index`` with one-probe
-    ``params``: as flat arrays of rows, labels, cosines and an order key (the row's probe, then
-    faiss's rank in that list) that breaks ties between equal cosines."""
+    ``params``: as flat arrays of rows, labels and cosines."""
     probes = assign.shape[1]
     flat = assign.ravel()
     pairs = np.flatnonzero(flat >= 0)
@@ -43,8 +42,7 @@ def scan_lists(faiss: Any, index: Any, params: Any, data: npt.NDArray[np.float32
     index.search_preassigned_c(len(pairs), ptr(queries), want, ptr(lists), ptr(centroid_sims), ptr(sims), ptr(found),
                                False, params)
     hit, rank = np.nonzero((found >= 0) & (sims >= min_similarity))
-    where = pairs[hit]
-    return where // probes, found[hit, rank], sims[hit, rank], where * want + rank
+    return pairs[hit] // probes, found[hit, rank], sims[hit, rank]
 
 
 def pairs_in_lists(data: npt.NDArray[np.float32], assign: npt.NDArray[np.int64], min_similarity: float
@@ -73,19 +71,17 @@ def best_links(n: int, k: int, found: Candidates, ids: list[str | None],
                pairs: tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.float32]]) -> Links:
     """Each of the ``n`` rows' best ``k`` links, best first, from the index's candidates
     ``found`` (labels, named by ``ids``) and the batch's ``pairs`` (by row number): what
-    `shared_core.vector_index.merge_links` gives from per-row hit lists, with equal cosines
-    ordered as it orders them (the index's hits by probe and rank, then the batch's rows)."""
-    found_rows, labels, found_sims, found_order = found
+    `shared_core.vector_index.merge_links` gives from per-row hit lists. Equal cosines keep
+    the order they come in (the index's hits in scan order, then the batch's rows)."""
+    found_rows, labels, found_sims = found
     pair_rows, pair_cols, pair_sims = pairs
-    rows = np.concatenate([found_rows, pair_rows])
+    rows = np.concatenate([found_rows, pair_rows]).astype(np.int16 if n <= 1 << 15 else np.int64)  # radix sorted
     sims = np.concatenate([found_sims, pair_sims])
     who = np.concatenate([labels, -1 - pair_cols.astype(np.int64)])  # an earlier row c as -1 - c
-    base = int(found_order.max()) + 1 if found_order.size else 0
-    ties = np.concatenate([found_order, base + np.arange(len(pair_rows), dtype=np.int64)])
-    order = np.lexsort((ties, -sims, rows))
+    order = np.argsort(-sims, kind="stable")
+    order = order[np.argsort(rows[order], kind="stable")]  # by row, then by falling cosine
     ranked = rows[order]
     keep = order[np.arange(len(order)) - np.searchsorted(ranked, ranked, side="left") < k]
-    out: Links = [[] for _ in range(n)]
-    for r, w, s in zip(rows[keep].tolist(), who[keep].tolist(), sims[keep].tolist(), strict=True):
-        out[r].append((ids[w] if w >= 0 else -1 - w, s))
-    return out
+    links = list(zip([ids[w] if w >= 0 else -1 - w for w in who[keep].tolist()], sims[keep].tolist(), strict=True))
+    ends = np.cumsum(np.bincount(rows[keep], minlength=n)).tolist()
+    return [links[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]

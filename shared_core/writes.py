@@ -257,8 +257,8 @@ def _link(part: Partition, ids: Sequence[str], vecs: npt.NDArray[np.float32], cf
         part.vectors.add(ids, vecs)
         return [[] for _ in ids]
     inactive = part.inactive
-    found = add_and_link(part.vectors, ids, vecs, top + min(len(inactive), 8) + 1,
-                         min_similarity=cfg.similar_threshold)
+    spare = min(len(inactive), 8) + 1 if inactive else 0  # room for superseded memories to drop
+    found = add_and_link(part.vectors, ids, vecs, top + spare, min_similarity=cfg.similar_threshold)
     if inactive:
         return [[hit for hit in hits if hit[0] not in inactive][:top] for hits in found]
     return [hits[:top] for hits in found]
