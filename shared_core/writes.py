@@ -8,12 +8,12 @@ exactly as the same memories inserted one at a time would be (with an exact vect
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from contextlib import contextmanager
-from dataclasses import fields
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
@@ -172,7 +172,7 @@ def _node_builders() -> tuple[Callable[..., MemoryNode], Callable[[MemoryNode, A
     trusted values by setting its slots directly, in half the time of the frozen dataclass's
     ``__init__`` (1.1 against 2.3 us) and of `shared_core.model.with_embedding` (1.0 against
     2.3 us). Generated from the dataclass's fields, so a new field is never left out."""
-    names = [f.name for f in fields(MemoryNode)]
+    names = [f.name for f in dataclasses.fields(MemoryNode)]
     scope: dict[str, Any] = {"_new": object.__new__, "_Node": MemoryNode}
     scope.update({f"_set_{name}": vars(MemoryNode)[name].__set__ for name in names})
     source = (f"def new_node(*, {', '.join(names)}):\n    n = _new(_Node)\n"
@@ -216,15 +216,17 @@ def _insert_chunk(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDArra
              for j, spec in enumerate(specs)]
     done.extend(nodes)  # from here on a failure must undo these too
     graph = part.graph
+    put_node = graph.put_node
     for node in nodes:
-        graph.put_node(node)
+        put_node(node)
     ids = [n.id for n in nodes]
     similar = _link(part, ids, vecs, cfg)  # adds the vectors
     _add_keywords(part, nodes)
     links: list[tuple[str, str, Relation, float]] = []  # (source, target, relation, strength)
     last: dict[str | None, str] = {}  # each session's newest id so far
     similar_to, before, link_temporal = Relation.SIMILAR_TO, Relation.BEFORE, cfg.link_temporal
-    for node, spec, hits in zip(nodes, specs, similar, strict=True):
+    track, add = part.track, links.append
+    for node_id, node, spec, hits in zip(ids, nodes, specs, similar, strict=True):
         session = node.session_id
         if link_temporal:
             previous = last.get(session)
@@ -232,13 +234,13 @@ def _insert_chunk(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDArra
                 latest = part.latest(session, 1)
                 previous = latest[0] if latest else None
             if previous is not None:
-                links.append((previous, node.id, before, 1.0))
-            last[session] = node.id
-        part.track(node.id, session, node.timestamp)
+                add((previous, node_id, before, 1.0))
+            last[session] = node_id
+        track(node_id, session, node.timestamp)
         for other, sim in hits:
-            links.append((node.id, other if isinstance(other, str) else ids[other], similar_to, sim))
+            add((node_id, other if isinstance(other, str) else ids[other], similar_to, sim))
         if spec.links:
-            links.extend((node.id, target, relation, strength) for target, relation, strength in spec.links)
+            links.extend((node_id, target, relation, strength) for target, relation, strength in spec.links)
     put_links = getattr(graph, "put_links", None)  # the dict store's batched form: no MemoryEdge per edge
     if put_links is not None:
         put_links(links, created_at=now)
@@ -288,17 +290,20 @@ def specs_from_items(config: AtlasConfig, dim: int, items: object, *, namespace:
     append = specs.append
     max_chars, ttl = config.max_content_chars, config.default_ttl
     default_ns: str | None = None
+    new_spec, content, session_of = tuple.__new__, check.content, check.session
     for i, item in enumerate(items):
         try:
-            if isinstance(item, str) or (isinstance(item, Mapping) and item.keys() <= _SHORT_FIELDS
-                                         and "content" in item):
+            plain = isinstance(item, str)
+            mapping = not plain and (type(item) is dict or isinstance(item, Mapping))  # (the ABC check is slow)
+            if plain or (mapping and item.keys() <= _SHORT_FIELDS and "content" in item):
                 text, session = (item, session_id) if isinstance(item, str) \
                     else (item["content"], item.get("session_id", session_id))
-                text = check.content(text, max_chars=max_chars)  # the checks in build_spec's order
+                text = content(text, max_chars=max_chars)  # the checks in build_spec's order
                 if default_ns is None:
                     default_ns = check.namespace(namespace)
-                append(MemorySpec(text, default_ns, check.session(session), None, {}, 1.0, False, ttl, (), None))
-            elif isinstance(item, Mapping):
+                append(new_spec(MemorySpec, (text, default_ns, session_of(session), None, {}, 1.0, False, ttl, (),
+                                             None, "memory")))
+            elif mapping:
                 unknown = set(item) - ITEM_FIELDS
                 if unknown:
                     raise InvalidMemoryError(f"unknown field(s) {sorted(unknown)}")
