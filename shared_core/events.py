@@ -136,6 +136,8 @@ class EventLog:
             for i, (ns, node_id) in enumerate(zip(namespaces, node_ids, strict=True)):
                 self.emit(kind, namespace=ns, node_id=node_id, at=at, reason=reason, **{k: data[k][i] for k in keys})
             return
+        if not node_ids:
+            return
         columns = list(data.values())
         payloads = columns[0] if len(columns) == 1 else zip(*columns, strict=True) if columns else repeat(None)
         key = (kind, reason, *data)

@@ -14,7 +14,7 @@ from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, Invali
 from shared_core._link_search import best_links, scan_lists
 from shared_core.ann_index import RETRAIN_GROWTH, IVFVectorIndex, list_capacity, list_count, training_size
 from shared_core.backend import TieredVectorIndex
-from shared_core.vector_index import NumpyVectorIndex, add_and_link
+from shared_core.vector_index import NumpyVectorIndex, add_and_link, merge_links
 from shared_core.writes import build_spec, specs_from_items
 
 DIM = 32
@@ -228,3 +228,20 @@ def test_the_rows_that_train_an_empty_index_are_linked_exactly_among_themselves(
     found = index.add_and_link([str(i) for i in range(800)], vectors, 3, min_similarity=0.6)
     assert as_rows(found, 0) == one_by_one(vectors, 0, 3, 0.6)
     assert index.retrains == 1 and len(index) == 800
+
+
+def test_best_links_merges_index_hits_and_batch_pairs_like_merge_links() -> None:
+    rng = np.random.default_rng(9)
+    n, k, ids = 40, 3, [f"m{i}" for i in range(50)]
+    found_rows = rng.integers(0, n, 300)
+    labels = rng.integers(0, 50, 300)
+    found_sims = rng.random(300).astype(np.float32)
+    pair_rows = rng.integers(1, n, 80)
+    pair_cols = (rng.random(80) * pair_rows).astype(np.intp)
+    pair_sims = rng.random(80).astype(np.float32)
+    per_row: list[list[tuple[str, float]]] = [[] for _ in range(n)]
+    for r, label, s in zip(found_rows.tolist(), labels.tolist(), found_sims.tolist(), strict=True):
+        per_row[r].append((ids[label], s))
+    expected = merge_links([sorted(h, key=lambda x: -x[1]) for h in per_row], pair_rows, pair_cols, pair_sims, k)
+    got = best_links(n, k, (found_rows, labels, found_sims), ids, (pair_rows, pair_cols, pair_sims))  # type: ignore[arg-type]
+    assert got == [hits[:k] for hits in expected]

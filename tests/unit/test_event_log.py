@@ -38,3 +38,28 @@ def test_many_distinct_reasons_stay_exact_past_the_schema_cache() -> None:
     assert len(events) == 2 * _SCHEMAS_MAX and len(log._schemas) == _SCHEMAS_MAX
     assert events[-1] == AtlasEvent("evict", "u", f"n{2 * _SCHEMAS_MAX - 1}", 0.0, f"value {2 * _SCHEMAS_MAX - 1}",
                                     {"content": str(2 * _SCHEMAS_MAX - 1)})
+
+
+@settings(max_examples=100, deadline=None)
+@given(rows=st.lists(st.tuples(st.sampled_from(["u", "v"]), st.one_of(st.none(), st.sampled_from(["n1", "n2"])),
+                               st.one_of(st.none(), st.text(max_size=3)), st.integers()), max_size=12),
+       columns=st.integers(0, 2), maxlen=st.integers(0, 8), subscribed=st.booleans())
+def test_emit_many_leaves_the_log_as_one_emit_per_event(rows: list[tuple[Any, ...]], columns: int, maxlen: int,
+                                                          subscribed: bool) -> None:
+    names = ["session_id", "weight"][:columns]
+    data = {name: [row[2 + i] for row in rows] for i, name in enumerate(names)}
+    one, many = EventLog(maxlen=maxlen), EventLog(maxlen=maxlen)
+    one.emit("warm", namespace="u", node_id=None, at=0.0)
+    many.emit("warm", namespace="u", node_id=None, at=0.0)
+    seen: list[tuple[AtlasEvent, int]] = []
+    if subscribed:  # a subscriber sees each event with the log as `emit` leaves it
+        many.subscribe(lambda event: seen.append((event, len(many))))
+    expected = [one.emit("add", namespace=ns, node_id=node, at=1.0, reason="add_memory",
+                         **{name: values[j] for name, values in data.items()})
+                for j, (ns, node, *_) in enumerate(rows)]
+    many.emit_many("add", namespaces=[r[0] for r in rows], node_ids=[r[1] for r in rows], at=1.0,
+                   reason="add_memory", **data)
+    assert many.events() == one.events() and many.totals() == one.totals()
+    if subscribed:
+        assert [event for event, _ in seen] == expected
+        assert [size for _, size in seen] == [min(maxlen, 2 + j) for j in range(len(rows))]

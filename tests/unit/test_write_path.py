@@ -160,3 +160,44 @@ def test_graph_store_removals(graph: GraphStore) -> None:
     graph.put_node(replaced)
     assert graph.get_node("a") == replaced and graph.node_count() == 3
     assert sorted(n.id for n in graph.nodes()) == ["a", "c", "d"]
+
+
+def test_the_fast_node_builders_set_every_field() -> None:
+    import dataclasses
+
+    import numpy as np
+
+    from shared_core.model import with_embedding
+
+    values = {f.name: f"value {i}" for i, f in enumerate(dataclasses.fields(MemoryNode))}  # none left at a default
+    built = write_module._new_node(**values)
+    assert built == MemoryNode(**values) and all(getattr(built, k) == v for k, v in values.items())
+    vector = np.ones(3, dtype=np.float32)
+    copy = write_module._public_copy(built, vector)
+    assert copy == with_embedding(built, vector) and copy.embedding is vector and copy is not built
+    assert all(getattr(copy, k) == v for k, v in values.items() if k != "embedding")
+
+
+def test_the_collector_is_paused_for_the_whole_write(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    from shared_core import atlas as atlas_module
+
+    atlas, seen = make(), []
+    validate, account = atlas_module.specs_from_items, atlas._life.after_write
+
+    def spy_validate(*args: object, **kwargs: object) -> object:
+        seen.append(("validate", gc.isenabled()))
+        return validate(*args, **kwargs)  # type: ignore[arg-type]
+
+    def spy_account(*args: object, **kwargs: object) -> None:
+        seen.append(("account", gc.isenabled()))
+        account(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(atlas_module, "specs_from_items", spy_validate)
+    monkeypatch.setattr(atlas._life, "after_write", spy_account)
+    assert gc.isenabled()
+    nodes = atlas.add_memories(FACTS[:3], namespace="u")
+    atlas.add_memory(FACTS[3], namespace="u")
+    assert seen == [("validate", False), ("account", False), ("account", False)] and gc.isenabled()
+    assert [n.content for n in nodes] == FACTS[:3] and all(n.embedding is not None for n in nodes)
