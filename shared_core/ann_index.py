@@ -5,7 +5,8 @@ time and in batches, deletes, and must answer right after a write. An IVF insert
 centroid lookup (one matrix product for a batch) and a delete is O(1) through faiss's hashtable
 direct map; an HNSW insert is a full graph search and faiss's HNSW cannot delete. Measured on
 one core with the 100k vectors of ``benchmarks/latency.py``: this index took 75,000 inserts a
-second (27,000 with the write path's link search), answered k=200 in 0.8 ms at recall@10 1.00
+second (27,000 with the write path's link search; grown from 2,048 to 100k in batches of 1,000
+it now takes 120,000 and 44,000, thread time), answered k=200 in 0.8 ms at recall@10 1.00
 and held 2.2 kB a vector; faiss ``IndexHNSWFlat`` (M=16) took 5,100 a second at efConstruction
 100 (11,000 at 40), answered in 0.4 ms at recall@10 0.95 (0.79 at efConstruction 40) and held
 1.8 kB a vector. Compressed scans were tried for the write path's neighbour search and rejected:
@@ -29,8 +30,11 @@ near neighbours in up to ``link_probes`` closest lists (those within ``link_marg
 closest centroid's similarity), pairs the batch's rows filed in those lists, then files the
 batch with the same quantization. For a batch the search runs list by list (each (row, list)
 pair a one-list query, sorted by list) so a list is read from memory once for all the rows
-probing it: half the time of faiss's row-by-row order at 100k. On 100k vectors it found 0.998
-of the exact top-3 links above cosine 0.6 on the benchmark corpus and 0.965 on MiniLM mixes.
+probing it: half the time of faiss's row-by-row order at 100k (see `shared_core._link_search`).
+On 100k vectors it found 0.998 of the exact top-3 links above cosine 0.6 on the benchmark corpus
+and 0.965 on MiniLM mixes (measured again grown like an atlas, checking the last 5,000 rows:
+0.999 and 0.955). At 100k the scan is most of a link search's time (18 of 28 us a row): a
+batch of 1,000 reaches nearly every list, so each batch reads the whole index once.
 
 >>> import numpy as np
 >>> rng = np.random.default_rng(0)
