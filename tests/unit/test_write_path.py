@@ -201,3 +201,74 @@ def test_the_collector_is_paused_for_the_whole_write(monkeypatch: pytest.MonkeyP
     atlas.add_memory(FACTS[3], namespace="u")
     assert seen == [("validate", False), ("account", False), ("account", False)] and gc.isenabled()
     assert [n.content for n in nodes] == FACTS[:3] and all(n.embedding is not None for n in nodes)
+
+
+# -- the link search in a worker thread ---------------------------------------------------------
+TOPICS = [f"memory {i} about topic {i % 17} with detail {i % 5}" for i in range(700)]
+
+
+def approximate_atlas() -> ElasticMemoryAtlas:
+    atlas = ElasticMemoryAtlas(config=AtlasConfig(ann_threshold=64, similar_threshold=0.2),
+                               embedder=HashingEmbedder(dim=32), clock=ManualClock(1_700_000_000.0))
+    atlas.add_memories(TOPICS[:200], namespace="u", session_id="s")  # past the threshold: approximate
+    return atlas
+
+
+def test_a_large_chunk_searches_its_links_in_a_worker_with_the_same_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    where: list[str] = []
+    link = write_module._link
+
+    def spy(*args: object) -> object:
+        where.append(threading.current_thread().name)
+        return link(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(write_module, "_link", spy)
+    inline, worker = approximate_atlas(), approximate_atlas()
+    items = [{"content": text, "session_id": f"s{i % 3}"} for i, text in enumerate(TOPICS[200:])]
+    monkeypatch.setattr(write_module, "BACKGROUND_ROWS", 10**9)
+    inline.add_memories(items, namespace="u")
+    monkeypatch.setattr(write_module, "BACKGROUND_ROWS", 256)
+    worker.add_memories(items, namespace="u")
+    assert where[-1] == "atlas-link-search" and where[-2] == threading.current_thread().name
+    assert edges_by_content(worker, "u") == edges_by_content(inline, "u")
+    assert len(edges_by_content(worker, "u")) > 1000
+
+
+@pytest.mark.parametrize("failing", ["vectors", "keywords"])
+def test_a_failure_beside_the_worker_leaves_the_atlas_as_before(failing: str) -> None:
+    atlas = approximate_atlas()
+    part = atlas.backend.partition("u")
+    assert part is not None
+    before = snapshot(atlas)
+    if failing == "vectors":
+        def fail(*args: object, **kwargs: object) -> None:
+            raise MemoryError("vector index failed")
+
+        part.vectors._impl.add_and_link = fail  # type: ignore[attr-defined]
+    else:
+        part.keywords = _KeywordsFailingOnAdd(part.keywords)  # type: ignore[assignment]
+    with pytest.raises(MemoryError if failing == "vectors" else OSError):
+        atlas.add_memories(TOPICS[200:], namespace="u", session_id="s")
+    if failing == "vectors":
+        del part.vectors._impl.add_and_link  # type: ignore[attr-defined]
+    else:
+        part.keywords = part.keywords.inner  # type: ignore[attr-defined]
+    assert snapshot(atlas) == before
+    atlas.add_memories(TOPICS[200:], namespace="u", session_id="s")  # and it still writes
+    assert len(atlas) == len(TOPICS)
+
+
+class _KeywordsFailingOnAdd:
+    def __init__(self, inner: object) -> None:
+        self.inner = inner
+
+    def add(self, node_id: str, text: str, *, session_id: str | None = None) -> None:
+        raise OSError("keyword store failed")
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+    def __len__(self) -> int:
+        return len(self.inner)  # type: ignore[arg-type]
