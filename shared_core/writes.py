@@ -12,7 +12,6 @@ import dataclasses
 import gc
 import os
 import sys
-import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from contextlib import contextmanager
 from types import MappingProxyType
@@ -22,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _validate as check
-from .backend import Backend, InProcessPartition, Partition, TieredVectorIndex
+from .backend import Backend, Partition
 from .config import AtlasConfig
 from .embedding import normalize_rows
 from .errors import InvalidInputError, InvalidMemoryError
@@ -162,7 +161,6 @@ def insert_batches(backend: Backend, specs: Sequence[MemorySpec], vecs: Sequence
 
 
 CHUNK = 1024
-BACKGROUND_ROWS = 256  # a chunk this large searches its links in a worker thread (see _LinkSearch)
 # Memory per node: a memory or an automatic edge without metadata shares one immutable empty
 # mapping (an empty dict costs 64 bytes), and session ids are interned (one string per session,
 # not one per memory, when callers build them per request).
@@ -217,24 +215,28 @@ def _insert_chunk(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDArra
                       kind=spec.kind)
              for j, spec in enumerate(specs)]
     done.extend(nodes)  # from here on a failure must undo these too
-    ids = [n.id for n in nodes]
-    search = _LinkSearch(part, ids, vecs, cfg)  # adds the vectors, in a worker thread when worth it
     graph = part.graph
-    try:
-        put_node = graph.put_node
-        for node in nodes:
-            put_node(node)
-        _add_keywords(part, nodes)
-        previous_of = _track(part, ids, nodes, link_temporal=cfg.link_temporal)
-    except BaseException:
-        search.join()  # the rollback must not race the worker's add
-        raise
-    similar = search.result()
+    put_node = graph.put_node
+    for node in nodes:
+        put_node(node)
+    ids = [n.id for n in nodes]
+    similar = _link(part, ids, vecs, cfg)  # adds the vectors
+    _add_keywords(part, nodes)
     links: list[tuple[str, str, Relation, float]] = []  # (source, target, relation, strength)
-    similar_to, before, add = Relation.SIMILAR_TO, Relation.BEFORE, links.append
-    for node_id, previous, spec, hits in zip(ids, previous_of, specs, similar, strict=True):
-        if previous is not None:
-            add((previous, node_id, before, 1.0))
+    last: dict[str | None, str] = {}  # each session's newest id so far
+    similar_to, before, link_temporal = Relation.SIMILAR_TO, Relation.BEFORE, cfg.link_temporal
+    track, add = part.track, links.append
+    for node_id, node, spec, hits in zip(ids, nodes, specs, similar, strict=True):
+        session = node.session_id
+        if link_temporal:
+            previous = last.get(session)
+            if previous is None:
+                latest = part.latest(session, 1)
+                previous = latest[0] if latest else None
+            if previous is not None:
+                add((previous, node_id, before, 1.0))
+            last[session] = node_id
+        track(node_id, session, node.timestamp)
         for other, sim in hits:
             add((node_id, other if isinstance(other, str) else ids[other], similar_to, sim))
         if spec.links:
@@ -246,76 +248,6 @@ def _insert_chunk(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDArra
         for source, target, relation, strength in links:
             graph.put_edge(MemoryEdge(source=source, target=target, relation=relation, strength=strength,
                                       created_at=now, metadata=_NO_METADATA))
-
-
-def _track(part: Partition, ids: Sequence[str], nodes: Sequence[MemoryNode], *, link_temporal: bool
-           ) -> list[str | None]:
-    """Count the chunk's memories in their sessions and the time index, in order, and give each
-    one's predecessor in its session (the source of its ``before`` link; None for none, or with
-    ``link_temporal`` off). Needs no neighbours, so it runs while they are searched."""
-    previous_of: list[str | None] = []
-    last: dict[str | None, str] = {}  # each session's newest id so far
-    track = part.track
-    for node_id, node in zip(ids, nodes, strict=True):
-        session, previous = node.session_id, None
-        if link_temporal:
-            previous = last.get(session)
-            if previous is None:
-                latest = part.latest(session, 1)
-                previous = latest[0] if latest else None
-            last[session] = node_id
-        previous_of.append(previous)
-        track(node_id, session, node.timestamp)
-    return previous_of
-
-
-class _LinkSearch:
-    """A chunk's `_link`, run in a worker thread when the chunk is large and the partition's
-    stores live in this process with an approximate vector index; inline otherwise.
-
-    faiss releases the GIL while it scans, so on a second core the link search (28 of 57 us a
-    memory at 100k) overlaps the keyword indexing and session tracking the caller does meanwhile.
-    The worker touches only the partition's vector index, which nothing else uses until
-    `result` (the atlas holds its lock throughout); a thread costs ~0.1 ms, a chunk's search
-    several. Server backends keep one connection per partition, so they stay inline.
-    """
-
-    def __init__(self, part: Partition, ids: Sequence[str], vecs: npt.NDArray[np.float32], cfg: AtlasConfig) -> None:
-        self._outcome: list[tuple[bool, Any]] = []
-        self._thread: threading.Thread | None = None
-        vectors = part.vectors
-        if (len(ids) < BACKGROUND_ROWS or not isinstance(part, InProcessPartition)
-                or not isinstance(vectors, TieredVectorIndex) or not vectors.approximate):
-            self._outcome.append((True, _link(part, ids, vecs, cfg)))
-            return
-
-        def run() -> None:
-            try:
-                self._outcome.append((True, _link(part, ids, vecs, cfg)))
-            except BaseException as exc:  # handed to the caller by result()
-                self._outcome.append((False, exc))
-
-        self._thread = threading.Thread(target=run, name="atlas-link-search", daemon=True)
-        self._thread.start()
-
-    def join(self) -> None:
-        """Wait for the worker, even through an interrupt (raised once it is done)."""
-        interrupted: BaseException | None = None
-        while self._thread is not None and self._thread.is_alive():
-            try:
-                self._thread.join()
-            except BaseException as exc:
-                interrupted = exc
-        if interrupted is not None:
-            raise interrupted
-
-    def result(self) -> Links:
-        self.join()
-        ok, value = self._outcome[0]
-        if not ok:
-            raise value
-        found: Links = value
-        return found
 
 
 def _link(part: Partition, ids: Sequence[str], vecs: npt.NDArray[np.float32], cfg: AtlasConfig) -> Links:
