@@ -51,7 +51,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .errors import MissingDependencyError
-from .vector_index import Hits, Links, Vector, batch_pairs, dot_rows, merge_links, top_k_rows
+from .vector_index import Hits, Links, Ranked, Vector, batch_pairs, dot_rows, merge_links, top_k_rows
 
 __all__ = ["IVFVectorIndex", "ann_available", "list_capacity", "list_count", "train_centroids", "training_size"]
 
@@ -306,6 +306,18 @@ class IVFVectorIndex:
             return [(ids[int(labels[t])], float(sims[t])) for t in top]  # type: ignore[misc]
         return self._search(q, k, labels)[0]
 
+    def search_ranked(self, query: Vector, k: int, *, subset: Collection[str] | None = None) -> Ranked:
+        """`shared_core.vector_index.search_ranked`: `search`'s hits, built when read."""
+        if subset is not None or k <= 0 or not self._labels:
+            hits = self.search(query, k, subset=subset)
+            return iter(hits), np.array([s for _, s in hits], dtype=np.float32)
+        sims, found = self._search_arrays(np.ascontiguousarray(query, dtype=np.float32)[None, :], k, None)
+        labels, best = found[0], sims[0]
+        if labels.size and labels[-1] < 0:  # fewer hits than asked (faiss pads with -1)
+            kept = labels >= 0
+            labels, best = labels[kept], best[kept]
+        return zip(map(self._ids.__getitem__, labels.tolist()), best.tolist(), strict=True), best  # type: ignore[arg-type]
+
     def search_many(self, queries: npt.NDArray[np.float32], k: int, *,
                     min_similarity: float | None = None) -> list[Hits]:
         """`search` for each row of ``queries`` in one faiss call (hits below ``min_similarity``
@@ -385,6 +397,14 @@ class IVFVectorIndex:
 
     def _search(self, queries: npt.NDArray[np.float32], k: int, labels: npt.NDArray[np.int64] | None,
                 min_similarity: float | None = None) -> list[Hits]:
+        sims, found = self._search_arrays(queries, k, labels)
+        if min_similarity is not None:
+            found[sims < min_similarity] = -1
+        return self._hits(found, sims)
+
+    def _search_arrays(self, queries: npt.NDArray[np.float32], k: int, labels: npt.NDArray[np.int64] | None
+                       ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+        """Similarities and labels (-1: none) of each query's best ``k`` (among ``labels``)."""
         faiss = _faiss()
         pool = len(self._labels) if labels is None else int(labels.size)
         want = min(k, pool)
@@ -397,9 +417,7 @@ class IVFVectorIndex:
         if short.size and probes < self.lists:  # too few vectors in the probed lists: scan all
             params = self._search_params(self.lists, selector)
             sims[short], found[short] = self._index.search(queries[short], want, params=params)
-        if min_similarity is not None:
-            found[sims < min_similarity] = -1
-        return self._hits(found, sims)
+        return sims, found
 
     def _search_rows(self, data: npt.NDArray[np.float32], assign: npt.NDArray[np.int64],
                      dist: npt.NDArray[np.float32], k: int, min_similarity: float) -> list[Hits]:

@@ -29,7 +29,17 @@ from .graph_store import DictGraphStore, GraphStore
 from .inverted_index import InvertedKeywordIndex
 from .keyword_index import FTS5KeywordIndex, KeywordIndex
 from .model import MemoryNode, evolve
-from .vector_index import Hits, Links, NumpyVectorIndex, Vector, VectorIndex, link_exactly, search_many
+from .vector_index import (
+    Hits,
+    Links,
+    NumpyVectorIndex,
+    Ranked,
+    Vector,
+    VectorIndex,
+    link_exactly,
+    search_many,
+    search_ranked,
+)
 
 __all__ = ["Backend", "InProcessBackend", "InProcessPartition", "Partition", "TieredVectorIndex"]
 
@@ -248,6 +258,9 @@ class TieredVectorIndex:
     def search_many(self, queries: npt.NDArray[np.float32], k: int, *,
                     min_similarity: float | None = None) -> list[Hits]:
         return search_many(self._impl, queries, k, min_similarity=min_similarity)
+
+    def search_ranked(self, query: Vector, k: int, *, subset: Collection[str] | None = None) -> Ranked:
+        return search_ranked(self._impl, query, k, subset=subset)
 
     def similarities(self, query: Vector, ids: Sequence[str]) -> npt.NDArray[np.float32]:
         return self._impl.similarities(query, ids)

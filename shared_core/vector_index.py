@@ -18,18 +18,20 @@ one does).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Links", "NumpyVectorIndex", "VectorIndex", "add_and_link", "batch_pairs", "dot_rows", "link_exactly",
-           "merge_links", "search_many", "top_k_rows"]
+__all__ = ["Links", "NumpyVectorIndex", "Ranked", "VectorIndex", "add_and_link", "batch_pairs", "dot_rows",
+           "link_exactly", "merge_links", "search_many", "search_ranked", "top_k_rows"]
 
 Vector = npt.NDArray[np.float32]
 Hits = list[tuple[str, float]]
 Links = list[list[tuple[str | int, float]]]  # per row: (id, or row number of an earlier row, cosine)
+#: A search's hits best first, as pairs built when read, and all their similarities (`search_ranked`).
+Ranked = tuple[Iterator[tuple[str, float]], npt.NDArray[np.floating[Any]]]
 _CHUNK_BYTES = 64 << 20  # a batch search holds at most ~64 MiB of similarities at once
 
 
@@ -70,6 +72,27 @@ def search_many(index: VectorIndex, queries: npt.NDArray[np.float32], k: int, *,
         return result
     floor = -math.inf if min_similarity is None else min_similarity
     return [[(i, s) for i, s in index.search(q, k) if s >= floor] for q in queries]
+
+
+def search_ranked(index: VectorIndex, query: Vector, k: int, *, subset: Collection[str] | None = None) -> Ranked:
+    """`VectorIndex.search` as (an iterator of its hits, their similarities as an array), best
+    first: each (id, similarity) pair is built only when it is read, so a caller that reads a
+    few hits but needs the k-th similarity (recall's scale floor) does not build the others,
+    whose ids sit all over memory. One call when the index's class offers ``search_ranked``,
+    `search` otherwise; either way the pairs are those `search` gives.
+
+    >>> index = NumpyVectorIndex(2)
+    >>> index.add(["a", "b"], np.array([[1, 0], [0.6, 0.8]], dtype=np.float32))
+    >>> hits, sims = search_ranked(index, np.array([1, 0], dtype=np.float32), 2)
+    >>> next(hits), float(sims[-1])
+    (('a', 1.0), 0.6000000238418579)
+    """
+    method = getattr(type(index), "search_ranked", None)
+    if method is not None:
+        result: Ranked = method(index, query, k, subset=subset)
+        return result
+    hits = index.search(query, k, subset=subset)
+    return iter(hits), np.array([s for _, s in hits], dtype=np.float64)  # float64 holds any float exactly
 
 
 def add_and_link(index: VectorIndex, ids: Sequence[str], vectors: npt.NDArray[np.float32], k: int, *,
@@ -284,6 +307,17 @@ class NumpyVectorIndex:
         top = top_k_rows(sims[None, :], k)[0]
         ids = self._ids
         return [(ids[t], float(sims[t])) for t in top.tolist()]
+
+    def search_ranked(self, query: Vector, k: int, *, subset: Collection[str] | None = None) -> Ranked:
+        """`shared_core.vector_index.search_ranked`: `search`'s hits, built when read."""
+        n = len(self._ids)
+        if subset is not None or k <= 0 or n == 0:
+            hits = self.search(query, k, subset=subset)
+            return iter(hits), np.array([s for _, s in hits], dtype=np.float32)
+        sims = dot_rows(self._matrix[:n], query)
+        top = top_k_rows(sims[None, :], k)[0]
+        best = sims[top]
+        return zip(map(self._ids.__getitem__, top.tolist()), best.tolist(), strict=True), best
 
     def search_many(self, queries: npt.NDArray[np.float32], k: int, *,
                     min_similarity: float | None = None) -> list[Hits]:

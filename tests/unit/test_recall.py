@@ -273,7 +273,7 @@ def test_reinforce_on_and_off(make_atlas: Make) -> None:
 def test_lazy_ranking_equals_scoring_every_candidate(make_atlas: Make) -> None:
     """`_rank` scores memories best bound first and stops early; it resolves graph-only memories
     in batches. Its answer must be what scoring every candidate gives, with far fewer resolved."""
-    from shared_core.recall import RecallRequest, _factors, _rank
+    from shared_core.recall import RecallRequest, _rank, _scorer
 
     atlas = make_atlas()
     atlas.add_memories([f"Note {i}: {text}" for i, text in enumerate(FILLER * 20)], namespace="u",
@@ -293,8 +293,8 @@ def test_lazy_ranking_equals_scoring_every_candidate(make_atlas: Make) -> None:
     req = RecallRequest(query="q", vector=atlas.embedder.embed(["q"])[0], now=atlas.clock.now(), top_k=7)
     got = _rank(part, exact, bounds, resolve, req, atlas.config, lambda _: True)
     everything = {**exact, **graph_only}
-    scored = sorted(((f["score"], n.timestamp, n.id) for n in nodes
-                     if (f := _factors(part, n, everything[n.id], req, atlas.config)) is not None),
+    score = _scorer(part, req, atlas.config)
+    scored = sorted(((f["score"], n.timestamp, n.id) for n in nodes if (f := score(n, everything[n.id])) is not None),
                     key=lambda t: (-t[0], -t[1], t[2]))
     assert [(s, n.id) for s, n, _ in got] == [(s, i) for s, _, i in scored[:7]]
     assert 0 < len(resolved) < len(graph_only) / 2
