@@ -280,7 +280,14 @@ class IVFVectorIndex:
 
     def similarities(self, query: Vector, ids: Sequence[str]) -> npt.NDArray[np.float32]:
         get = self._labels.get
-        labels = np.fromiter((get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
+        found = [get(i, -1) for i in ids]
+        if found and -1 not in found:  # the read path's case: a few known ids, one faiss call
+            faiss = _faiss()
+            known = np.array(found, dtype=np.int64)
+            vectors = np.empty((len(found), self._dim), dtype=np.float32)
+            self._index.reconstruct_batch_c(len(found), faiss.swig_ptr(known), faiss.swig_ptr(vectors))
+            return dot_rows(vectors, query)
+        labels = np.array(found, dtype=np.int64)
         sims = np.zeros(len(ids), dtype=np.float32)
         present = labels >= 0
         _faiss()

@@ -408,7 +408,45 @@ def _fuse(raw: Mapping[str, Mapping[str, float]], cosine: Mapping[str, float],
     every candidate, not only those the vector path returned), BM25 by the best score, the time
     and recent paths as given. Returns the relevances and the share of the vector path in them
     (what a memory found by no path but the graph can get from its cosine alone).
+
+    The usual case (the vector path found something) is computed in one pass over the
+    candidates, with the same operations in the same order as `_fuse_signals`, the composition
+    of `scoring`'s functions that states it (a unit test holds them equal).
     """
+    if config.fusion == "rrf" or not raw.get("vector"):
+        return _fuse_signals(raw, cosine, vector_scale, weights, config)
+    low, best = vector_scale  # best: the vector path's best cosine, so the pool's best is best
+    span = best - low
+    scaled = span > 0  # else the vector signal is empty (`_scale_cosines`)
+    keyword = raw.get("keyword") or {}
+    top_keyword = max(keyword.values(), default=0.0)
+    extra = [(weights[p], raw[p]) for p in ("time", "recent") if raw.get(p)]
+    active = ([weights["vector"]] if scaled else []) + ([weights["keyword"]] if keyword else [])
+    total = sum(w for w in active + [w for w, _ in extra] if w > 0)
+    if total <= 0:
+        return dict.fromkeys(cosine, 0.0), 0.0
+    vector_share = weights["vector"] / total if scaled and weights["vector"] > 0 else 0.0
+    keyword_share = weights["keyword"] / total if keyword and weights["keyword"] > 0 else 0.0
+    extra = [(w / total, values) for w, values in extra if w > 0]
+    fused: dict[str, float] = {}
+    for node_id, c in cosine.items():
+        value, found = 0.0, False
+        if vector_share:
+            value, found = value + vector_share * max(0.0, (min(c, best) - low) / span), True
+        if keyword_share and node_id in keyword:
+            signal = max(0.0, keyword[node_id]) / top_keyword if top_keyword > 0 else 0.0
+            value, found = value + keyword_share * signal, True
+        for share, values in extra:
+            if node_id in values:
+                value, found = value + share * values[node_id], True
+        fused[node_id] = round(value, 12) if found else 0.0
+    return fused, (weights["vector"] / total if scaled else 0.0)
+
+
+def _fuse_signals(raw: Mapping[str, Mapping[str, float]], cosine: Mapping[str, float],
+                  vector_scale: tuple[float, float], weights: Mapping[str, float], config: AtlasConfig
+                  ) -> tuple[dict[str, float], float]:
+    """`_fuse` as the composition of `scoring`'s functions: its definition."""
     if config.fusion == "rrf":
         rankings = {p: sorted(v, key=lambda i: -v[i]) for p, v in raw.items() if v}
         fused = weighted_rrf(rankings, weights, k=config.rrf_k)

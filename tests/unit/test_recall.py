@@ -320,3 +320,33 @@ def test_recall_of_nothing_is_empty(make_atlas: Make) -> None:
     assert part is not None
     req = RecallRequest(query="kitchen", vector=atlas.embedder.embed(["kitchen"])[0], now=atlas.clock.now(), top_k=0)
     assert recall(part, req, atlas.config) == []
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_one_pass_fusion_equals_the_composition_of_scoring_functions(seed: int) -> None:
+    """`_fuse` computes the usual case in one pass; it must give exactly (not approximately)
+    what `_fuse_signals`, the composition of `scoring`'s documented functions, gives."""
+    import random
+
+    from shared_core.recall import _fuse, _fuse_signals, _vector_scale
+
+    rng = random.Random(seed)
+    ids = [f"m{i}" for i in range(rng.randint(1, 60))]
+    cosine = {i: rng.uniform(-0.2, 0.9) for i in ids}
+    vector_ids = rng.sample(ids, rng.randint(1, len(ids)))
+    raw: dict[str, dict[str, float]] = {"vector": {i: cosine[i] for i in vector_ids}}
+    if rng.random() < 0.8:
+        raw["keyword"] = {i: rng.choice([0.0, rng.uniform(0, 9)]) for i in rng.sample(ids, rng.randint(0, len(ids)))}
+    for path in ("time", "recent"):
+        if rng.random() < 0.4:
+            raw[path] = {i: rng.uniform(0, 1) for i in rng.sample(ids, rng.randint(0, len(ids)))}
+    floor = rng.choice([None, min(cosine.values()), rng.uniform(-0.2, 0.9)])
+    scale = _vector_scale(raw["vector"], floor)
+    if rng.random() < 0.1:
+        scale = (scale[1], scale[1])  # no spread: the vector signal is empty
+    weights = {"vector": rng.choice([0.0, 1.0, 0.7]), "keyword": rng.choice([0.0, 0.5]),
+               "time": rng.choice([0.0, 0.5]), "recent": rng.choice([0.0, 0.3])}
+    config = AtlasConfig()
+    fast = _fuse(raw, cosine, scale, weights, config)
+    assert fast == _fuse_signals(raw, cosine, scale, weights, config)
+    assert list(fast[0]) == list(cosine)
