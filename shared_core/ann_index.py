@@ -278,22 +278,36 @@ class IVFVectorIndex:
         vector: Vector = self._index.reconstruct(label)
         return vector
 
+    def get_many(self, ids: Sequence[str]) -> list[Vector | None]:
+        """`get` of each id, the known ones in one faiss call (`vector_index.vectors_of`)."""
+        vectors = self._reconstruct(ids)
+        return [self.get(i) for i in ids] if vectors is None else list(vectors)
+
     def similarities(self, query: Vector, ids: Sequence[str]) -> npt.NDArray[np.float32]:
-        get = self._labels.get
-        found = [get(i, -1) for i in ids]
-        if found and -1 not in found:  # the read path's case: a few known ids, one faiss call
-            faiss = _faiss()
-            known = np.array(found, dtype=np.int64)
-            vectors = np.empty((len(found), self._dim), dtype=np.float32)
-            self._index.reconstruct_batch_c(len(found), faiss.swig_ptr(known), faiss.swig_ptr(vectors))
+        vectors = self._reconstruct(ids)
+        if vectors is not None:  # the read path's case: a few known ids
             return dot_rows(vectors, query)
-        labels = np.array(found, dtype=np.int64)
+        get = self._labels.get
+        labels = np.fromiter((get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
         sims = np.zeros(len(ids), dtype=np.float32)
         present = labels >= 0
         _faiss()
         if present.any():
             sims[present] = dot_rows(self._index.reconstruct_batch(labels[present]), query)
         return sims
+
+    def _reconstruct(self, ids: Sequence[str]) -> npt.NDArray[np.float32] | None:
+        """The vectors of ``ids`` in one faiss call; None when one of them is unknown (or none
+        asked)."""
+        get = self._labels.get
+        labels = [get(i, -1) for i in ids]
+        if not labels or -1 in labels:
+            return None
+        faiss = _faiss()
+        known = np.array(labels, dtype=np.int64)
+        vectors = np.empty((len(labels), self._dim), dtype=np.float32)
+        self._index.reconstruct_batch_c(len(labels), faiss.swig_ptr(known), faiss.swig_ptr(vectors))
+        return vectors
 
     def search(self, query: Vector, k: int, *, subset: Collection[str] | None = None) -> Hits:
         if k <= 0 or not self._labels:

@@ -38,6 +38,7 @@ from .lifecycle import AtlasStats, Lifecycle
 from .model import Context, MemoryEdge, MemoryNode, Relation, ScoredMemory, with_embedding
 from .recall import RecallRequest, recall
 from .tokens import TokenCounter, as_token_counter
+from .vector_index import vectors_of
 from .writes import MemorySpec, build_spec, insert_batches, insert_memory, specs_from_items
 
 __all__ = ["ElasticMemoryAtlas"]
@@ -442,8 +443,9 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
             if reinforce:
                 hits = self._reinforce(part, hits, now)
             self._life.recalled(part, hits, now, via="retrieve")
-            return [ScoredMemory(self._public(part, h.node), h.score, h.components, h.paths, h.other_session)
-                    for h in hits]
+            vectors = vectors_of(part.vectors, [h.node.id for h in hits])  # one index call for all
+            return [ScoredMemory(with_embedding(h.node, v), h.score, h.components, h.paths, h.other_session)
+                    for h, v in zip(hits, vectors, strict=True)]
 
     def _reinforce(self, part: Partition, hits: Sequence[ScoredMemory], now: float) -> list[ScoredMemory]:
         out = []

@@ -39,6 +39,7 @@ from .vector_index import (
     link_exactly,
     search_many,
     search_ranked,
+    vectors_of,
 )
 
 __all__ = ["Backend", "InProcessBackend", "InProcessPartition", "Partition", "TieredVectorIndex"]
@@ -251,6 +252,9 @@ class TieredVectorIndex:
 
     def get(self, node_id: str) -> Vector | None:
         return self._impl.get(node_id)
+
+    def get_many(self, ids: Sequence[str]) -> list[Vector | None]:
+        return vectors_of(self._impl, ids)
 
     def search(self, query: Vector, k: int, *, subset: Collection[str] | None = None) -> Hits:
         return self._impl.search(query, k, subset=subset)

@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = ["Links", "NumpyVectorIndex", "Ranked", "VectorIndex", "add_and_link", "batch_pairs", "dot_rows",
-           "link_exactly", "merge_links", "search_many", "search_ranked", "top_k_rows"]
+           "link_exactly", "merge_links", "search_many", "search_ranked", "top_k_rows", "vectors_of"]
 
 Vector = npt.NDArray[np.float32]
 Hits = list[tuple[str, float]]
@@ -93,6 +93,22 @@ def search_ranked(index: VectorIndex, query: Vector, k: int, *, subset: Collecti
         return result
     hits = index.search(query, k, subset=subset)
     return iter(hits), np.array([s for _, s in hits], dtype=np.float64)  # float64 holds any float exactly
+
+
+def vectors_of(index: VectorIndex, ids: Sequence[str]) -> list[Vector | None]:
+    """`VectorIndex.get` of each id (None for an unknown one): one call when the index's class
+    offers ``get_many(ids)``, one `get` per id otherwise. The rows may share one array.
+
+    >>> index = NumpyVectorIndex(2)
+    >>> index.add(["a"], np.array([[1, 0]], dtype=np.float32))
+    >>> [None if v is None else v.tolist() for v in vectors_of(index, ["a", "b"])]
+    [[1.0, 0.0], None]
+    """
+    method = getattr(type(index), "get_many", None)
+    if method is not None:
+        result: list[Vector | None] = method(index, ids)
+        return result
+    return [index.get(i) for i in ids]
 
 
 def add_and_link(index: VectorIndex, ids: Sequence[str], vectors: npt.NDArray[np.float32], k: int, *,
@@ -282,6 +298,14 @@ class NumpyVectorIndex:
     def get(self, node_id: str) -> Vector | None:
         row = self._rows.get(node_id)
         return None if row is None else self._matrix[row].copy()
+
+    def get_many(self, ids: Sequence[str]) -> list[Vector | None]:
+        """`get` of each id, the known ones copied out in one step (`vectors_of`)."""
+        get = self._rows.get
+        rows = [get(i, -1) for i in ids]
+        if -1 in rows:
+            return [self.get(i) for i in ids]
+        return list(self._matrix[rows])
 
     def similarities(self, query: Vector, ids: Sequence[str]) -> npt.NDArray[np.float32]:
         get = self._rows.get
