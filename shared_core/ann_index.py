@@ -434,7 +434,7 @@ class IVFVectorIndex:
             probes = min(self.lists, math.ceil(probes * len(self._labels) / pool))
         selector = None if labels is None else faiss.IDSelectorBatch(labels)
         sims, found = self._index.search(queries, want, params=self._search_params(probes, selector))
-        short = np.flatnonzero((found < 0).any(axis=1))
+        short = np.flatnonzero(found[:, -1:] < 0)  # faiss puts missing hits (-1) last
         if short.size and probes < self.lists:  # too few vectors in the probed lists: scan all
             params = self._search_params(self.lists, selector)
             sims[short], found[short] = self._index.search(queries[short], want, params=params)

@@ -283,7 +283,7 @@ class DictGraphStore:
         if s is None:
             return []
         ids, ends, rel, strength = self._ids, self._ends, self._rel, self._strength
-        return [(ids[ends[e] ^ s], min(1.0, strength[e]) * f)  # type: ignore[misc]
+        return [(ids[ends[e] ^ s], (w if (w := strength[e]) < 1.0 else 1.0) * f)  # type: ignore[misc]
                 for e in self._rows(s) if (f := factors[rel[e]]) is not None and ends[e]]  # ends 0: a self-loop
 
     def edge_count(self) -> int:

@@ -431,8 +431,9 @@ def _fuse(raw: Mapping[str, Mapping[str, float]], cosine: Mapping[str, float],
     fused: dict[str, float] = {}
     for node_id, c in cosine.items():
         value, found = 0.0, False
-        if vector_share:
-            value, found = value + vector_share * max(0.0, (min(c, best) - low) / span), True
+        if vector_share:  # max(0, (min(c, best) - low) / span), spelled out: this loop is hot
+            scaled_c = ((best if best < c else c) - low) / span
+            value, found = value + vector_share * (scaled_c if scaled_c > 0.0 else 0.0), True
         if keyword_share and node_id in keyword:
             signal = max(0.0, keyword[node_id]) / top_keyword if top_keyword > 0 else 0.0
             value, found = value + keyword_share * signal, True
