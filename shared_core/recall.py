@@ -409,39 +409,55 @@ def _fuse(raw: Mapping[str, Mapping[str, float]], cosine: Mapping[str, float],
     and recent paths as given. Returns the relevances and the share of the vector path in them
     (what a memory found by no path but the graph can get from its cosine alone).
 
-    The usual case (the vector path found something) is computed in one pass over the
-    candidates, with the same operations in the same order as `_fuse_signals`, the composition
-    of `scoring`'s functions that states it (a unit test holds them equal).
+    The usual case (the vector path found something and counts) is computed on arrays, with
+    the same floating-point operations in the same order as `_fuse_signals`, the composition of
+    `scoring`'s functions that states it (a unit test holds them equal).
     """
-    if config.fusion == "rrf" or not raw.get("vector"):
-        return _fuse_signals(raw, cosine, vector_scale, weights, config)
     low, best = vector_scale  # best: the vector path's best cosine, so the pool's best is best
-    span = best - low
-    scaled = span > 0  # else the vector signal is empty (`_scale_cosines`)
+    if config.fusion == "rrf" or not raw.get("vector") or best <= low or weights["vector"] <= 0:
+        return _fuse_signals(raw, cosine, vector_scale, weights, config)
     keyword = raw.get("keyword") or {}
-    top_keyword = max(keyword.values(), default=0.0)
     extra = [(weights[p], raw[p]) for p in ("time", "recent") if raw.get(p)]
-    active = ([weights["vector"]] if scaled else []) + ([weights["keyword"]] if keyword else [])
-    total = sum(w for w in active + [w for w, _ in extra] if w > 0)
-    if total <= 0:
-        return dict.fromkeys(cosine, 0.0), 0.0
-    vector_share = weights["vector"] / total if scaled and weights["vector"] > 0 else 0.0
-    keyword_share = weights["keyword"] / total if keyword and weights["keyword"] > 0 else 0.0
-    extra = [(w / total, values) for w, values in extra if w > 0]
-    fused: dict[str, float] = {}
-    for node_id, c in cosine.items():
-        value, found = 0.0, False
-        if vector_share:  # max(0, (min(c, best) - low) / span), spelled out: this loop is hot
-            scaled_c = ((best if best < c else c) - low) / span
-            value, found = value + vector_share * (scaled_c if scaled_c > 0.0 else 0.0), True
-        if keyword_share and node_id in keyword:
-            signal = max(0.0, keyword[node_id]) / top_keyword if top_keyword > 0 else 0.0
-            value, found = value + keyword_share * signal, True
-        for share, values in extra:
-            if node_id in values:
-                value, found = value + share * values[node_id], True
-        fused[node_id] = round(value, 12) if found else 0.0
-    return fused, (weights["vector"] / total if scaled else 0.0)
+    total = sum(w for w in [weights["vector"], weights["keyword"] if keyword else 0.0, *(w for w, _ in extra)]
+                if w > 0)
+    ids = list(cosine)
+    cosines = np.fromiter(cosine.values(), dtype=np.float64, count=len(ids))
+    # the vector path's signal, max(0, (min(c, best) - low) / (best - low)), for every candidate
+    value = 0.0 + weights["vector"] / total * np.maximum((np.minimum(cosines, best) - low) / (best - low), 0.0)
+    if keyword and weights["keyword"] > 0:
+        top_keyword = max(keyword.values())
+        if top_keyword > 0:  # else the signal is 0 everywhere: it adds nothing
+            rows, scores = _aligned(ids, keyword)
+            value[rows] = value[rows] + weights["keyword"] / total * (np.maximum(scores, 0.0) / top_keyword)
+    for w, values in extra:
+        if w > 0:
+            rows, scores = _aligned(ids, values)
+            value[rows] = value[rows] + w / total * scores
+    return dict(zip(ids, _rounded(value, 12), strict=True)), weights["vector"] / total
+
+
+def _rounded(values: npt.NDArray[np.float64], digits: int) -> list[float]:
+    """``[round(v, digits) for v in values]``, exactly, a third of the time.
+
+    ``rint(v * 10**digits) / 10**digits`` is the same double as Python's ``round`` (the double
+    nearest the decimal rounded half-even, and the division is correctly rounded) unless the
+    product's rounding error moves it across a half: values whose scaled form is within 1e-3 of
+    a half (the error is below 1.2e-4 under 2**40), larger or not finite are rounded one by one.
+    """
+    scale = 10.0 ** digits
+    with np.errstate(all="ignore"):
+        scaled = values * scale
+        out: list[float] = (np.rint(scaled) / scale).tolist()
+        doubt = ~(np.abs(scaled) < 2.0 ** 40) | (np.abs(scaled - np.floor(scaled) - 0.5) < 1e-3)
+    for j in np.flatnonzero(doubt).tolist():
+        out[j] = round(float(values[j]), digits)
+    return out
+
+
+def _aligned(ids: list[str], values: Mapping[str, float]) -> tuple[list[int], npt.NDArray[np.float64]]:
+    """The places in ``ids`` of the ids that have a value, and their values."""
+    rows = [j for j, i in enumerate(ids) if i in values]
+    return rows, np.array([values[ids[j]] for j in rows], dtype=np.float64)
 
 
 def _fuse_signals(raw: Mapping[str, Mapping[str, float]], cosine: Mapping[str, float],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -350,3 +351,18 @@ def test_one_pass_fusion_equals_the_composition_of_scoring_functions(seed: int) 
     fast = _fuse(raw, cosine, scale, weights, config)
     assert fast == _fuse_signals(raw, cosine, scale, weights, config)
     assert list(fast[0]) == list(cosine)
+
+
+def test_rounding_on_arrays_equals_pythons_round() -> None:
+    """`_rounded` must give exactly Python's ``round(v, 12)``, near halves and edge values too."""
+    import numpy as np
+
+    from shared_core.recall import _rounded
+
+    rng = np.random.default_rng(7)
+    ties = (rng.integers(0, 10**12, 20_000) + 0.5) / 1e12  # scaled values at a half, give or take an ulp
+    near = (rng.integers(0, 10**12, 20_000) + 0.5 + rng.uniform(-1e-3, 1e-3, 20_000)) / 1e12
+    values = np.concatenate([rng.random(50_000), 3 * rng.random(5_000), ties, near,
+                             [0.0, -0.0, 1.0, 0.5, 5e-13, -0.3, 2.0 ** 41, 1e300, np.inf, -np.inf]])
+    assert _rounded(values, 12) == [round(float(v), 12) for v in values]
+    assert all(map(math.isnan, _rounded(np.array([np.nan]), 12)))
