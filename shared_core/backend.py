@@ -29,6 +29,7 @@ from .graph_store import DictGraphStore, GraphStore
 from .inverted_index import InvertedKeywordIndex
 from .keyword_index import FTS5KeywordIndex, KeywordIndex
 from .model import MemoryNode, evolve
+from .recall import effective_weight
 from .vector_index import (
     Hits,
     Links,
@@ -155,8 +156,6 @@ class InProcessPartition:
         return out
 
     def reinforce(self, node_id: str, *, now: float, config: AtlasConfig) -> MemoryNode | None:
-        from .recall import effective_weight  # recall imports this module
-
         node = self.graph.get_node(node_id)
         if node is None:
             return None
@@ -168,8 +167,6 @@ class InProcessPartition:
         return updated
 
     def fade(self, node_id: str, factor: float, *, now: float, config: AtlasConfig) -> MemoryNode | None:
-        from .recall import effective_weight
-
         node = self.graph.get_node(node_id)
         if node is None:
             return None

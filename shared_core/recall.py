@@ -17,17 +17,18 @@
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 import math
 import operator
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
-from .backend import Partition
 from .config import AtlasConfig
 from .decay import decayed_weight, recency_score, rich_weight
 from .filters import Predicate
@@ -46,6 +47,9 @@ from .scoring import (
 )
 from .timecues import TimeCue, parse_time_cue
 from .vector_index import search_ranked
+
+if TYPE_CHECKING:
+    from .backend import Partition  # backend imports this module
 
 __all__ = ["RecallRequest", "breadth", "effective_weight", "recall", "resolve_time_cue"]
 
@@ -503,10 +507,9 @@ def _neighbours(part: Partition, config: AtlasConfig) -> Callable[[str], list[tu
     """Edges of a node as (other end, strength x relation weight). Whether an end may be
     recalled is asked later, of the few nodes that walk on or rank (`spread_max`'s ``walkable``,
     `_rank`'s ``allowed``): most nodes a walk reaches are neither."""
-    by_relation = {Relation(name): w for name, w in config.relation_weights if w > 0}
+    by_relation, factors = _relation_factors(config.relation_weights)
     weighted = getattr(part.graph, "weighted_links", None)
     if weighted is not None:  # the store weighs its edges itself (`DictGraphStore`)
-        factors = [by_relation.get(r) for r in Relation]
         return lambda node_id: weighted(node_id, factors)
     links = part.graph.links
 
@@ -515,6 +518,15 @@ def _neighbours(part: Partition, config: AtlasConfig) -> Callable[[str], list[tu
                 if (factor := by_relation.get(relation)) is not None and other != node_id]
 
     return neighbours
+
+
+@functools.lru_cache(maxsize=64)
+def _relation_factors(relation_weights: tuple[tuple[str, float], ...]
+                      ) -> tuple[dict[Relation, float], list[float | None]]:
+    """The walked relations' weights, by relation and in `Relation`'s order (None: not walked),
+    once per config (parsing the relations costs more than a small walk)."""
+    by_relation = {Relation(name): w for name, w in relation_weights if w > 0}
+    return by_relation, [by_relation.get(r) for r in Relation]
 
 
 def _association(part: Partition, node_id: str, config: AtlasConfig) -> float:
