@@ -309,7 +309,10 @@ class NumpyVectorIndex:
 
     def similarities(self, query: Vector, ids: Sequence[str]) -> npt.NDArray[np.float32]:
         get = self._rows.get
-        rows = np.fromiter((get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
+        found = [get(i, -1) for i in ids]
+        if found and -1 not in found:  # the read path's case: a few known ids
+            return dot_rows(self._matrix[found], query)
+        rows = np.array(found, dtype=np.int64)
         missing = rows < 0
         sims = dot_rows(self._matrix[np.where(missing, 0, rows)], query)
         sims[missing] = 0.0
