@@ -366,3 +366,35 @@ def test_rounding_on_arrays_equals_pythons_round() -> None:
                              [0.0, -0.0, 1.0, 0.5, 5e-13, -0.3, 2.0 ** 41, 1e300, np.inf, -np.inf]])
     assert _rounded(values, 12) == [round(float(v), 12) for v in values]
     assert all(map(math.isnan, _rounded(np.array([np.nan]), 12)))
+
+
+def test_the_walk_weighs_edges_alike_with_or_without_the_stores_weighted_links() -> None:
+    """`DictGraphStore.weighted_links` (the walk's fast path) gives what `links` and the relation
+    weights give, self-loops and unwalked relations left out, in the same order."""
+    import random
+    from types import SimpleNamespace
+
+    from shared_core.graph_store import DictGraphStore, NetworkXGraphStore
+    from shared_core.model import MemoryEdge, MemoryNode, Relation
+    from shared_core.recall import _neighbours
+
+    rng = random.Random(3)
+    config = AtlasConfig(relation_weights=(("before", 1.0), ("after", 1.0), ("similar_to", 0.7),
+                                           ("related_to", 0.0), ("caused_by", 0.9)))
+    stores = DictGraphStore(), NetworkXGraphStore()
+    names = [f"n{i}" for i in range(12)]
+    for store in stores:
+        for name in names:
+            store.put_node(MemoryNode(id=name, content=name, namespace="u"))
+    for _ in range(60):
+        edge = MemoryEdge(source=rng.choice(names), target=rng.choice(names), relation=rng.choice(list(Relation)),
+                          strength=rng.choice([0.3, 1.0, 1.7, rng.random()]))
+        for store in stores:
+            store.put_edge(edge)
+    fast, slow = (_neighbours(SimpleNamespace(graph=store), config) for store in stores)  # type: ignore[arg-type]
+    assert hasattr(stores[0], "weighted_links") and not hasattr(stores[1], "weighted_links")
+    same_store = _neighbours(SimpleNamespace(graph=SimpleNamespace(links=stores[0].links)), config)  # type: ignore[arg-type]
+    for name in [*names, "missing"]:
+        assert fast(name) == same_store(name)  # same order too
+        assert sorted(fast(name)) == sorted(slow(name))
+        assert all(other != name for other, _ in fast(name))
