@@ -325,11 +325,11 @@ def test_recall_of_nothing_is_empty(make_atlas: Make) -> None:
 
 @pytest.mark.parametrize("seed", range(40))
 def test_one_pass_fusion_equals_the_composition_of_scoring_functions(seed: int) -> None:
-    """`_fuse` computes the usual case in one pass; it must give exactly (not approximately)
+    """`fuse` computes the usual case on arrays; it must give exactly (not approximately)
     what `_fuse_signals`, the composition of `scoring`'s documented functions, gives."""
     import random
 
-    from shared_core.recall import _fuse, _fuse_signals, _vector_scale
+    from shared_core._fusion import _fuse_signals, cosine_scale, fuse
 
     rng = random.Random(seed)
     ids = [f"m{i}" for i in range(rng.randint(1, 60))]
@@ -342,30 +342,30 @@ def test_one_pass_fusion_equals_the_composition_of_scoring_functions(seed: int) 
         if rng.random() < 0.4:
             raw[path] = {i: rng.uniform(0, 1) for i in rng.sample(ids, rng.randint(0, len(ids)))}
     floor = rng.choice([None, min(cosine.values()), rng.uniform(-0.2, 0.9)])
-    scale = _vector_scale(raw["vector"], floor)
+    scale = cosine_scale(raw["vector"], floor)
     if rng.random() < 0.1:
         scale = (scale[1], scale[1])  # no spread: the vector signal is empty
     weights = {"vector": rng.choice([0.0, 1.0, 0.7]), "keyword": rng.choice([0.0, 0.5]),
                "time": rng.choice([0.0, 0.5]), "recent": rng.choice([0.0, 0.3])}
     config = AtlasConfig()
-    fast = _fuse(raw, cosine, scale, weights, config)
+    fast = fuse(raw, cosine, scale, weights, config)
     assert fast == _fuse_signals(raw, cosine, scale, weights, config)
     assert list(fast[0]) == list(cosine)
 
 
 def test_rounding_on_arrays_equals_pythons_round() -> None:
-    """`_rounded` must give exactly Python's ``round(v, 12)``, near halves and edge values too."""
+    """`rounded` must give exactly Python's ``round(v, 12)``, near halves and edge values too."""
     import numpy as np
 
-    from shared_core.recall import _rounded
+    from shared_core._fusion import rounded
 
     rng = np.random.default_rng(7)
     ties = (rng.integers(0, 10**12, 20_000) + 0.5) / 1e12  # scaled values at a half, give or take an ulp
     near = (rng.integers(0, 10**12, 20_000) + 0.5 + rng.uniform(-1e-3, 1e-3, 20_000)) / 1e12
     values = np.concatenate([rng.random(50_000), 3 * rng.random(5_000), ties, near,
                              [0.0, -0.0, 1.0, 0.5, 5e-13, -0.3, 2.0 ** 41, 1e300, np.inf, -np.inf]])
-    assert _rounded(values, 12) == [round(float(v), 12) for v in values]
-    assert all(map(math.isnan, _rounded(np.array([np.nan]), 12)))
+    assert rounded(values, 12) == [round(float(v), 12) for v in values]
+    assert all(map(math.isnan, rounded(np.array([np.nan]), 12)))
 
 
 def test_the_walk_weighs_edges_alike_with_or_without_the_stores_weighted_links() -> None:
