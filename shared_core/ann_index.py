@@ -56,7 +56,7 @@ import numpy.typing as npt
 
 from ._link_search import best_links, pairs_in_lists, scan_lists
 from .errors import MissingDependencyError
-from .vector_index import Hits, Links, Vector, batch_pairs, dot_rows, merge_links
+from .vector_index import Hits, Links, Ranked, Vector, batch_pairs, dot_rows, merge_links
 
 __all__ = ["IVFVectorIndex", "ann_available", "list_capacity", "list_count", "train_centroids", "training_size"]
 
@@ -263,7 +263,15 @@ class IVFVectorIndex:
         vector: Vector = self._index.reconstruct(label)
         return vector
 
+    def get_many(self, ids: Sequence[str]) -> list[Vector | None]:
+        """`get` of each id, the known ones in one faiss call (`vector_index.vectors_of`)."""
+        vectors = self._reconstruct(ids)
+        return [self.get(i) for i in ids] if vectors is None else list(vectors)
+
     def similarities(self, query: Vector, ids: Sequence[str]) -> npt.NDArray[np.float32]:
+        vectors = self._reconstruct(ids)
+        if vectors is not None:  # the read path's case: a few known ids
+            return dot_rows(vectors, query)
         get = self._labels.get
         labels = np.fromiter((get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
         sims = np.zeros(len(ids), dtype=np.float32)
@@ -272,6 +280,19 @@ class IVFVectorIndex:
         if present.any():
             sims[present] = dot_rows(self._index.reconstruct_batch(labels[present]), query)
         return sims
+
+    def _reconstruct(self, ids: Sequence[str]) -> npt.NDArray[np.float32] | None:
+        """The vectors of ``ids`` in one faiss call; None when one of them is unknown (or none
+        asked)."""
+        get = self._labels.get
+        labels = [get(i, -1) for i in ids]
+        if not labels or -1 in labels:
+            return None
+        faiss = _faiss()
+        known = np.array(labels, dtype=np.int64)
+        vectors = np.empty((len(labels), self._dim), dtype=np.float32)
+        self._index.reconstruct_batch_c(len(labels), faiss.swig_ptr(known), faiss.swig_ptr(vectors))
+        return vectors
 
     def search(self, query: Vector, k: int, *, subset: Collection[str] | None = None) -> Hits:
         if k <= 0 or not self._labels:
@@ -290,6 +311,18 @@ class IVFVectorIndex:
             ids = self._ids
             return [(ids[int(labels[t])], float(sims[t])) for t in top]  # type: ignore[misc]
         return self._search(q, k, labels)[0]
+
+    def search_ranked(self, query: Vector, k: int, *, subset: Collection[str] | None = None) -> Ranked:
+        """`shared_core.vector_index.search_ranked`: `search`'s hits, built when read."""
+        if subset is not None or k <= 0 or not self._labels:
+            hits = self.search(query, k, subset=subset)
+            return iter(hits), np.array([s for _, s in hits], dtype=np.float32)
+        sims, found = self._search_arrays(np.ascontiguousarray(query, dtype=np.float32)[None, :], k, None)
+        labels, best = found[0], sims[0]
+        if labels.size and labels[-1] < 0:  # fewer hits than asked (faiss pads with -1)
+            kept = labels >= 0
+            labels, best = labels[kept], best[kept]
+        return zip(map(self._ids.__getitem__, labels.tolist()), best.tolist(), strict=True), best  # type: ignore[arg-type]
 
     def search_many(self, queries: npt.NDArray[np.float32], k: int, *,
                     min_similarity: float | None = None) -> list[Hits]:
@@ -370,6 +403,14 @@ class IVFVectorIndex:
 
     def _search(self, queries: npt.NDArray[np.float32], k: int, labels: npt.NDArray[np.int64] | None,
                 min_similarity: float | None = None) -> list[Hits]:
+        sims, found = self._search_arrays(queries, k, labels)
+        if min_similarity is not None:
+            found[sims < min_similarity] = -1
+        return self._hits(found, sims)
+
+    def _search_arrays(self, queries: npt.NDArray[np.float32], k: int, labels: npt.NDArray[np.int64] | None
+                       ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+        """Similarities and labels (-1: none) of each query's best ``k`` (among ``labels``)."""
         faiss = _faiss()
         pool = len(self._labels) if labels is None else int(labels.size)
         want = min(k, pool)
@@ -378,13 +419,11 @@ class IVFVectorIndex:
             probes = min(self.lists, math.ceil(probes * len(self._labels) / pool))
         selector = None if labels is None else faiss.IDSelectorBatch(labels)
         sims, found = self._index.search(queries, want, params=self._search_params(probes, selector))
-        short = np.flatnonzero((found < 0).any(axis=1))
+        short = np.flatnonzero(found[:, -1:] < 0)  # faiss puts missing hits (-1) last
         if short.size and probes < self.lists:  # too few vectors in the probed lists: scan all
             params = self._search_params(self.lists, selector)
             sims[short], found[short] = self._index.search(queries[short], want, params=params)
-        if min_similarity is not None:
-            found[sims < min_similarity] = -1
-        return self._hits(found, sims)
+        return sims, found
 
     def _search_rows(self, data: npt.NDArray[np.float32], assign: npt.NDArray[np.int64],
                      dist: npt.NDArray[np.float32], k: int, min_similarity: float) -> list[Hits]:

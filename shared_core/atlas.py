@@ -35,6 +35,7 @@ from .lifecycle import AtlasStats, Lifecycle
 from .model import Context, MemoryEdge, MemoryNode, Relation, ScoredMemory, with_embedding
 from .recall import RecallRequest, recall
 from .tokens import TokenCounter, as_token_counter
+from .vector_index import vectors_of
 from .writes import MemorySpec, build_spec, insert_batches, insert_memory, specs_from_items
 
 __all__ = ["ElasticMemoryAtlas"]
@@ -434,22 +435,21 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
                                     predicate=predicate, include_history=include_history,
                                     cross_session=cross, explain=explain)
             hits = [h for h in recall(part, request, self.config) if h.node.id not in excluded][:k]
-            if reinforce:
-                hits = self._reinforce(part, hits, now)
+            nodes = self._reinforce(part, hits, now) if reinforce else [h.node for h in hits]
             self._life.recalled(part, hits, now, via="retrieve")
-            return [ScoredMemory(self._public(part, h.node), h.score, h.components, h.paths, h.other_session)
-                    for h in hits]
+            vectors = vectors_of(part.vectors, [n.id for n in nodes])  # one index call for all
+            return [ScoredMemory(with_embedding(n, v), h.score, h.components, h.paths, h.other_session)
+                    for h, n, v in zip(hits, nodes, vectors, strict=True)]
 
-    def _reinforce(self, part: Partition, hits: Sequence[ScoredMemory], now: float) -> list[ScoredMemory]:
+    def _reinforce(self, part: Partition, hits: Sequence[ScoredMemory], now: float) -> list[MemoryNode]:
+        """Each hit's memory reinforced (as it was when it is gone)."""
         out = []
         for hit in hits:
             updated = part.reinforce(hit.node.id, now=now, config=self.config)  # one atomic step
-            if updated is None:
-                out.append(hit)
-                continue
-            self.events.emit("reinforce", namespace=part.namespace, node_id=updated.id, at=now,
-                             reason="recalled", weight=updated.weight)
-            out.append(ScoredMemory(updated, hit.score, hit.components, hit.paths, hit.other_session))
+            if updated is not None:
+                self.events.emit("reinforce", namespace=part.namespace, node_id=updated.id, at=now,
+                                 reason="recalled", weight=updated.weight)
+            out.append(updated or hit.node)
         return out
 
     def build_context(self, query: str, *, namespace: str, session_id: str | None = None,
@@ -504,8 +504,10 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
             recalled_shown = [m for m in ctx.memories if m.paths != ("working",)]
             self._life.recalled(part, recalled_shown, now, via="build_context")
             if reinforce and recalled_shown:  # working memory is shown for being recent, not recalled
-                reinforced = {h.node.id: h for h in self._reinforce(part, recalled_shown, now)}
-                ctx = replace(ctx, memories=tuple(reinforced.get(m.node.id, m) for m in ctx.memories))
+                reinforced = {n.id: n for n in self._reinforce(part, recalled_shown, now)}
+                ctx = replace(ctx, memories=tuple(m if (n := reinforced.get(m.node.id)) is None else
+                                                  ScoredMemory(n, m.score, m.components, m.paths, m.other_session)
+                                                  for m in ctx.memories))
         if llm is not None and style == "narrative" and ctx.text:
             from .llm import rewrite_narrative
 

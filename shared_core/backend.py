@@ -29,7 +29,19 @@ from .graph_store import DictGraphStore, GraphStore
 from .inverted_index import InvertedKeywordIndex
 from .keyword_index import FTS5KeywordIndex, KeywordIndex
 from .model import MemoryNode, evolve
-from .vector_index import Hits, Links, NumpyVectorIndex, Vector, VectorIndex, link_exactly, search_many
+from .recall import effective_weight
+from .vector_index import (
+    Hits,
+    Links,
+    NumpyVectorIndex,
+    Ranked,
+    Vector,
+    VectorIndex,
+    link_exactly,
+    search_many,
+    search_ranked,
+    vectors_of,
+)
 
 __all__ = ["Backend", "InProcessBackend", "InProcessPartition", "Partition", "TieredVectorIndex"]
 
@@ -144,8 +156,6 @@ class InProcessPartition:
         return out
 
     def reinforce(self, node_id: str, *, now: float, config: AtlasConfig) -> MemoryNode | None:
-        from .recall import effective_weight  # recall imports this module
-
         node = self.graph.get_node(node_id)
         if node is None:
             return None
@@ -157,8 +167,6 @@ class InProcessPartition:
         return updated
 
     def fade(self, node_id: str, factor: float, *, now: float, config: AtlasConfig) -> MemoryNode | None:
-        from .recall import effective_weight
-
         node = self.graph.get_node(node_id)
         if node is None:
             return None
@@ -242,12 +250,18 @@ class TieredVectorIndex:
     def get(self, node_id: str) -> Vector | None:
         return self._impl.get(node_id)
 
+    def get_many(self, ids: Sequence[str]) -> list[Vector | None]:
+        return vectors_of(self._impl, ids)
+
     def search(self, query: Vector, k: int, *, subset: Collection[str] | None = None) -> Hits:
         return self._impl.search(query, k, subset=subset)
 
     def search_many(self, queries: npt.NDArray[np.float32], k: int, *,
                     min_similarity: float | None = None) -> list[Hits]:
         return search_many(self._impl, queries, k, min_similarity=min_similarity)
+
+    def search_ranked(self, query: Vector, k: int, *, subset: Collection[str] | None = None) -> Ranked:
+        return search_ranked(self._impl, query, k, subset=subset)
 
     def similarities(self, query: Vector, ids: Sequence[str]) -> npt.NDArray[np.float32]:
         return self._impl.similarities(query, ids)

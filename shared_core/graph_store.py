@@ -17,7 +17,7 @@ algorithms on the store.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ._int_lists import CAPACITIES, IntLists
@@ -273,6 +273,18 @@ class DictGraphStore:
             return []
         ids, ends, strength = self._ids, self._ends, self._strength
         return [(ids[ends[e] ^ s], strength[e]) for e in self._rows(s)]  # type: ignore[misc]
+
+    def weighted_links(self, node_id: str, factors: Sequence[float | None]) -> list[tuple[str, float]]:
+        """``(other end, min(1, strength) * factors[i])`` for each edge of `links`, in its order,
+        where ``i`` is the relation's place in `Relation` and the factor is not None; self-loops
+        left out. The graph walk's form of `links` (`shared_core.recall`), with no tuple per
+        edge it skips."""
+        s = self._slot.get(node_id)
+        if s is None:
+            return []
+        ids, ends, rel, strength = self._ids, self._ends, self._rel, self._strength
+        return [(ids[ends[e] ^ s], (w if (w := strength[e]) < 1.0 else 1.0) * f)  # type: ignore[misc]
+                for e in self._rows(s) if (f := factors[rel[e]]) is not None and ends[e]]  # ends 0: a self-loop
 
     def edge_count(self) -> int:
         return self._edges

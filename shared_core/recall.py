@@ -17,32 +17,35 @@
 
 from __future__ import annotations
 
+import functools
 import heapq
+import itertools
 import math
+import operator
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
-from .backend import Partition
+from ._fusion import cosine_scale, fuse
 from .config import AtlasConfig
 from .decay import decayed_weight, recency_score, rich_weight
 from .filters import Predicate
 from .model import MemoryNode, Relation, ScoredMemory
 from .scoring import (
     _Desc,
-    convex_fusion,
     linear_score,
-    max_normalize,
     multiplicative_score,
-    normalize_relevance,
-    pool_normalize,
     scale_to,
     spread_max,
-    weighted_rrf,
 )
 from .timecues import TimeCue, parse_time_cue
+from .vector_index import search_ranked
+
+if TYPE_CHECKING:
+    from .backend import Partition  # backend imports this module
 
 __all__ = ["RecallRequest", "breadth", "effective_weight", "recall", "resolve_time_cue"]
 
@@ -168,14 +171,7 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
 
     overfetch = k if req.include_history or subset is not None else k + min(len(part.inactive), 4 * k)
     raw: dict[str, dict[str, float]] = {}  # path -> node id -> the path's own value
-    cache: dict[str, bool] = {}
-
-    def allowed(node_id: str) -> bool:
-        ok = cache.get(node_id)
-        if ok is None:
-            ok = (subset is None or node_id in subset) and admissible(graph.get_node(node_id))
-            cache[node_id] = ok
-        return ok
+    allowed = _admission(part, req, subset, admissible)
 
     def keep(pairs: Iterator[tuple[str, float]] | list[tuple[str, float]], path: str, limit: int) -> None:
         values: dict[str, float] = {}
@@ -187,8 +183,9 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
         raw[path] = values
 
     # The vector search always reaches the candidate_k-th best cosine, the floor of the cosine
-    # scale (cheap: the index ranks in C), whatever the pool that goes on to fusion.
-    found = part.vectors.search(req.vector, max(overfetch, config.candidate_k), subset=subset)
+    # scale (cheap: the index ranks in C, and only the hits read become (id, cosine) pairs),
+    # whatever the pool that goes on to fusion.
+    found, found_sims = search_ranked(part.vectors, req.vector, max(overfetch, config.candidate_k), subset=subset)
     keep(found, "vector", k)
     if config.keyword_weight > 0:
         keep(part.keywords.search(req.query, overfetch, session_id=req.session_id if limited else None,
@@ -206,22 +203,22 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
 
     weights = {"vector": config.vector_weight, "keyword": config.keyword_weight,
                "time": config.time_weight, "recent": config.recent_weight}
-    candidates = list(dict.fromkeys(i for path in _PATHS for i in raw.get(path, {})))
-    if not candidates:
+    cosine = dict(raw["vector"])  # every candidate's cosine: the vector path's, then the others'
+    others = list(dict.fromkeys(i for path in _PATHS[1:] for i in raw.get(path, ()) if i not in cosine))
+    if not cosine and not others:
         return []
-    cosine = dict(raw["vector"])
-    others = [i for i in candidates if i not in cosine]
     if others:
-        cosine.update(zip(others, (float(c) for c in part.vectors.similarities(req.vector, others)), strict=True))
+        cosine.update(zip(others, part.vectors.similarities(req.vector, others).tolist(), strict=True))
     # The cosine of the candidate_k-th best memory is the floor of the scale ("how close to the
     # best"), whatever top_k asked for, so a memory's relevance does not depend on top_k.
-    floor = found[config.candidate_k - 1][1] if len(found) >= config.candidate_k > 0 else None
-    vector_scale = _vector_scale(raw["vector"], floor)
-    base, vector_share = _fuse(raw, cosine, vector_scale, weights, config)
+    floor = float(found_sims[config.candidate_k - 1]) if len(found_sims) >= config.candidate_k > 0 else None
+    vector_scale = cosine_scale(raw["vector"], floor)
+    base, vector_share = fuse(raw, cosine, vector_scale, weights, config)
 
     boost: dict[str, float] = {}
     if config.graph_hops > 0 and config.graph_weight > 0 and n_seeds > 0:
-        seeds = dict(sorted(base.items(), key=lambda kv: (-kv[1], kv[0]))[:n_seeds])  # ties to the smaller id
+        # the best n_seeds, ties to the smaller id
+        seeds = {i: -neg for neg, i in sorted([(-v, i) for i, v in base.items()])[:n_seeds]}
         # an activation under 0.1% of the best seed's cannot move a ranking: do not walk it
         floor_act = 0.001 * max(seeds.values(), default=0.0)
         boost = spread_max(seeds, _neighbours(part, config), hops=config.graph_hops,
@@ -239,23 +236,32 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
             base[node_id] = vector_share * scale_to(c, *vector_scale)  # on the candidates' scale
         return {i: min(1.0, (base[i] + gw * boost[i]) / norm) for i in ids}
 
-    relevance = {i: min(1.0, (fused + gw * boost.get(i, 0.0)) / norm) for i, fused in base.items()}
+    # min(1, (fused + graph_weight * boost) / norm) for every candidate (on arrays: the walk
+    # reaches a hundred-odd memories)
+    get = boost.get
+    relevance = _relevances(list(base), np.fromiter(base.values(), dtype=np.float64, count=len(base)),
+                            [get(i, 0.0) for i in base], gw, norm)
     # A graph-only memory's relevance is at most (vector share * its scaled cosine + its boost)
     # / norm; its cosine is at most the vector path's last one when that path came back full (a
     # memory the search missed is the approximate index's miss, as on the vector path itself).
     found_all = len(raw["vector"]) < k
     top_share = vector_share * (1.0 if found_all else scale_to(min(raw["vector"].values()), *vector_scale))
-    pending = {i: min(1.0, (top_share + gw * b) / norm) for i, b in boost.items() if i not in base}
+    graph_only = [i for i in boost if i not in base]
+    pending = _relevances(graph_only, top_share, [boost[i] for i in graph_only], gw, norm)
     ranked = _rank(part, relevance, pending, resolve, req, config, allowed)
     hits: list[ScoredMemory] = []
+    present = [(p, raw[p]) for p in _PATHS if raw.get(p)]
     for score, node, factors in ranked:
         node_id = node.id
         fused = base[node_id]
-        graph_part = config.graph_weight * boost.get(node_id, 0.0)
-        paths = tuple(p for p in _PATHS if node_id in raw.get(p, {})) + (("graph",) if graph_part > 0 else ())
+        graph_part = gw * boost.get(node_id, 0.0)
+        paths = tuple([p for p, found_by in present if node_id in found_by])
         components = {"vector": cosine.get(node_id, 0.0)}
-        components.update({p: raw[p][node_id] for p in paths if p not in ("vector", "graph")})
+        for p, found_by in present:
+            if p != "vector" and node_id in found_by:
+                components[p] = found_by[node_id]
         if graph_part > 0:
+            paths += ("graph",)
             components["graph"] = boost[node_id]
         if req.explain:
             components["fused"] = fused
@@ -265,6 +271,43 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
         other = req.session_id is not None and node.session_id != req.session_id
         hits.append(ScoredMemory(node, score, components, paths, other))
     return hits
+
+
+def _relevances(ids: list[str], fused: npt.NDArray[np.float64] | float, boosts: list[float], graph_weight: float,
+                norm: float) -> dict[str, float]:
+    """``min(1, (fused + graph_weight * boost) / norm)`` by id, the same operations as one at a
+    time."""
+    if not ids:
+        return {}
+    values = np.minimum((fused + graph_weight * np.array(boosts, dtype=np.float64)) / norm, 1.0)
+    return dict(zip(ids, values.tolist(), strict=True))
+
+
+def _admission(part: Partition, req: RecallRequest, subset: set[str] | None,
+               admissible: Callable[[MemoryNode | None], bool]) -> Callable[[str], bool]:
+    """Whether a memory may be recalled (in ``subset`` when there is one, and ``admissible``),
+    remembered per id for the call: the paths and the walk ask about the same memories."""
+    cache: dict[str, bool] = {}
+    get_node = part.graph.get_node
+    if subset is None and not req.include_history:  # no filter, no session scope: the common case
+        inactive, now = part.inactive, req.now
+
+        def current(node_id: str) -> bool:
+            ok = cache.get(node_id)
+            if ok is None:
+                node = get_node(node_id)
+                ok = cache[node_id] = node is not None and node_id not in inactive and node.is_current(now)
+            return ok
+
+        return current
+
+    def allowed(node_id: str) -> bool:
+        ok = cache.get(node_id)
+        if ok is None:
+            ok = cache[node_id] = (subset is None or node_id in subset) and admissible(get_node(node_id))
+        return ok
+
+    return allowed
 
 
 def _rank(part: Partition, relevance: Mapping[str, float], pending: Mapping[str, float],
@@ -279,36 +322,39 @@ def _rank(part: Partition, relevance: Mapping[str, float], pending: Mapping[str,
     of their relevance; when one comes up, ``resolve`` gives the exact value of a batch of them
     (best bounds first) and they go back in line.
     """
-    graph = part.graph
+    get_node = part.graph.get_node
     top: list[tuple[float, float, str, MemoryNode, dict[str, float]]] = []  # min-heap on the sort key
     bound = _score_bound(config)
-    line = [(-rel, node_id, True) for node_id, rel in relevance.items()]
-    line += [(-rel, node_id, False) for node_id, rel in pending.items()]
+    score = _scorer(part, req, config)
+    line = list(zip(map(operator.neg, relevance.values()), relevance, itertools.repeat(True)))
+    line += zip(map(operator.neg, pending.values()), pending, itertools.repeat(False))
     heapq.heapify(line)  # a max-heap on relevance (exact or bound)
     batch = max(16, req.top_k)
+    top_k = req.top_k
+    pop, push = heapq.heappop, heapq.heappush
     while line:
-        neg, node_id, exact = heapq.heappop(line)
-        if len(top) == req.top_k and bound(-neg) < top[0][0]:
+        neg, node_id, exact = pop(line)
+        if len(top) == top_k and bound(-neg) < top[0][0]:
             break
         if not exact:
             ids = [node_id]
             while line and len(ids) < batch:
                 if line[0][2]:  # an exact one comes next: it may rank before the rest
                     break
-                ids.append(heapq.heappop(line)[1])
+                ids.append(pop(line)[1])
             ids = [i for i in ids if allowed(i)]
             for other, rel in (resolve(ids) if ids else {}).items():
-                heapq.heappush(line, (-rel, other, True))
+                push(line, (-rel, other, True))
             continue
-        node = graph.get_node(node_id)
+        node = get_node(node_id)
         if node is None or not allowed(node_id):
             continue
-        factors = _factors(part, node, -neg, req, config)
+        factors = score(node, -neg)
         if factors is None:
             continue
         key = (factors["score"], node.timestamp, _Desc(node_id))
-        if len(top) < req.top_k:
-            heapq.heappush(top, (*key, node, factors))
+        if len(top) < top_k:
+            push(top, (*key, node, factors))
         elif key > top[0][:3]:
             heapq.heapreplace(top, (*key, node, factors))
     top.sort(key=lambda t: (t[0], t[1], t[2]), reverse=True)
@@ -324,80 +370,44 @@ def _score_bound(config: AtlasConfig) -> Callable[[float], float]:
     return lambda rel: rel * top_weight
 
 
-def _factors(part: Partition, node: MemoryNode, relevance: float, req: RecallRequest, config: AtlasConfig
-             ) -> dict[str, float] | None:
-    """The final score of one memory and its factors: relevance x weight x recency (or the
-    linear preset); None when the score is not a finite number."""
-    association = _association(part, node.id, config) if config.weight_model == "rich" else 0.0
-    # a weight counts at most weight_cap (an importance above the cap starts above it), which
-    # is what lets `_rank` stop early
-    weight = min(config.weight_cap,
-                 effective_weight(node, now=req.now, turn=part.turn, config=config, association=association))
-    recency = recency_score(req.now - node.timestamp, half_life=config.recency_half_life)
-    other = req.session_id is not None and node.session_id != req.session_id
-    session_factor = config.cross_session_penalty if other else 1.0
-    if config.scoring == "linear":
-        score = linear_score(relevance, weight, recency, cap=config.weight_cap,
-                             weights=config.linear_weights, session_factor=session_factor)
-    else:
-        score = multiplicative_score(relevance, weight, recency, weight_exponent=config.weight_exponent,
-                                     recency_exponent=config.recency_exponent, session_factor=session_factor)
-    if not math.isfinite(score):
-        return None
-    return {"relevance": relevance, "weight": weight, "recency": recency, "session": session_factor,
-            "score": score}
+def _scorer(part: Partition, req: RecallRequest, config: AtlasConfig
+            ) -> Callable[[MemoryNode, float], dict[str, float] | None]:
+    """The final score of one memory given its relevance, and its factors: relevance x weight
+    x recency (or the linear preset); None when the score is not a finite number."""
+    now, turn, session = req.now, part.turn, req.session_id
+    cap, rich, linear = config.weight_cap, config.weight_model == "rich", config.scoring == "linear"
+    recency_half_life, penalty = config.recency_half_life, config.cross_session_penalty
+    weight_exponent, recency_exponent = config.weight_exponent, config.recency_exponent
 
+    def score(node: MemoryNode, relevance: float) -> dict[str, float] | None:
+        association = _association(part, node.id, config) if rich else 0.0
+        # a weight counts at most weight_cap (an importance above the cap starts above it), which
+        # is what lets `_rank` stop early
+        weight = min(cap, effective_weight(node, now=now, turn=turn, config=config, association=association))
+        recency = recency_score(now - node.timestamp, half_life=recency_half_life)
+        session_factor = penalty if session is not None and node.session_id != session else 1.0
+        if linear:
+            value = linear_score(relevance, weight, recency, cap=cap, weights=config.linear_weights,
+                                 session_factor=session_factor)
+        else:
+            value = multiplicative_score(relevance, weight, recency, weight_exponent=weight_exponent,
+                                         recency_exponent=recency_exponent, session_factor=session_factor)
+        if not math.isfinite(value):
+            return None
+        return {"relevance": relevance, "weight": weight, "recency": recency, "session": session_factor,
+                "score": value}
 
-def _vector_scale(found: Mapping[str, float], floor: float | None) -> tuple[float, float]:
-    """(floor, best) of the cosine scale; with fewer than k hits the floor is 0 similarity."""
-    if not found:
-        return 0.0, 1.0
-    best = max(found.values())
-    low = floor if floor is not None else min(0.0, min(found.values()))
-    return low, best
-
-
-def _scale_cosines(cosine: Mapping[str, float], vector_scale: tuple[float, float]) -> dict[str, float]:
-    low, best = vector_scale
-    if best <= low:
-        return {}
-    return pool_normalize({i: min(c, best) for i, c in cosine.items()}, floor=low)
-
-
-def _fuse(raw: Mapping[str, Mapping[str, float]], cosine: Mapping[str, float],
-          vector_scale: tuple[float, float], weights: Mapping[str, float], config: AtlasConfig
-          ) -> tuple[dict[str, float], float]:
-    """Fuse the paths' signals into a relevance in [0, 1] for every candidate.
-
-    Convex fusion scales each path to [0, 1]: cosine against the pool's scale (computed for
-    every candidate, not only those the vector path returned), BM25 by the best score, the time
-    and recent paths as given. Returns the relevances and the share of the vector path in them
-    (what a memory found by no path but the graph can get from its cosine alone).
-    """
-    if config.fusion == "rrf":
-        rankings = {p: sorted(v, key=lambda i: -v[i]) for p, v in raw.items() if v}
-        fused = weighted_rrf(rankings, weights, k=config.rrf_k)
-        active = {p: weights[p] for p in rankings}
-        return {i: normalize_relevance(fused.get(i, 0.0), active, k=config.rrf_k) for i in cosine}, 0.0
-    signals: dict[str, dict[str, float]] = {
-        "vector": _scale_cosines(cosine, vector_scale),
-        "keyword": max_normalize(dict(raw["keyword"])) if raw.get("keyword") else {},
-    }
-    for p in ("time", "recent"):
-        if raw.get(p):
-            signals[p] = dict(raw[p])
-    fused = convex_fusion(signals, weights)
-    total = sum(weights[p] for p, v in signals.items() if v and weights[p] > 0)
-    share = weights["vector"] / total if total > 0 and signals["vector"] else 0.0
-    return {i: fused.get(i, 0.0) for i in cosine}, share
+    return score
 
 
 def _neighbours(part: Partition, config: AtlasConfig) -> Callable[[str], list[tuple[str, float]]]:
     """Edges of a node as (other end, strength x relation weight). Whether an end may be
     recalled is asked later, of the few nodes that walk on or rank (`spread_max`'s ``walkable``,
     `_rank`'s ``allowed``): most nodes a walk reaches are neither."""
-    by_relation = {Relation(name): w for name, w in config.relation_weights if w > 0}
-
+    by_relation, factors = _relation_factors(config.relation_weights)
+    weighted = getattr(part.graph, "weighted_links", None)
+    if weighted is not None:  # the store weighs its edges itself (`DictGraphStore`)
+        return lambda node_id: weighted(node_id, factors)
     links = part.graph.links
 
     def neighbours(node_id: str) -> list[tuple[str, float]]:
@@ -405,6 +415,15 @@ def _neighbours(part: Partition, config: AtlasConfig) -> Callable[[str], list[tu
                 if (factor := by_relation.get(relation)) is not None and other != node_id]
 
     return neighbours
+
+
+@functools.lru_cache(maxsize=64)
+def _relation_factors(relation_weights: tuple[tuple[str, float], ...]
+                      ) -> tuple[dict[Relation, float], list[float | None]]:
+    """The walked relations' weights, by relation and in `Relation`'s order (None: not walked),
+    once per config (parsing the relations costs more than a small walk)."""
+    by_relation = {Relation(name): w for name, w in relation_weights if w > 0}
+    return by_relation, [by_relation.get(r) for r in Relation]
 
 
 def _association(part: Partition, node_id: str, config: AtlasConfig) -> float:

@@ -172,26 +172,30 @@ def spread_max(scores: Mapping[str, float],
     frontier = {node: (s, node, node) for node, s in scores.items() if s > min_activation}
     for hop in range(hops):
         nxt: dict[str, tuple[float, str, str]] = {}
+        reached = nxt.get
         for node, (act, origin, came_from) in frontier.items():
-            edges = list(neighbors(node))
+            edges = neighbors(node)
+            if not isinstance(edges, list):
+                edges = list(edges)
             if len(edges) > fanout:  # ties go to the smaller id, whatever the edges' order
-                edges = sorted(edges, key=lambda e: (-e[1], e[0]))[:fanout]
+                edges = [(other, -neg) for neg, other in sorted([(-w, other) for other, w in edges])[:fanout]]
             for other, strength in edges:
                 if other in (node, origin, came_from):  # no walking back
                     continue
                 passed = act * strength * decay
-                if passed > min_activation and passed > nxt.get(other, (0.0, "", ""))[0]:
-                    nxt[other] = (passed, origin, node)
+                if passed > min_activation:
+                    held = reached(other)
+                    if passed > (0.0 if held is None else held[0]):
+                        nxt[other] = (passed, origin, node)
         for node, (act, _, _) in nxt.items():
             boost[node] = boost.get(node, 0.0) + act
         if hop == hops - 1:
             break
         if beam is not None and (len(nxt) > beam or walkable is not None):
-            ranked = sorted(nxt.items(), key=lambda kv: (-kv[1][0], kv[0]))  # best first, ties to the smaller id
             frontier = {}
-            for node, value in ranked:
-                if walkable is None or walkable(node):
-                    frontier[node] = value
+            for _, node in sorted([(-value[0], node) for node, value in nxt.items()]):  # best first, ties
+                if walkable is None or walkable(node):  # to the smaller id
+                    frontier[node] = nxt[node]
                     if len(frontier) == beam:
                         break
         else:

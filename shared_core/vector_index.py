@@ -18,18 +18,20 @@ one does).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Links", "NumpyVectorIndex", "VectorIndex", "add_and_link", "batch_pairs", "dot_rows", "link_exactly",
-           "merge_links", "search_many", "top_k_rows"]
+__all__ = ["Links", "NumpyVectorIndex", "Ranked", "VectorIndex", "add_and_link", "batch_pairs", "dot_rows",
+           "link_exactly", "merge_links", "search_many", "search_ranked", "top_k_rows", "vectors_of"]
 
 Vector = npt.NDArray[np.float32]
 Hits = list[tuple[str, float]]
 Links = list[list[tuple[str | int, float]]]  # per row: (id, or row number of an earlier row, cosine)
+#: A search's hits best first, as pairs built when read, and all their similarities (`search_ranked`).
+Ranked = tuple[Iterator[tuple[str, float]], npt.NDArray[np.floating[Any]]]
 _CHUNK_BYTES = 64 << 20  # a batch search holds at most ~64 MiB of similarities at once
 
 
@@ -70,6 +72,43 @@ def search_many(index: VectorIndex, queries: npt.NDArray[np.float32], k: int, *,
         return result
     floor = -math.inf if min_similarity is None else min_similarity
     return [[(i, s) for i, s in index.search(q, k) if s >= floor] for q in queries]
+
+
+def search_ranked(index: VectorIndex, query: Vector, k: int, *, subset: Collection[str] | None = None) -> Ranked:
+    """`VectorIndex.search` as (an iterator of its hits, their similarities as an array), best
+    first: each (id, similarity) pair is built only when it is read, so a caller that reads a
+    few hits but needs the k-th similarity (recall's scale floor) does not build the others,
+    whose ids sit all over memory. One call when the index's class offers ``search_ranked``,
+    `search` otherwise; either way the pairs are those `search` gives.
+
+    >>> index = NumpyVectorIndex(2)
+    >>> index.add(["a", "b"], np.array([[1, 0], [0.6, 0.8]], dtype=np.float32))
+    >>> hits, sims = search_ranked(index, np.array([1, 0], dtype=np.float32), 2)
+    >>> next(hits), float(sims[-1])
+    (('a', 1.0), 0.6000000238418579)
+    """
+    method = getattr(type(index), "search_ranked", None)
+    if method is not None:
+        result: Ranked = method(index, query, k, subset=subset)
+        return result
+    hits = index.search(query, k, subset=subset)
+    return iter(hits), np.array([s for _, s in hits], dtype=np.float64)  # float64 holds any float exactly
+
+
+def vectors_of(index: VectorIndex, ids: Sequence[str]) -> list[Vector | None]:
+    """`VectorIndex.get` of each id (None for an unknown one): one call when the index's class
+    offers ``get_many(ids)``, one `get` per id otherwise. The rows may share one array.
+
+    >>> index = NumpyVectorIndex(2)
+    >>> index.add(["a"], np.array([[1, 0]], dtype=np.float32))
+    >>> [None if v is None else v.tolist() for v in vectors_of(index, ["a", "b"])]
+    [[1.0, 0.0], None]
+    """
+    method = getattr(type(index), "get_many", None)
+    if method is not None:
+        result: list[Vector | None] = method(index, ids)
+        return result
+    return [index.get(i) for i in ids]
 
 
 def add_and_link(index: VectorIndex, ids: Sequence[str], vectors: npt.NDArray[np.float32], k: int, *,
@@ -260,9 +299,20 @@ class NumpyVectorIndex:
         row = self._rows.get(node_id)
         return None if row is None else self._matrix[row].copy()
 
+    def get_many(self, ids: Sequence[str]) -> list[Vector | None]:
+        """`get` of each id, the known ones copied out in one step (`vectors_of`)."""
+        get = self._rows.get
+        rows = [get(i, -1) for i in ids]
+        if -1 in rows:
+            return [self.get(i) for i in ids]
+        return list(self._matrix[rows])
+
     def similarities(self, query: Vector, ids: Sequence[str]) -> npt.NDArray[np.float32]:
         get = self._rows.get
-        rows = np.fromiter((get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
+        found = [get(i, -1) for i in ids]
+        if found and -1 not in found:  # the read path's case: a few known ids
+            return dot_rows(self._matrix[found], query)
+        rows = np.array(found, dtype=np.int64)
         missing = rows < 0
         sims = dot_rows(self._matrix[np.where(missing, 0, rows)], query)
         sims[missing] = 0.0
@@ -284,6 +334,17 @@ class NumpyVectorIndex:
         top = top_k_rows(sims[None, :], k)[0]
         ids = self._ids
         return [(ids[t], float(sims[t])) for t in top.tolist()]
+
+    def search_ranked(self, query: Vector, k: int, *, subset: Collection[str] | None = None) -> Ranked:
+        """`shared_core.vector_index.search_ranked`: `search`'s hits, built when read."""
+        n = len(self._ids)
+        if subset is not None or k <= 0 or n == 0:
+            hits = self.search(query, k, subset=subset)
+            return iter(hits), np.array([s for _, s in hits], dtype=np.float32)
+        sims = dot_rows(self._matrix[:n], query)
+        top = top_k_rows(sims[None, :], k)[0]
+        best = sims[top]
+        return zip(map(self._ids.__getitem__, top.tolist()), best.tolist(), strict=True), best
 
     def search_many(self, queries: npt.NDArray[np.float32], k: int, *,
                     min_similarity: float | None = None) -> list[Hits]:

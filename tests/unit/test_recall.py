@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -273,7 +274,7 @@ def test_reinforce_on_and_off(make_atlas: Make) -> None:
 def test_lazy_ranking_equals_scoring_every_candidate(make_atlas: Make) -> None:
     """`_rank` scores memories best bound first and stops early; it resolves graph-only memories
     in batches. Its answer must be what scoring every candidate gives, with far fewer resolved."""
-    from shared_core.recall import RecallRequest, _factors, _rank
+    from shared_core.recall import RecallRequest, _rank, _scorer
 
     atlas = make_atlas()
     atlas.add_memories([f"Note {i}: {text}" for i, text in enumerate(FILLER * 20)], namespace="u",
@@ -293,8 +294,8 @@ def test_lazy_ranking_equals_scoring_every_candidate(make_atlas: Make) -> None:
     req = RecallRequest(query="q", vector=atlas.embedder.embed(["q"])[0], now=atlas.clock.now(), top_k=7)
     got = _rank(part, exact, bounds, resolve, req, atlas.config, lambda _: True)
     everything = {**exact, **graph_only}
-    scored = sorted(((f["score"], n.timestamp, n.id) for n in nodes
-                     if (f := _factors(part, n, everything[n.id], req, atlas.config)) is not None),
+    score = _scorer(part, req, atlas.config)
+    scored = sorted(((f["score"], n.timestamp, n.id) for n in nodes if (f := score(n, everything[n.id])) is not None),
                     key=lambda t: (-t[0], -t[1], t[2]))
     assert [(s, n.id) for s, n, _ in got] == [(s, i) for s, _, i in scored[:7]]
     assert 0 < len(resolved) < len(graph_only) / 2
@@ -320,3 +321,80 @@ def test_recall_of_nothing_is_empty(make_atlas: Make) -> None:
     assert part is not None
     req = RecallRequest(query="kitchen", vector=atlas.embedder.embed(["kitchen"])[0], now=atlas.clock.now(), top_k=0)
     assert recall(part, req, atlas.config) == []
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_one_pass_fusion_equals_the_composition_of_scoring_functions(seed: int) -> None:
+    """`fuse` computes the usual case on arrays; it must give exactly (not approximately)
+    what `_fuse_signals`, the composition of `scoring`'s documented functions, gives."""
+    import random
+
+    from shared_core._fusion import _fuse_signals, cosine_scale, fuse
+
+    rng = random.Random(seed)
+    ids = [f"m{i}" for i in range(rng.randint(1, 60))]
+    cosine = {i: rng.uniform(-0.2, 0.9) for i in ids}
+    vector_ids = rng.sample(ids, rng.randint(1, len(ids)))
+    raw: dict[str, dict[str, float]] = {"vector": {i: cosine[i] for i in vector_ids}}
+    if rng.random() < 0.8:
+        raw["keyword"] = {i: rng.choice([0.0, rng.uniform(0, 9)]) for i in rng.sample(ids, rng.randint(0, len(ids)))}
+    for path in ("time", "recent"):
+        if rng.random() < 0.4:
+            raw[path] = {i: rng.uniform(0, 1) for i in rng.sample(ids, rng.randint(0, len(ids)))}
+    floor = rng.choice([None, min(cosine.values()), rng.uniform(-0.2, 0.9)])
+    scale = cosine_scale(raw["vector"], floor)
+    if rng.random() < 0.1:
+        scale = (scale[1], scale[1])  # no spread: the vector signal is empty
+    weights = {"vector": rng.choice([0.0, 1.0, 0.7]), "keyword": rng.choice([0.0, 0.5]),
+               "time": rng.choice([0.0, 0.5]), "recent": rng.choice([0.0, 0.3])}
+    config = AtlasConfig()
+    fast = fuse(raw, cosine, scale, weights, config)
+    assert fast == _fuse_signals(raw, cosine, scale, weights, config)
+    assert list(fast[0]) == list(cosine)
+
+
+def test_rounding_on_arrays_equals_pythons_round() -> None:
+    """`rounded` must give exactly Python's ``round(v, 12)``, near halves and edge values too."""
+    import numpy as np
+
+    from shared_core._fusion import rounded
+
+    rng = np.random.default_rng(7)
+    ties = (rng.integers(0, 10**12, 20_000) + 0.5) / 1e12  # scaled values at a half, give or take an ulp
+    near = (rng.integers(0, 10**12, 20_000) + 0.5 + rng.uniform(-1e-3, 1e-3, 20_000)) / 1e12
+    values = np.concatenate([rng.random(50_000), 3 * rng.random(5_000), ties, near,
+                             [0.0, -0.0, 1.0, 0.5, 5e-13, -0.3, 2.0 ** 41, 1e300, np.inf, -np.inf]])
+    assert rounded(values, 12) == [round(float(v), 12) for v in values]
+    assert all(map(math.isnan, rounded(np.array([np.nan]), 12)))
+
+
+def test_the_walk_weighs_edges_alike_with_or_without_the_stores_weighted_links() -> None:
+    """`DictGraphStore.weighted_links` (the walk's fast path) gives what `links` and the relation
+    weights give, self-loops and unwalked relations left out, in the same order."""
+    import random
+    from types import SimpleNamespace
+
+    from shared_core.graph_store import DictGraphStore, NetworkXGraphStore
+    from shared_core.model import MemoryEdge, MemoryNode, Relation
+    from shared_core.recall import _neighbours
+
+    rng = random.Random(3)
+    config = AtlasConfig(relation_weights=(("before", 1.0), ("after", 1.0), ("similar_to", 0.7),
+                                           ("related_to", 0.0), ("caused_by", 0.9)))
+    stores = DictGraphStore(), NetworkXGraphStore()
+    names = [f"n{i}" for i in range(12)]
+    for store in stores:
+        for name in names:
+            store.put_node(MemoryNode(id=name, content=name, namespace="u"))
+    for _ in range(60):
+        edge = MemoryEdge(source=rng.choice(names), target=rng.choice(names), relation=rng.choice(list(Relation)),
+                          strength=rng.choice([0.3, 1.0, 1.7, rng.random()]))
+        for store in stores:
+            store.put_edge(edge)
+    fast, slow = (_neighbours(SimpleNamespace(graph=store), config) for store in stores)  # type: ignore[arg-type]
+    assert hasattr(stores[0], "weighted_links") and not hasattr(stores[1], "weighted_links")
+    same_store = _neighbours(SimpleNamespace(graph=SimpleNamespace(links=stores[0].links)), config)  # type: ignore[arg-type]
+    for name in [*names, "missing"]:
+        assert fast(name) == same_store(name)  # same order too
+        assert sorted(fast(name)) == sorted(slow(name))
+        assert all(other != name for other, _ in fast(name))

@@ -112,3 +112,57 @@ def test_multiplicative_score_exponents_switch_factors_off() -> None:
 def test_linear_score_is_the_seed_formula() -> None:
     assert linear_score(0.8, 1.5, 0.5) == pytest.approx(0.5 * 0.8 + 0.3 * 0.5 + 0.2 * 0.5)
     assert math.isclose(linear_score(1.0, 99.0, 1.0), 1.0)  # weight capped
+
+
+def _spread_reference(scores, neighbors, *, hops, decay, fanout, min_activation, beam, walkable):  # type: ignore[no-untyped-def]
+    """`spread_max` as first written (key-function sorts, tuple lookups): the faster one must
+    agree with it exactly."""
+    boost: dict[str, float] = {}
+    frontier = {node: (s, node, node) for node, s in scores.items() if s > min_activation}
+    for hop in range(hops):
+        nxt: dict[str, tuple[float, str, str]] = {}
+        for node, (act, origin, came_from) in frontier.items():
+            edges = list(neighbors(node))
+            if len(edges) > fanout:
+                edges = sorted(edges, key=lambda e: (-e[1], e[0]))[:fanout]
+            for other, strength in edges:
+                if other in (node, origin, came_from):
+                    continue
+                passed = act * strength * decay
+                if passed > min_activation and passed > nxt.get(other, (0.0, "", ""))[0]:
+                    nxt[other] = (passed, origin, node)
+        for node, (act, _, _) in nxt.items():
+            boost[node] = boost.get(node, 0.0) + act
+        if hop == hops - 1:
+            break
+        if beam is not None and (len(nxt) > beam or walkable is not None):
+            ranked = sorted(nxt.items(), key=lambda kv: (-kv[1][0], kv[0]))
+            frontier = {}
+            for node, value in ranked:
+                if walkable is None or walkable(node):
+                    frontier[node] = value
+                    if len(frontier) == beam:
+                        break
+        else:
+            frontier = nxt if walkable is None else {n: v for n, v in nxt.items() if walkable(n)}
+    return boost
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_spread_max_equals_its_reference_on_random_graphs_with_ties(seed: int) -> None:
+    import random
+
+    rng = random.Random(seed)
+    names = [f"n{i:02d}" for i in range(rng.randint(2, 40))]
+    graph: dict[str, list[tuple[str, float]]] = {n: [] for n in names}
+    for _ in range(rng.randint(0, 200)):
+        a, b = rng.choice(names), rng.choice(names)
+        w = rng.choice([1.0, 0.5, 0.45, rng.random()])  # repeated weights: ties to break by id
+        graph[a].append((b, w))
+        graph[b].append((a, w))
+    seeds = {n: rng.choice([1.0, 0.5, rng.random()]) for n in rng.sample(names, rng.randint(1, len(names)))}
+    blocked = set(rng.sample(names, rng.randint(0, len(names) // 3)))
+    params = {"hops": rng.randint(0, 3), "decay": rng.choice([0.5, 0.45]), "fanout": rng.randint(1, 10),
+              "min_activation": rng.choice([0.0, 0.01]), "beam": rng.choice([None, 1, 3, 10]),
+              "walkable": rng.choice([None, lambda n: n not in blocked])}
+    assert spread_max(seeds, graph.__getitem__, **params) == _spread_reference(seeds, graph.__getitem__, **params)

@@ -106,3 +106,12 @@ def test_a_counter_pickles_as_its_settings() -> None:
     copy = pickle.loads(pickle.dumps(counter))
     assert copy.count("hello world") == 2
     assert copy.cache_info().maxsize == 5 and copy.cache_info().misses == 1 and copy._cache_chars == 40
+
+
+def test_a_block_is_counted_line_by_line_from_a_cache() -> None:
+    counter = TiktokenCounter()
+    block = "Memory timeline:\n[Mon 8 May 2023]\nAna: How was the trip?\n\nBen: Long, but fine." * 3
+    assert counter.count(block) == exact(block)
+    misses = counter._line_cache.cache_info().misses
+    assert counter.count(block + "\nOne more line") == exact(block + "\nOne more line")
+    assert counter._line_cache.cache_info().misses <= misses + 2  # the known lines were looked up

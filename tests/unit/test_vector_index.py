@@ -11,7 +11,7 @@ import pytest
 from shared_core import NumpyVectorIndex, VectorIndex
 from shared_core.ann_index import IVFVectorIndex
 from shared_core.backend import TieredVectorIndex
-from shared_core.vector_index import search_many, top_k_rows
+from shared_core.vector_index import dot_rows, search_many, top_k_rows
 
 DIM = 24
 
@@ -152,3 +152,41 @@ def test_numpy_index_gives_memory_back_after_mass_deletes() -> None:
     big = index.nbytes()
     index.remove(ids[:950])
     assert index.nbytes() < big / 4 and len(index) == 50
+
+
+class _SearchOnly:
+    """An index with only the seam's methods: the derived functions must fall back to them."""
+
+    def __init__(self, inner: VectorIndex) -> None:
+        self.inner = inner
+
+    def search(self, query: npt.NDArray[np.float32], k: int, *, subset: object = None) -> list[tuple[str, float]]:
+        return self.inner.search(query, k, subset=subset)  # type: ignore[arg-type]
+
+    def get(self, node_id: str) -> npt.NDArray[np.float32] | None:
+        return self.inner.get(node_id)
+
+
+def test_ranked_search_and_vectors_of_give_what_search_and_get_give(index: VectorIndex) -> None:
+    from shared_core.vector_index import search_ranked, vectors_of
+
+    ids, _ = fill(index, 150)
+    index.remove(ids[:5])
+    for query in unit_rows(10, seed=3):
+        for k, subset in ((40, None), (200, None), (7, set(ids[3:60]))):
+            hits = index.search(query, k, subset=subset)
+            for source in (index, _SearchOnly(index)):
+                pairs, sims = search_ranked(source, query, k, subset=subset)  # type: ignore[arg-type]
+                assert list(pairs) == hits
+                assert [float(s) for s in sims] == [s for _, s in hits]
+    wanted = [*ids[3:12], "missing"]
+    for source in (index, _SearchOnly(index)):
+        got = vectors_of(source, wanted)  # type: ignore[arg-type]
+        assert [None if v is None else v.tolist() for v in got] == \
+            [None if (v := index.get(i)) is None else v.tolist() for i in wanted]
+    known = ids[5:15]
+    assert [v.tolist() for v in vectors_of(index, known)] == [index.get(i).tolist() for i in known]  # type: ignore[union-attr]
+    query = unit_rows(1, seed=4)[0]
+    rows = np.stack([index.get(i) for i in known])  # type: ignore[arg-type]
+    np.testing.assert_array_equal(index.similarities(query, known), dot_rows(rows, query))
+    np.testing.assert_array_equal(index.similarities(query, [*known, "missing"]), [*dot_rows(rows, query), 0.0])
