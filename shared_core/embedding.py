@@ -76,7 +76,8 @@ def normalize_rows(matrix: npt.ArrayLike, *, dim: int | None = None) -> Matrix:
     norms = np.sqrt(np.einsum("ij,ij->i", wide, wide))[:, None]
     if (norms == 0).any():
         raise InvalidEmbeddingError("embedding is the zero vector")
-    return np.ascontiguousarray(arr / norms, dtype=np.float32)
+    np.divide(wide, norms, out=wide)  # the float64 quotient arr / norms gives, without a second widening
+    return wide.astype(np.float32)
 
 
 class MiniLMEmbedder:

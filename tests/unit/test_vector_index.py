@@ -190,3 +190,16 @@ def test_ranked_search_and_vectors_of_give_what_search_and_get_give(index: Vecto
     rows = np.stack([index.get(i) for i in known])  # type: ignore[arg-type]
     np.testing.assert_array_equal(index.similarities(query, known), dot_rows(rows, query))
     np.testing.assert_array_equal(index.similarities(query, [*known, "missing"]), [*dot_rows(rows, query), 0.0])
+
+
+def test_normalize_rows_is_the_float64_quotient_rounded_once() -> None:
+    from shared_core.embedding import normalize_rows
+
+    rng = np.random.default_rng(1)
+    for dtype in (np.float32, np.float64):
+        rows = (rng.standard_normal((500, 24)) * rng.uniform(1e-3, 1e3, (500, 1))).astype(dtype)
+        narrow = rows.astype(np.float32)
+        wide = narrow.astype(np.float64)
+        expected = (narrow / np.sqrt(np.einsum("ij,ij->i", wide, wide))[:, None]).astype(np.float32)
+        out = normalize_rows(rows, dim=24)
+        assert out.dtype == np.float32 and out.flags["C_CONTIGUOUS"] and out.tobytes() == expected.tobytes()
