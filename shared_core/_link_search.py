@@ -6,8 +6,8 @@ and the two are merged into each row's best ``k`` (`best_links`). The scan runs 
 each (row, list) pair is a one-list query and the queries are sorted by list, so a list is read
 from memory once for all the rows probing it (half the time of faiss's row-by-row order at
 100k). The results stay flat arrays until the last step, which builds Python objects for the
-kept links only (about three a row): merging per row in Python took a fifth of the link search
-at 100k.
+kept links only (about three a row): per-row hit lists merged in Python (`merge_links`) took
+about 7 us a row at 100k, a fifth of the link search; `best_links` takes 2 to 4.
 """
 
 from __future__ import annotations
