@@ -455,9 +455,10 @@ class IVFVectorIndex:
         if self._index is not None and self._index.ntotal:
             fresh = set(new_labels.tolist())
             old_labels = np.fromiter((lab for lab in self._labels.values() if lab not in fresh), dtype=np.int64)
-            old = self._index.reconstruct_batch(old_labels)
             labels = np.concatenate([old_labels, new_labels])
-            data = np.concatenate([old, new_vectors])
+            data = np.empty((len(labels), self._dim), dtype=np.float32)  # the old rows read straight in:
+            self._index.reconstruct_batch(old_labels, data[:len(old_labels)])  # no 80 MB copy at 53k (0.1 s)
+            data[len(old_labels):] = new_vectors
         else:
             labels, data = new_labels, new_vectors
         lists = list_count(len(labels))
