@@ -245,3 +245,18 @@ def test_best_links_merges_index_hits_and_batch_pairs_like_merge_links() -> None
     expected = merge_links([sorted(h, key=lambda x: -x[1]) for h in per_row], pair_rows, pair_cols, pair_sims, k)
     got = best_links(n, k, (found_rows, labels, found_sims), ids, (pair_rows, pair_cols, pair_sims))  # type: ignore[arg-type]
     assert got == [hits[:k] for hits in expected]
+
+
+def test_pairs_in_lists_gives_the_same_bits_in_any_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    from shared_core import _link_search
+
+    vectors = clustered(600, seed=10)
+    index = IVFVectorIndex.build([str(i) for i in range(2000)], clustered(2000, seed=11))
+    dist, assign = index._quantizer.search(vectors, 4)
+    assign[dist < dist[:, :1] - 0.1] = -1
+    whole = _link_search.pairs_in_lists(vectors, assign, 0.3)
+    monkeypatch.setattr(_link_search, "PAIR_STEP", 7)
+    stepped = _link_search.pairs_in_lists(vectors, assign, 0.3)
+    assert len(whole[0]) > 100 and all(a.tobytes() == b.tobytes() for a, b in zip(whole, stepped, strict=True))
+    rows, cols, sims = whole
+    assert (cols < rows).all() and np.allclose(sims, np.einsum("ij,ij->i", vectors[rows], vectors[cols]))
