@@ -50,10 +50,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ._ivf_lists import ListRoom
 from .errors import MissingDependencyError
 from .vector_index import Hits, Links, Vector, batch_pairs, dot_rows, merge_links, top_k_rows
 
-__all__ = ["IVFVectorIndex", "ann_available", "list_capacity", "list_count", "train_centroids", "training_size"]
+__all__ = ["IVFVectorIndex", "ann_available", "list_count", "train_centroids", "training_size"]
 
 EXACT_SUBSET = 2048  # a subset this small is searched exactly: faster than probing, and exact
 ROW_BY_ROW = 16  # add_and_link searches up to this many rows one by one, more list by list
@@ -97,22 +98,6 @@ def list_count(n: int) -> int:
     (105, 512, 632)
     """
     return max(1, min(int(2 * math.sqrt(n)), n // POINTS_PER_LIST))
-
-
-def list_capacity(peak: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """Entries a faiss inverted list has room for after holding at most ``peak`` at once:
-    ``2 ** ceil(log2(peak))`` (0 for 0).
-
-    faiss appends one entry at a time to a ``std::vector``, whose capacity doubles when full and
-    never shrinks on removal.
-
-    >>> list_capacity(np.array([0, 1, 5, 64, 65])).tolist()
-    [0, 1, 8, 64, 128]
-    """
-    out = np.zeros_like(peak)
-    used = peak > 0
-    out[used] = 1 << np.ceil(np.log2(peak[used])).astype(np.int64)
-    return out
 
 
 def training_size(n: int, lists: int) -> int:
@@ -186,8 +171,9 @@ class IVFVectorIndex:
         self._free: list[int] = []
         self._list_of = np.zeros(0, dtype=np.int64)  # label -> its inverted list
         self._sizes = np.zeros(0, dtype=np.int64)  # entries per list now
-        self._peaks = np.zeros(0, dtype=np.int64)  # most entries per list at once (sets its capacity)
+        self._room = ListRoom(0, code_size=4 * dim)  # entries each list has room for
         self._index: Any = None
+        self._invlists: Any = None  # the index's ArrayInvertedLists (owned by the index)
         self._quantizer: Any = None
         self._params: dict[int, Any] = {}  # nprobe -> reusable search parameters (no selector)
         self._trained_on = 0
@@ -268,7 +254,9 @@ class IVFVectorIndex:
             return
         faiss = _faiss()
         self._index.remove_ids(faiss.IDSelectorArray(labels.size, faiss.swig_ptr(labels)))
-        np.subtract.at(self._sizes, self._list_of[labels], 1)
+        lists = self._list_of[labels]
+        np.subtract.at(self._sizes, lists, 1)
+        self._room.shrink(self._invlists, self._sizes, lists)
         self._forget_labels(ids)
 
     def get(self, node_id: str) -> Vector | None:
@@ -323,10 +311,9 @@ class IVFVectorIndex:
     def nbytes(self) -> int:
         """Bytes held besides the id tables (which every index keeps, see
         `shared_core.capacity`): the lists' reserved room for vectors and labels (see
-        `list_capacity`), faiss's direct map, the centroids and the label -> list table."""
-        entry = 4 * self._dim + 8
-        reserved = int(list_capacity(self._peaks).sum()) * entry
-        return reserved + len(self._labels) * DIRECT_MAP_ENTRY + self.lists * 4 * self._dim + self._list_of.nbytes
+        `shared_core._ivf_lists`), faiss's direct map, the centroids and the label -> list table."""
+        return self._room.nbytes() + len(self._labels) * DIRECT_MAP_ENTRY + self.lists * 4 * self._dim \
+            + self._list_of.nbytes
 
     # -- internals ----------------------------------------------------------------------------
     def _check(self, ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
@@ -347,6 +334,7 @@ class IVFVectorIndex:
                 self._retrain(extra=(labels, data))
                 return
             assign = np.ascontiguousarray(assign, dtype=np.int64)
+            self._room.reserve(self._invlists, self._sizes, self._sizes + np.bincount(assign, minlength=self.lists))
             self._index.add_core(len(ids), faiss.swig_ptr(data), faiss.swig_ptr(labels), faiss.swig_ptr(assign))
         except BaseException:
             self._forget_labels(ids)
@@ -361,7 +349,6 @@ class IVFVectorIndex:
             self._list_of = grown
         self._list_of[labels] = assign
         np.add.at(self._sizes, assign, 1)
-        np.maximum(self._peaks, self._sizes, out=self._peaks)
 
     def _take_labels(self, ids: Sequence[str]) -> npt.NDArray[np.int64]:
         """Labels for new ids: freed ones first, then new ones at the end of the tables."""
@@ -487,11 +474,15 @@ class IVFVectorIndex:
         index.set_direct_map_type(faiss.DirectMap.Hashtable)  # O(1) remove and reconstruct by id
         _, assign = quantizer.search(data, 1)
         assign = np.ascontiguousarray(assign[:, 0])
+        invlists = faiss.downcast_InvertedLists(index.invlists)
+        room = ListRoom(lists, code_size=4 * self._dim)  # each list's room, reserved before faiss fills it
+        room.reserve(invlists, np.zeros(lists, dtype=np.int64), np.bincount(assign, minlength=lists))
         index.add_core(len(labels), faiss.swig_ptr(data), faiss.swig_ptr(labels), faiss.swig_ptr(assign))
         self._index, self._quantizer = index, quantizer  # the index does not own its quantizer
+        self._invlists = invlists
         self._params = {}
         self._sizes = np.zeros(lists, dtype=np.int64)
-        self._peaks = np.zeros(lists, dtype=np.int64)
+        self._room = room
         self._file(labels, assign)
         self._trained_on = len(labels)
         self.retrains += 1

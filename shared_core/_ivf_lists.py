@@ -1,0 +1,137 @@
+"""`ListRoom`: the room reserved in each inverted list of a faiss ``IndexIVFFlat``, grown by an
+eighth instead of doubled.
+
+faiss keeps a list's vectors in a ``std::vector<uint8_t>`` (inside a ``MaybeOwnedVector``) and
+appends one vector at a time, so a full list doubles: over a namespace's growth about a third
+of the bytes it held for vectors was spare room (``benchmarks/memory_breakdown.py``: 2,321 bytes
+a vector at 10k, where the vector and its label take 1,544). Here, before each add, a list that
+would overflow gets a new buffer of ``need + need // 8 + 8`` entries, swapped in for the old one
+(`reserve`); a list that removals left under half full is given back its spare room the same way
+(`shrink`). A list's id column (8 bytes an entry) is left to ``std::vector``'s doubling and
+modelled (`ListRoom.ids`); it is half a percent of a list's bytes.
+
+Hand-written because faiss's Python API has no call that sets a list's capacity: ``resize``
+keeps the capacity, and a fresh ``ArrayInvertedLists`` per retrain is a full copy that starts
+doubling again. The swap goes through faiss's own ``UInt8Vector.swap``; the ``MaybeOwnedVector``
+around it caches the data pointer, which its ``resize`` refreshes.
+
+>>> import faiss, numpy as np
+>>> lists = faiss.ArrayInvertedLists(2, 4)
+>>> room = ListRoom(2, code_size=4)
+>>> room.reserve(lists, np.array([0, 0]), np.array([3, 0]))
+>>> room.codes.tolist(), lists.list_size(0)
+([11, 0], 0)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["ListRoom", "room_for"]
+
+SHRINK_BELOW = 0.5  # a list filled below this fraction of its room gets the spare room back ...
+SHRINK_MIN = 64  # ... once the spare room is at least this many entries
+
+
+def room_for(need: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Entries to reserve for a list that must hold ``need``: an eighth more, plus 8.
+
+    >>> room_for(np.array([1, 100, 1000])).tolist()
+    [9, 120, 1133]
+    """
+    return need + (need >> 3) + 8
+
+
+def _ids_room(room: int, need: int) -> int:
+    """The capacity of faiss's id column after one-at-a-time appends up to ``need`` entries from
+    a capacity of ``room``: ``std::vector`` (libstdc++) doubles a full vector (0 goes to 1)."""
+    while room < need:
+        room = max(1, 2 * room)
+    return room
+
+
+class ListRoom:
+    """Per inverted list, the entries its code buffer (``codes``) and id column (``ids``) have room for."""
+
+    __slots__ = ("_code_size", "codes", "ids")
+
+    def __init__(self, lists: int, *, code_size: int) -> None:
+        self._code_size = code_size
+        self.codes = np.zeros(lists, dtype=np.int64)
+        self.ids = np.zeros(lists, dtype=np.int64)
+
+    def nbytes(self) -> int:
+        """Bytes the lists hold for codes and ids, used or not."""
+        return int(self.codes.sum()) * self._code_size + int(self.ids.sum()) * 8
+
+    def reserve(self, invlists: Any, sizes: npt.NDArray[np.int64], need: npt.NDArray[np.int64]) -> None:
+        """Room for ``need[l]`` entries in each list ``l`` of ``invlists`` (a faiss
+        ``ArrayInvertedLists`` holding ``sizes[l]``), before faiss appends to them."""
+        short = np.flatnonzero(need > self.codes)
+        if short.size == 0:
+            return
+        target = room_for(need[short])
+        moves = []
+        for lst, size, want, wanted in zip(short.tolist(), sizes[short].tolist(), target.tolist(),
+                                           need[short].tolist(), strict=True):
+            if size == 0:  # an empty list: resizing from nothing allocates exactly (ids too)
+                invlists.resize(lst, want)
+                invlists.resize(lst, 0)
+                self.ids[lst] = max(int(self.ids[lst]), want)
+            else:
+                moves.append((lst, size, want))
+                self.ids[lst] = _ids_room(int(self.ids[lst]), wanted)
+            self.codes[lst] = want
+        self._move(invlists, moves)
+
+    def shrink(self, invlists: Any, sizes: npt.NDArray[np.int64], lists: npt.NDArray[np.int64]) -> None:
+        """Give back the spare room of those of ``lists`` that removals left under `SHRINK_BELOW` full."""
+        lists = np.unique(lists)
+        want = room_for(sizes[lists])
+        loose = (sizes[lists] < SHRINK_BELOW * self.codes[lists]) & (self.codes[lists] - want >= SHRINK_MIN)
+        self._move(invlists, list(zip(lists[loose].tolist(), sizes[lists][loose].tolist(), want[loose].tolist(),
+                                      strict=True)))
+        self.codes[lists[loose]] = want[loose]
+
+    def _move(self, invlists: Any, moves: list[tuple[int, int, int]]) -> None:
+        """For each ``(list, size, room)``: copy the list's ``size`` codes into a new buffer with
+        the room and swap it in (the old buffer is freed with ``fresh``).
+
+        faiss's Python API reaches a list's buffer only as the first element of the lists'
+        vector (``codes.data()``; ``codes.at(l)`` returns a copy), so each list is first moved
+        to the front with ``permute_invlists`` (which moves the buffers, copying nothing), and
+        the order is restored at the end. The direct map (id -> list, offset) is not read in
+        between, and after the last permutation every list is back under its number.
+        """
+        if not moves:
+            return
+        import faiss
+
+        code_size, nlist = self._code_size, len(self.codes)
+        order = np.arange(nlist, dtype=np.int64)  # position -> the list there now
+        for lst, size, want in moves:
+            target = np.arange(nlist, dtype=np.int64)
+            target[0], target[lst] = lst, 0
+            _arrange(invlists, order, target)
+            order = target
+            held = invlists.codes.data()  # the list now at the front (a pointer, not a copy)
+            fresh = faiss.UInt8Vector()
+            fresh.resize(want * code_size)  # from empty: exactly this capacity
+            faiss.memcpy(fresh.data(), held.data(), size * code_size)
+            fresh.resize(size * code_size)  # the size shrinks, the capacity stays
+            held.owned_data.swap(fresh)
+            held.resize(size * code_size)  # refreshes the cached data pointer and size
+        _arrange(invlists, order, np.arange(nlist, dtype=np.int64))
+
+
+def _arrange(invlists: Any, now: npt.NDArray[np.int64], target: npt.NDArray[np.int64]) -> None:
+    """Permute lists placed as ``now`` (position -> list) into ``target``."""
+    import faiss
+
+    where = np.empty_like(now)
+    where[now] = np.arange(len(now))  # list -> its position now
+    mapping = np.ascontiguousarray(where[target])  # new position i takes the list at mapping[i]
+    invlists.permute_invlists(faiss.swig_ptr(mapping))
