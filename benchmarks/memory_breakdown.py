@@ -33,7 +33,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import latency as L
 
-from shared_core import AtlasConfig, ElasticMemoryAtlas, ManualClock
+from shared_core import AtlasConfig, ElasticMemoryAtlas, ManualClock, _ints
 
 
 class _MallInfo2(ctypes.Structure):
@@ -115,10 +115,10 @@ def breakdown(n: int) -> str:
         ("partition: superseded ids", deep_size(part.inactive, seen)),
         ("event log", deep_size(atlas.events, seen)),
         ("atlas `_where` (id -> namespace)", deep_size(atlas._where, seen)),
-        ("lifecycle `_bytes` (id -> accounted bytes)", deep_size(atlas._life._bytes, seen)),
-        ("lifecycle, the rest", deep_size(atlas._life, seen)),
+        ("lifecycle", deep_size(atlas._life, seen)),
         (f"keyword index, Python side ({type(part.keywords).__name__})", deep_size(part.keywords, seen)),
         ("vector index, Python side (id maps)", deep_size(part.vectors, seen)),
+        ("the table of shared row numbers (`shared_core._ints`)", deep_size(_ints._table, seen)),
     ]
     for name, size in rows:
         lines.append(f"| {name} | {size / n:,.0f} |")

@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ._ints import numbers
 from ._ivf_lists import ListRoom
 from .errors import MissingDependencyError
 from .vector_index import Hits, Links, Vector, batch_pairs, dot_rows, merge_links, top_k_rows
@@ -354,12 +355,12 @@ class IVFVectorIndex:
         """Labels for new ids: freed ones first, then new ones at the end of the tables."""
         reused = [self._free.pop() for _ in range(min(len(self._free), len(ids)))]
         first = len(self._ids)
-        labels = np.concatenate([np.asarray(reused, dtype=np.int64),
-                                 np.arange(first, first + len(ids) - len(reused), dtype=np.int64)])
+        fresh = numbers(first, first + len(ids) - len(reused))  # shared int objects (see shared_core._ints)
+        labels = np.asarray(reused + fresh, dtype=np.int64)
         for label, node_id in zip(reused, ids, strict=False):
             self._ids[label] = node_id
         self._ids.extend(ids[len(reused):])
-        self._labels.update(zip(ids, labels.tolist(), strict=True))
+        self._labels.update(zip(ids, reused + fresh, strict=True))
         return labels
 
     def _search_params(self, probes: int, selector: Any = None) -> Any:

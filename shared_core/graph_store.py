@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ._int_lists import CAPACITIES, IntLists
+from ._ints import number
 from .model import NO_METADATA, MemoryEdge, MemoryNode, Relation, edge_of
 
 if TYPE_CHECKING:
@@ -284,9 +285,9 @@ class DictGraphStore:
     # -- internals ----------------------------------------------------------------------------
     def _new_slot(self, node_id: str) -> int:
         if self._free_slots:
-            s = self._free_slots.pop()
+            s = number(self._free_slots.pop())
         else:
-            s = self._used
+            s = number(self._used)  # shared int objects (see shared_core._ints)
             if s == len(self._ids):  # room for an eighth more slots at once: one append per slot is slow
                 more = max(16, s // 8)
                 self._ids.extend([None] * more)

@@ -56,6 +56,7 @@ import numpy as np
 import numpy.typing as npt
 import Stemmer
 
+from ._ints import number, numbers
 from .errors import AtlasError, InvalidInputError
 from .keyword_index import _STOPWORDS
 
@@ -264,7 +265,7 @@ class InvertedKeywordIndex:
             self._session[row] = self._session_code(session_id)
             self._names[row] = node_id
             self._alive[row] = True
-            self._row[node_id] = row
+            self._row[node_id] = number(row)  # shared int objects (see shared_core._ints)
             self._tokens += len(terms)
             self._rows = row + 1
             self._maybe_compact()
@@ -344,7 +345,7 @@ class InvertedKeywordIndex:
         self._session[first:end] = [self._session_code(s) for s in sessions]
         self._names[first:end] = ids
         self._alive[first:end] = True
-        self._row.update(zip(ids, range(first, end), strict=True))
+        self._row.update(zip(ids, numbers(first, end), strict=True))
         self._tokens += len(flat)
         self._rows = end
 
@@ -393,7 +394,7 @@ class InvertedKeywordIndex:
         self._rows = len(live)
         self._names[:len(live)], self._length[:len(live)], self._session[:len(live)] = ids, lengths, sessions
         self._alive[:len(live)] = True
-        self._row = {node_id: r for r, node_id in enumerate(ids.tolist())}
+        self._row = dict(zip(ids.tolist(), numbers(0, len(live)), strict=True))
 
     def drop(self) -> None:
         """Forget everything."""
