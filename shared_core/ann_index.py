@@ -170,7 +170,7 @@ class IVFVectorIndex:
         self._labels: dict[str, int] = {}
         self._ids: list[str | None] = []  # label -> id (None: a free label)
         self._free: list[int] = []
-        self._list_of = np.zeros(0, dtype=np.int64)  # label -> its inverted list
+        self._list_of = np.zeros(0, dtype=np.int32)  # label -> its inverted list
         self._sizes = np.zeros(0, dtype=np.int64)  # entries per list now
         self._room = ListRoom(0, code_size=4 * dim)  # entries each list has room for
         self._index: Any = None
@@ -345,7 +345,7 @@ class IVFVectorIndex:
     def _file(self, labels: npt.NDArray[np.int64], assign: npt.NDArray[np.int64]) -> None:
         """Record which list each label went to."""
         if len(self._list_of) < len(self._ids):
-            grown = np.zeros(max(len(self._ids), len(self._list_of) * 3 // 2 + 64), dtype=np.int64)
+            grown = np.zeros(max(len(self._ids), len(self._list_of) * 3 // 2 + 64), dtype=np.int32)
             grown[:len(self._list_of)] = self._list_of
             self._list_of = grown
         self._list_of[labels] = assign

@@ -152,14 +152,16 @@ def query_stems(query: str, *, max_terms: int = 32) -> list[str]:
 # -- postings -------------------------------------------------------------------------------------
 # A posting is one int32: ``row << 4 | (tf - 1)``, a row holding the term and the term's count
 # there (1 to 16; a larger count takes several postings of the row, whose counts add up). A
-# term's postings ascend by row, back to back: an immutable bytes object while there are at most
-# 256 (1 KB: an append copies it, which costs less than a bytearray's 56-byte header and spare
-# room on every rare term), then a bytearray extended in place (amortised O(1), 1/8 spare room).
-# numpy never views a bytearray in place (a search reads a joined copy), so no buffer export can
-# block a resize.
-Postings = bytes | bytearray
+# term's postings ascend by row, back to back: the posting itself, as an int, while it is the
+# only one (32 bytes where a bytes object takes 48; about half of a vocabulary's terms occur
+# once), then an immutable bytes object while there are at most 256 (1 KB: an append copies it,
+# which costs less than a bytearray's 56-byte header and spare room on every rare term), then a
+# bytearray extended in place (amortised O(1), 1/8 spare room). numpy never views a bytearray in
+# place (a search reads a joined copy), so no buffer export can block a resize.
+Postings = int | bytes | bytearray
 _POSTING = np.dtype("<i4")
 _pack = struct.Struct("<i").pack
+_unpack = struct.Struct("<i").unpack
 _TF_BITS = 4
 _TF_MASK = (1 << _TF_BITS) - 1
 _TF_CAP = 1 << _TF_BITS  # the largest count one posting holds
@@ -168,12 +170,24 @@ _SMALL = 256 * _POSTING.itemsize
 
 
 def _merged(postings: Postings | None, chunk: bytes) -> Postings:
-    """``postings`` (None: none yet) followed by the postings in ``chunk``."""
+    """``postings`` (None: none yet) followed by the postings in ``chunk``.
+
+    >>> _merged(None, _pack(48)), _merged(48, _pack(64)) == _pack(48) + _pack(64)
+    (48, True)
+    """
     if type(postings) is bytearray:
         postings += chunk
         return postings
-    joined = chunk if postings is None else postings + chunk
+    if postings is None and len(chunk) == _POSTING.itemsize:
+        one: int = _unpack(chunk)[0]
+        return one
+    joined = chunk if postings is None else bytes(_bytes(postings) + chunk)
     return joined if len(joined) <= _SMALL else bytearray(joined)
+
+
+def _bytes(postings: Postings) -> bytes | bytearray:
+    """The postings as bytes (a lone posting is kept as an int)."""
+    return _pack(postings) if isinstance(postings, int) else postings
 
 
 def _packed(row: int, tf: int) -> bytes:
@@ -191,10 +205,11 @@ def _packed(row: int, tf: int) -> bytes:
 
 
 def _grown(array: npt.NDArray[Any], need: int) -> npt.NDArray[Any]:
-    """``array`` if it has room for ``need`` items, else a copy with at least twice the room."""
+    """``array`` if it has room for ``need`` items, else a copy with a quarter more room (17
+    bytes a row over the four arrays: doubling left up to half of them spare)."""
     if need <= len(array):
         return array
-    bigger = np.zeros(max(need, 2 * len(array)), dtype=array.dtype)
+    bigger = np.zeros(max(need, len(array) + len(array) // 4 + 16), dtype=array.dtype)
     bigger[:len(array)] = array
     return bigger
 
@@ -237,7 +252,7 @@ class InvertedKeywordIndex:
         """Bytes of the postings and per-row arrays (not of the dicts of ids and terms)."""
         with self._lock:
             rows = self._names.nbytes + self._length.nbytes + self._session.nbytes + self._alive.nbytes
-            return rows + sum(map(len, self._vocab.values()))
+            return rows + sum(_POSTING.itemsize if isinstance(p, int) else len(p) for p in self._vocab.values())
 
     # -- writes ---------------------------------------------------------------------------------
     def add(self, node_id: str, text: str, *, session_id: str | None = None) -> None:
@@ -373,8 +388,9 @@ class InvertedKeywordIndex:
         alive = self._alive[:self._rows]
         renumber = np.cumsum(alive, dtype=np.int32) - 1
         terms = list(self._vocab)
-        sizes = np.fromiter(map(len, self._vocab.values()), dtype=np.int64, count=len(terms)) // _POSTING.itemsize
-        postings = np.frombuffer(b"".join(self._vocab.values()), dtype=_POSTING)
+        raw = list(map(_bytes, self._vocab.values()))
+        sizes = np.fromiter(map(len, raw), dtype=np.int64, count=len(terms)) // _POSTING.itemsize
+        postings = np.frombuffer(b"".join(raw), dtype=_POSTING)
         keep = alive[postings >> _TF_BITS]
         sizes = np.add.reduceat(keep, np.cumsum(sizes) - sizes, dtype=np.int64) if len(terms) else sizes
         kept = postings[keep]
@@ -410,7 +426,7 @@ class InvertedKeywordIndex:
         if not stems or k <= 0:
             return []
         with self._lock:
-            found = [p for p in map(self._vocab.get, stems) if p is not None]
+            found = [_bytes(p) for p in map(self._vocab.get, stems) if p is not None]
             n_docs = len(self._row)
             code = -1 if session_id is None else self._sessions.get(session_id)
             if not found or n_docs == 0 or code is None:
