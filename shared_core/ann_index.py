@@ -6,9 +6,10 @@ centroid lookup (one matrix product for a batch) and a delete is O(1) through fa
 direct map; an HNSW insert is a full graph search and faiss's HNSW cannot delete. Measured on
 one core with the 100k vectors of ``benchmarks/latency.py``: this index took 75,000 inserts a
 second (27,000 with the write path's link search), answered k=200 in 0.8 ms at recall@10 1.00
-and held 2.2 kB a vector; faiss ``IndexHNSWFlat`` (M=16) took 5,100 a second at efConstruction
-100 (11,000 at 40), answered in 0.4 ms at recall@10 0.95 (0.79 at efConstruction 40) and held
-1.8 kB a vector. Compressed scans were tried for the write path's neighbour search and rejected:
+and held 1.66 kB a vector (2.2 kB while faiss doubled its lists: `shared_core._ivf_lists`);
+faiss ``IndexHNSWFlat`` (M=16) took 5,100 a second at efConstruction 100 (11,000 at 40),
+answered in 0.4 ms at recall@10 0.95 (0.79 at efConstruction 40) and held 1.8 kB a vector.
+Compressed scans were tried for the write path's neighbour search and rejected:
 a 64- or 96-dimensional PCA sketch or 4-bit PQ fast-scan kept only 0.2 to 0.7 of the exact top
 3 neighbours even after re-ranking 8 to 32 candidates exactly, and fast-scan cannot delete.
 

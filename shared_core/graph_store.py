@@ -90,7 +90,7 @@ class DictGraphStore:
     (networkx: four dicts), which is the cost this store exists to avoid.
 
     Measured at 10k memories with about four edges each (``benchmarks/memory_breakdown.py``, the
-    `MemoryNode` objects not counted): 0.21 KB per memory for the id index, slots and edges,
+    `MemoryNode` objects not counted): 0.17 KB per memory for the id index, slots and edges,
     against 0.59 KB for the previous design (a dict of nodes and one list of shared `MemoryEdge`
     objects per node). Replacing an edge keeps its place, as networkx does.
 
