@@ -52,11 +52,16 @@ def room_for(need: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     return need + (need >> 4) + 4
 
 
-def _ids_room(room: int, need: int) -> int:
-    """The capacity of faiss's id column after one-at-a-time appends up to ``need`` entries from
-    a capacity of ``room``: ``std::vector`` (libstdc++) doubles a full vector (0 goes to 1)."""
-    while room < need:
-        room = max(1, 2 * room)
+def _ids_room(room: npt.NDArray[np.int64], need: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """The capacity of faiss's id columns after one-at-a-time appends up to ``need`` entries from
+    capacities ``room``: ``std::vector`` (libstdc++) doubles a full vector (0 goes to 1).
+
+    >>> _ids_room(np.array([0, 4, 8]), np.array([3, 9, 8])).tolist()
+    [4, 16, 8]
+    """
+    room = room.copy()
+    while (short := room < need).any():
+        room[short] = np.maximum(1, 2 * room[short])
     return room
 
 
@@ -78,21 +83,20 @@ class ListRoom:
         """Room for ``need[l]`` entries in each list ``l`` of ``invlists`` (a faiss
         ``ArrayInvertedLists`` holding ``sizes[l]``), before faiss appends to them."""
         short = np.flatnonzero(need > self.codes)
-        if short.size == 0:
-            return
         target = room_for(need[short])
         moves = []
-        for lst, size, want, wanted in zip(short.tolist(), sizes[short].tolist(), target.tolist(),
-                                           need[short].tolist(), strict=True):
+        for lst, size, want in zip(short.tolist(), sizes[short].tolist(), target.tolist(), strict=True):
             if size == 0:  # an empty list: resizing from nothing allocates exactly (ids too)
                 invlists.resize(lst, want)
                 invlists.resize(lst, 0)
                 self.ids[lst] = max(int(self.ids[lst]), want)
+                self.codes[lst] = want
             else:
                 moves.append((lst, size, want))
-                self.ids[lst] = _ids_room(int(self.ids[lst]), wanted)
-            self.codes[lst] = want
         self._move(invlists, moves)
+        for lst, _, want in moves:
+            self.codes[lst] = want
+        self.ids = _ids_room(self.ids, need)
 
     def shrink(self, invlists: Any, sizes: npt.NDArray[np.int64], lists: npt.NDArray[np.integer[Any]]) -> None:
         """Give back the spare room of those of ``lists`` that removals left under `SHRINK_BELOW` full."""
@@ -119,19 +123,21 @@ class ListRoom:
 
         code_size, nlist = self._code_size, len(self.codes)
         order = np.arange(nlist, dtype=np.int64)  # position -> the list there now
-        for lst, size, want in moves:
-            target = np.arange(nlist, dtype=np.int64)
-            target[0], target[lst] = lst, 0
-            _arrange(invlists, order, target)
-            order = target
-            held = invlists.codes.data()  # the list now at the front (a pointer, not a copy)
-            fresh = faiss.UInt8Vector()
-            fresh.resize(want * code_size)  # from empty: exactly this capacity
-            faiss.memcpy(fresh.data(), held.data(), size * code_size)
-            fresh.resize(size * code_size)  # the size shrinks, the capacity stays
-            held.owned_data.swap(fresh)
-            held.resize(size * code_size)  # refreshes the cached data pointer and size
-        _arrange(invlists, order, np.arange(nlist, dtype=np.int64))
+        try:
+            for lst, size, want in moves:
+                target = np.arange(nlist, dtype=np.int64)
+                target[0], target[lst] = lst, 0
+                _arrange(invlists, order, target)
+                order = target
+                held = invlists.codes.data()  # the list now at the front (a pointer, not a copy)
+                fresh = faiss.UInt8Vector()
+                fresh.resize(want * code_size)  # from empty: exactly this capacity
+                faiss.memcpy(fresh.data(), held.data(), size * code_size)
+                fresh.resize(size * code_size)  # the size shrinks, the capacity stays
+                held.owned_data.swap(fresh)
+                held.resize(size * code_size)  # refreshes the cached data pointer and size
+        finally:  # even if an allocation failed: every list back under its number
+            _arrange(invlists, order, np.arange(nlist, dtype=np.int64))
 
 
 def _arrange(invlists: Any, now: npt.NDArray[np.int64], target: npt.NDArray[np.int64]) -> None:

@@ -22,21 +22,23 @@ def unit_rows(n: int, seed: int) -> npt.NDArray[np.float32]:
     return rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
 
-def capacity(invlists: object, lst: int, size: int, code_size: int) -> int:
-    """Entries list ``lst`` holds before faiss moves it: appends until its buffer moves, then
-    takes them back off."""
+def capacity(invlists: object, lst: int, size: int, code_size: int, *, column: str = "codes") -> int:
+    """Entries list ``lst``'s codes (or ids) hold before faiss moves them: appends until the
+    buffer moves, then takes them back off."""
     code = np.zeros(code_size, dtype=np.uint8)
-    first = int(invlists.get_codes(lst))  # type: ignore[attr-defined]
+    where = getattr(invlists, f"get_{column}")
+    first = int(where(lst))
     n = size
-    while int(invlists.get_codes(lst)) == first:  # type: ignore[attr-defined]
+    while int(where(lst)) == first:
         invlists.add_entry(lst, -1, faiss.swig_ptr(code))  # type: ignore[attr-defined]
         n += 1
     invlists.resize(lst, size)  # type: ignore[attr-defined]
     return n - 1
 
 
-def test_reserve_and_shrink_set_the_real_capacity_and_keep_the_contents() -> None:
-    lists, code_size = 4, 8
+def grown_lists(lists: int, code_size: int) -> tuple[object, ListRoom, npt.NDArray[np.int64],
+                                                     npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+    """900 entries filed into ``lists`` lists in batches of 150, room reserved before each."""
     invlists = faiss.ArrayInvertedLists(lists, code_size)
     room = ListRoom(lists, code_size=code_size)
     rng = np.random.default_rng(0)
@@ -49,8 +51,23 @@ def test_reserve_and_shrink_set_the_real_capacity_and_keep_the_contents() -> Non
         for i in range(start, start + 150):
             invlists.add_entry(int(assign[i]), i, faiss.swig_ptr(codes[i]))
         sizes = need
+    return invlists, room, sizes, codes, assign
+
+
+def test_reserve_sets_the_real_capacity_of_codes_and_ids() -> None:
+    lists, code_size = 4, 8
+    for column in ("codes", "ids"):  # measuring one moves the other: a fresh build each
+        invlists, room, sizes, _, _ = grown_lists(lists, code_size)
+        for lst in range(lists):
+            reserved = getattr(room, column)[lst]
+            assert reserved == capacity(invlists, lst, int(sizes[lst]), code_size, column=column)
+    assert (room.codes < 2 * sizes).all()
+
+
+def test_reserve_and_shrink_keep_the_contents() -> None:
+    lists, code_size = 4, 8
+    invlists, room, sizes, codes, assign = grown_lists(lists, code_size)
     for lst in range(lists):
-        assert room.codes[lst] == capacity(invlists, lst, int(sizes[lst]), code_size) < 2 * sizes[lst]
         held = faiss.rev_swig_ptr(invlists.get_codes(lst), int(sizes[lst]) * code_size).reshape(-1, code_size)
         assert np.array_equal(held, codes[assign == lst])
         assert faiss.rev_swig_ptr(invlists.get_ids(lst), int(sizes[lst])).tolist() == \
@@ -61,9 +78,9 @@ def test_reserve_and_shrink_set_the_real_capacity_and_keep_the_contents() -> Non
     room.shrink(invlists, kept, np.arange(lists))
     assert room.codes.tolist() == room_for(kept).tolist()
     for lst in range(lists):
-        assert capacity(invlists, lst, int(kept[lst]), code_size) == room.codes[lst]
         held = faiss.rev_swig_ptr(invlists.get_codes(lst), int(kept[lst]) * code_size).reshape(-1, code_size)
         assert np.array_equal(held, codes[assign == lst][:kept[lst]])
+        assert capacity(invlists, lst, int(kept[lst]), code_size) == room.codes[lst]
 
 
 def test_an_index_grown_and_thinned_answers_as_one_built_at_once() -> None:
