@@ -171,7 +171,6 @@ class IVFVectorIndex:
         self._labels: dict[str, int] = {}
         self._ids: list[str | None] = []  # label -> id (None: a free label)
         self._free: list[int] = []
-        self._list_of = np.zeros(0, dtype=np.int32)  # label -> its inverted list
         self._sizes = np.zeros(0, dtype=np.int64)  # entries per list now
         self._room = ListRoom(0, code_size=4 * dim)  # entries each list has room for
         self._index: Any = None
@@ -255,8 +254,9 @@ class IVFVectorIndex:
         if labels.size == 0:
             return
         faiss = _faiss()
+        find = self._index.direct_map.get  # a label's (list << 32 | offset): no table of our own
+        lists = np.fromiter((find(label) >> 32 for label in labels.tolist()), dtype=np.int64, count=labels.size)
         self._index.remove_ids(faiss.IDSelectorArray(labels.size, faiss.swig_ptr(labels)))
-        lists = self._list_of[labels]
         np.subtract.at(self._sizes, lists, 1)
         self._room.shrink(self._invlists, self._sizes, lists)
         self._forget_labels(ids)
@@ -313,9 +313,8 @@ class IVFVectorIndex:
     def nbytes(self) -> int:
         """Bytes held besides the id tables (which every index keeps, see
         `shared_core.capacity`): the lists' reserved room for vectors and labels (see
-        `shared_core._ivf_lists`), faiss's direct map, the centroids and the label -> list table."""
-        return self._room.nbytes() + len(self._labels) * DIRECT_MAP_ENTRY + self.lists * 4 * self._dim \
-            + self._list_of.nbytes
+        `shared_core._ivf_lists`), faiss's direct map and the centroids."""
+        return self._room.nbytes() + len(self._labels) * DIRECT_MAP_ENTRY + self.lists * 4 * self._dim
 
     # -- internals ----------------------------------------------------------------------------
     def _check(self, ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
@@ -341,15 +340,10 @@ class IVFVectorIndex:
         except BaseException:
             self._forget_labels(ids)
             raise
-        self._file(labels, assign)
+        self._file(assign)
 
-    def _file(self, labels: npt.NDArray[np.int64], assign: npt.NDArray[np.int64]) -> None:
-        """Record which list each label went to."""
-        if len(self._list_of) < len(self._ids):
-            grown = np.zeros(max(len(self._ids), len(self._list_of) * 3 // 2 + 64), dtype=np.int32)
-            grown[:len(self._list_of)] = self._list_of
-            self._list_of = grown
-        self._list_of[labels] = assign
+    def _file(self, assign: npt.NDArray[np.int64]) -> None:
+        """Count the vectors filed into the lists ``assign``."""
         np.add.at(self._sizes, assign, 1)
 
     def _take_labels(self, ids: Sequence[str]) -> npt.NDArray[np.int64]:
@@ -485,7 +479,7 @@ class IVFVectorIndex:
         self._params = {}
         self._sizes = np.zeros(lists, dtype=np.int64)
         self._room = room
-        self._file(labels, assign)
+        self._file(assign)
         self._trained_on = len(labels)
         self.retrains += 1
 

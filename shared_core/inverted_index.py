@@ -127,6 +127,29 @@ def _stem_all(words: list[str]) -> list[str]:
     return [cache.get(w) or (w if w.isdigit() else _stem(w)) for w in words]
 
 
+#: A vocabulary key: a term's stem, or for an ASCII numeral of up to 18 digits without a leading
+#: zero the number itself (an int takes 32 bytes, the string of its digits 64: numbers are often
+#: the rarest words of a memory, a term of their own).
+Term = str | int
+
+
+def _key(term: str) -> Term:
+    """The vocabulary key of a term.
+
+    >>> _key("2023"), _key("007"), _key("run"), _key("0")
+    (2023, '007', 'run', 0)
+    """
+    if term.isdigit() and term.isascii() and len(term) <= 18 and (term[0] != "0" or len(term) == 1):
+        return int(term)
+    return term
+
+
+def _keys(words: list[str]) -> list[Term]:
+    """`_stem_all` with numbers as `_key` makes them (numbers are never stemmed or cached)."""
+    cache = _stems
+    return [cache.get(w) or (_key(w) if w.isdigit() else _stem(w)) for w in words]
+
+
 def index_terms(text: str) -> list[str]:
     """The terms a document is indexed under, in order: unicode61 tokens, Porter-stemmed.
 
@@ -229,8 +252,8 @@ class InvertedKeywordIndex:
         self._clear()
 
     def _clear(self) -> None:
-        self._vocab: dict[str, Postings] = {}
-        self._split: set[str] = set()  # terms with a row over several postings (a count past _TF_CAP)
+        self._vocab: dict[Term, Postings] = {}
+        self._split: set[Term] = set()  # terms with a row over several postings (a count past _TF_CAP)
         self._row: dict[str, int] = {}  # id -> row
         self._rows = 0  # rows in use, dead ones included
         self._names = np.empty(16, dtype=object)  # row -> id (None once removed)
@@ -259,7 +282,7 @@ class InvertedKeywordIndex:
         """Index one document, replacing any of the same id."""
         if not isinstance(text, str):
             raise InvalidInputError(f"keyword text must be a string, got {type(text).__name__} for {node_id!r}")
-        terms = index_terms(text)
+        terms = _keys(_words(text))
         counts = Counter(terms)
         with self._lock:
             self._room(1)  # first: an index that is full keeps the document it would replace
@@ -297,7 +320,7 @@ class InvertedKeywordIndex:
             return
         # a text's words are dropped as soon as they are stemmed (stems are shared strings): a
         # batch's worth of word strings at once fragmented the heap (1.4 MB more RSS per 20k memories)
-        terms = [index_terms(text) for text, _ in last.values()]
+        terms = [_keys(_words(text)) for text, _ in last.values()]
         with self._lock:
             self._room(len(last))
             for node_id in last:
@@ -326,7 +349,7 @@ class InvertedKeywordIndex:
             code = self._sessions[session] = len(self._sessions)
         return code
 
-    def _append_many(self, ids: list[str], terms: list[list[str]], sessions: list[str | None]) -> None:
+    def _append_many(self, ids: list[str], terms: list[list[Term]], sessions: list[str | None]) -> None:
         """New rows: their (term, row) counts with one `np.unique`, then each term's postings
         appended in one piece."""
         flat = [t for doc in terms for t in doc]
@@ -396,7 +419,7 @@ class InvertedKeywordIndex:
         kept = postings[keep]
         blob = ((renumber[kept >> _TF_BITS] << _TF_BITS) | (kept & _TF_MASK)).astype(_POSTING).tobytes()
         ends = (np.cumsum(sizes) * _POSTING.itemsize).tolist()
-        vocab: dict[str, Postings] = {}
+        vocab: dict[Term, Postings] = {}
         for term, lo, hi in zip(terms, [0, *ends][:len(ends)], ends, strict=True):
             if hi > lo:
                 vocab[term] = _merged(None, blob[lo:hi])
@@ -422,7 +445,7 @@ class InvertedKeywordIndex:
                subset: Collection[str] | None = None) -> list[tuple[str, float]]:
         """Up to ``k`` (id, BM25 score) pairs, best first (equal scores: earlier documents first),
         among the documents of ``session_id`` and in ``subset`` when given."""
-        stems = query_stems(query)
+        stems = [_key(s) for s in query_stems(query)]
         if not stems or k <= 0:
             return []
         with self._lock:

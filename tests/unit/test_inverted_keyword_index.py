@@ -443,3 +443,12 @@ def test_a_term_in_one_document_keeps_its_lone_posting_as_an_int() -> None:
     assert list(index._vocab) == ["okapi"] and index.search("okapi", 1)[0][0] == "c"
     index.add("d", "okapi again")
     assert [i for i, _ in index.search("okapi", 5)] == ["c", "d"]
+
+
+def test_numbers_are_kept_as_ints_and_found_as_written() -> None:
+    index = InvertedKeywordIndex()
+    index.add_many([("a", "room 2023 code 007", None), ("b", "room 7 and 0", None), ("c", "year ٢٠٢٣", None)])
+    assert {k for k in index._vocab if isinstance(k, int)} == {2023, 7, 0}  # "007" and "٢٠٢٣" stay text
+    assert [i for i, _ in index.search("2023", 5)] == ["a"]
+    assert [i for i, _ in index.search("007", 5)] == ["a"] and [i for i, _ in index.search("7", 5)] == ["b"]
+    assert [i for i, _ in index.search("٢٠٢٣", 5)] == ["c"] and [i for i, _ in index.search("0", 5)] == ["b"]
