@@ -1,11 +1,11 @@
 """`ListRoom`: the room reserved in each inverted list of a faiss ``IndexIVFFlat``, grown by a
-sixteenth instead of doubled.
+thirty-second instead of doubled.
 
 faiss keeps a list's vectors in a ``std::vector<uint8_t>`` (inside a ``MaybeOwnedVector``) and
 appends one vector at a time, so a full list doubles: over a namespace's growth about a third
 of the bytes it held for vectors was spare room (``benchmarks/memory_breakdown.py``: 2,321 bytes
 a vector at 10k, where the vector and its label take 1,544). Here, before each add, a list that
-would overflow gets a new buffer of ``need + need // 16 + 4`` entries, swapped in for the old one
+would overflow gets a new buffer of ``need + need // 32 + 2`` entries, swapped in for the old one
 (`reserve`); a list that removals left under half full is given back its spare room the same way
 (`shrink`). A list's id column (8 bytes an entry) is left to ``std::vector``'s doubling and
 modelled (`ListRoom.ids`); it is half a percent of a list's bytes.
@@ -20,7 +20,7 @@ around it caches the data pointer, which its ``resize`` refreshes.
 >>> room = ListRoom(2, code_size=4)
 >>> room.reserve(lists, np.array([0, 0]), np.array([3, 0]))
 >>> room.codes.tolist(), lists.list_size(0)
-([7, 0], 0)
+([5, 0], 0)
 """
 
 from __future__ import annotations
@@ -37,19 +37,21 @@ SHRINK_MIN = 64  # ... once the spare room is at least this many entries
 
 
 def room_for(need: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """Entries to reserve for a list that must hold ``need``: a sixteenth more, plus 4.
+    """Entries to reserve for a list that must hold ``need``: a thirty-second more, plus 2.
 
     The room is a trade of bytes for copies: a list grown by a factor ``g`` is copied about
     ``1 / (g - 1)`` times over its growth and holds ``(g - 1) / 2`` of it spare on average.
     Building 100k memories as ``benchmarks/latency.py`` does, an eighth more plus 8 left 124
     bytes a vector spare and took 1.9 us of CPU a memory (copies, and the list moves of
-    `ListRoom._move`); a sixteenth plus 4, 63 bytes and 3.0 us; a thirty-second plus 2, 34 bytes
-    and 4.8 us. (faiss's doubling left about 610 bytes spare.)
+    `ListRoom._move`); a sixteenth plus 4, 63 bytes and 3.0 us; 3/64 plus 2, 47 bytes and 3.9
+    us; a thirty-second plus 2, 34 bytes and 4.6 us. faiss's doubling left about 610 bytes spare
+    and its copies took about 2.1 us, so this costs about 2.5 us a memory more than doubling at
+    100k for 576 bytes less.
 
     >>> room_for(np.array([1, 100, 1000])).tolist()
-    [5, 110, 1066]
+    [3, 105, 1033]
     """
-    return need + (need >> 4) + 4
+    return need + (need >> 5) + 2
 
 
 def _ids_room(room: npt.NDArray[np.int64], need: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
