@@ -123,14 +123,13 @@ class ListRoom:
             return
         import faiss
 
-        code_size, nlist = self._code_size, len(self.codes)
-        order = np.arange(nlist, dtype=np.int64)  # position -> the list there now
+        code_size = self._code_size
+        identity = np.arange(len(self.codes), dtype=np.int64)
+        front = 0  # the list at position 0 now; list 0 is at position `front` (one swap at most)
         try:
             for lst, size, want in moves:
-                target = np.arange(nlist, dtype=np.int64)
-                target[0], target[lst] = lst, 0
-                _arrange(invlists, order, target)
-                order = target
+                _permute(invlists, identity, front, lst)
+                front = lst
                 held = invlists.codes.data()  # the list now at the front (a pointer, not a copy)
                 fresh = faiss.UInt8Vector()
                 fresh.resize(want * code_size)  # from empty: exactly this capacity
@@ -139,14 +138,35 @@ class ListRoom:
                 held.owned_data.swap(fresh)
                 held.resize(size * code_size)  # refreshes the cached data pointer and size
         finally:  # even if an allocation failed: every list back under its number
-            _arrange(invlists, order, np.arange(nlist, dtype=np.int64))
+            _permute(invlists, identity, front, 0)
 
 
-def _arrange(invlists: Any, now: npt.NDArray[np.int64], target: npt.NDArray[np.int64]) -> None:
-    """Permute lists placed as ``now`` (position -> list) into ``target``."""
+def _permute(invlists: Any, identity: npt.NDArray[np.int64], now: int, then: int) -> None:
+    """Go from the lists' order with list ``now`` and list 0 swapped to the order with ``then``
+    and 0 swapped. ``permute_invlists(map)`` puts at position ``i`` the list at ``map[i]``: here
+    ``A(B(i))`` for the two swaps A (now) and B (then), which differs from ``i`` at 0, ``now``
+    and ``then`` only.
+
+    >>> import faiss
+    >>> lists = faiss.ArrayInvertedLists(4, 1)
+    >>> for lst in range(4):
+    ...     _ = lists.add_entry(lst, lst, faiss.swig_ptr(np.zeros(1, dtype=np.uint8)))
+    >>> _permute(lists, np.arange(4), 0, 2)
+    >>> _permute(lists, np.arange(4), 2, 3)
+    >>> [lists.get_single_id(i, 0) for i in range(4)]
+    [3, 1, 2, 0]
+    >>> _permute(lists, np.arange(4), 3, 0)
+    >>> [lists.get_single_id(i, 0) for i in range(4)]
+    [0, 1, 2, 3]
+    """
+    if now == then:
+        return
     import faiss
 
-    where = np.empty_like(now)
-    where[now] = np.arange(len(now))  # list -> its position now
-    mapping = np.ascontiguousarray(where[target])  # new position i takes the list at mapping[i]
+    def swap(a: int, x: int) -> int:
+        return a if x == 0 else 0 if x == a else x
+
+    mapping = identity.copy()
+    for i in {0, now, then}:
+        mapping[i] = swap(now, swap(then, i))
     invlists.permute_invlists(faiss.swig_ptr(mapping))
