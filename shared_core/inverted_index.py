@@ -139,15 +139,20 @@ def _key(term: str) -> Term:
     >>> _key("2023"), _key("007"), _key("run"), _key("0")
     (2023, '007', 'run', 0)
     """
-    if term.isdigit() and term.isascii() and len(term) <= 18 and (term[0] != "0" or len(term) == 1):
-        return int(term)
-    return term
+    return _number(term) if term.isdigit() else term
 
 
 def _keys(words: list[str]) -> list[Term]:
     """`_stem_all` with numbers as `_key` makes them (numbers are never stemmed or cached)."""
     cache = _stems
-    return [cache.get(w) or (_key(w) if w.isdigit() else _stem(w)) for w in words]
+    return [cache.get(w) or (_number(w) if w.isdigit() else _stem(w)) for w in words]
+
+
+def _number(digits: str) -> Term:
+    """`_key` of a term of digits."""
+    if digits.isascii() and len(digits) <= 18 and (digits[0] != "0" or len(digits) == 1):
+        return int(digits)
+    return digits
 
 
 def index_terms(text: str) -> list[str]:
@@ -185,6 +190,7 @@ Postings = int | bytes | bytearray
 _POSTING = np.dtype("<i4")
 _pack = struct.Struct("<i").pack
 _unpack = struct.Struct("<i").unpack
+_unpack_from = struct.Struct("<i").unpack_from
 _TF_BITS = 4
 _TF_MASK = (1 << _TF_BITS) - 1
 _TF_CAP = 1 << _TF_BITS  # the largest count one posting holds
@@ -371,10 +377,12 @@ class InvertedKeywordIndex:
         blob = ((rows << _TF_BITS) | (tf - 1)).astype(_POSTING).tobytes()
         # each term's postings, in the order of `names` (term_of ascends through every local id)
         bounds = (np.flatnonzero(np.diff(term_of, prepend=-1)) * _POSTING.itemsize).tolist()
-        vocab, get = self._vocab, self._vocab.get
+        vocab, get, one = self._vocab, self._vocab.get, _POSTING.itemsize
         for term, lo, hi in zip(names, bounds, [*bounds[1:], len(blob)][:len(bounds)], strict=True):
             postings = get(term)
-            if type(postings) is bytearray:
+            if postings is None and hi - lo == one:  # a new term in one row: `_merged`'s int, inlined
+                vocab[term] = _unpack_from(blob, lo)[0]
+            elif type(postings) is bytearray:
                 postings += blob[lo:hi]
             else:
                 vocab[term] = _merged(postings, blob[lo:hi])
