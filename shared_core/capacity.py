@@ -5,18 +5,20 @@ text (held twice: by the graph node and by the keyword index), its metadata (as 
 dict that holds it when there is any), and a fixed overhead for the objects and index entries
 around it; each edge costs a fixed overhead too. Measured for the in-process backend on
 CPython 3.11 (``benchmarks/memory_breakdown.py --capacity``: the resident memory that 20,000
-memories in namespaces of 4,000, with about 1 and about 3.7 edges each, add to a fresh process,
-less their texts and vectors), a memory's objects and index entries take 800-850 bytes and an
-edge 90-100 (1,030 and 175 before edges became rows of arrays and the event log compact), once
-freed memory is handed back (``malloc_trim``). A process that never hands it back holds about
-700 bytes more per memory of freed heap from the write path (the calibration test in
-``tests/integration/test_lifecycle_stream.py``); the memory overhead includes most of it, so
-the accounting stays within 20% of such a process's resident memory. The vector index's own
+memories in namespaces of 4,000, with about 1 and about 3.7 edges each, add to a process that
+has already loaded faiss, less their texts and the vector indexes' own bytes), a memory's
+objects and index entries take 700 bytes and an edge 83 (870 and 88 before the stores shared
+their row numbers and stopped keeping a byte count and a creation time per entry), once freed
+memory is handed back (``malloc_trim``). A process that never hands it back holds about 650
+bytes more per memory of freed heap from the write path (the calibration test in
+``tests/integration/test_lifecycle_stream.py``: 2,230 bytes a memory resident against 1,580
+trimmed); the overheads below include about a third of it, so the accounting comes to 0.89 of
+such a process's resident memory and 1.25 of a trimmed one's. The vector index's own
 figure (``nbytes()``) adds its spare capacity; an index that holds vectors elsewhere (faiss)
 must count them there.
 
 >>> stored_bytes(text_bytes=40, metadata_bytes=0, dim=384)
-2716
+2566
 >>> cleanup_level(0.5, pressure=0.7), cleanup_level(0.8, pressure=0.7), cleanup_level(1.2, pressure=0.7)
 ('normal', 'pressure', 'over')
 """
@@ -34,9 +36,9 @@ __all__ = ["EDGE_OVERHEAD", "METADATA_OVERHEAD", "NODE_OVERHEAD", "cleanup_level
 
 #: bytes per memory besides its text, vector and metadata (node object, index entries, FTS row,
 #: and the write path's freed heap that a process keeps; see above)
-NODE_OVERHEAD = 1_100
+NODE_OVERHEAD = 950
 #: bytes per edge (its row in the graph store's arrays and its place in two adjacency lists)
-EDGE_OVERHEAD = 110
+EDGE_OVERHEAD = 100
 #: bytes of the dict that holds a memory's metadata, when it has any (``sys.getsizeof`` of a
 #: dict of up to five keys; 223 bytes per memory were measured for ``{"role": ..., "i": ...}``)
 METADATA_OVERHEAD = 184
@@ -59,9 +61,9 @@ def node_bytes(node: MemoryNode, dim: int, *, indexed_text: str | None = None) -
     """`stored_bytes` of a node; ``indexed_text`` is the keyword index's text when it differs.
 
     >>> node_bytes(MemoryNode(id="a", content="héllo", namespace="n"), 4)
-    1128
+    978
     >>> node_bytes(MemoryNode(id="a", content="héllo", namespace="n", metadata={"k": 1}), 4)
-    1319
+    1169
     """
     text = len(node.content.encode("utf-8"))
     if indexed_text is not None:

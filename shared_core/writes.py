@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _validate as check
+from ._ints import number
 from .backend import Backend, Partition
 from .config import AtlasConfig
 from .embedding import normalize_rows
@@ -171,7 +172,7 @@ def _insert_chunk(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDArra
     first_turn = part.next_turn(len(specs))  # one atomic reservation: a shared counter never interleaves
     weight_floor, namespace, intern = cfg.weight_floor, part.namespace, sys.intern
     for j, spec in enumerate(specs):
-        turn = first_turn + j
+        turn = number(first_turn + j)  # one shared int object (see shared_core._ints)
         session = spec.session_id if spec.session_id is None else intern(spec.session_id)
         nodes.append(MemoryNode(
             id=random_hex[32 * j:32 * j + 32], content=spec.content, namespace=namespace,
