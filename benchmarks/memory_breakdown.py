@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/memory_breakdown.py                     # 10k and 100k (~3 min)
     .venv/bin/python benchmarks/memory_breakdown.py --capacity          # NODE_OVERHEAD / EDGE_OVERHEAD
+    .venv/bin/python benchmarks/memory_breakdown.py --sizes 10000 --again   # and a second atlas's cost
 
 Each size runs in a fresh interpreter and builds the atlas exactly as ``latency.py``'s memory probe
 does (same corpus, batches, sessions). Then, per memory:
@@ -79,8 +80,18 @@ def deep_size(obj: object, seen: set[int]) -> int:
     return total
 
 
-def breakdown(n: int) -> str:
-    """The table for an atlas of ``n`` memories (run in a fresh interpreter)."""
+def _shared_numbers() -> object:
+    """`shared_core._ints`'s table (None in trees before it, so older commits can be measured)."""
+    try:
+        from shared_core import _ints
+    except ImportError:
+        return None
+    return _ints._table
+
+
+def breakdown(n: int, *, again: bool = False) -> str:
+    """The table for an atlas of ``n`` memories (run in a fresh interpreter); ``again`` adds the
+    RSS that a second atlas of the same memories adds to the same process."""
     corpus, _ = L.make_corpus(n, 1)
     embedder = corpus.embedder()
     warm = ElasticMemoryAtlas(config=AtlasConfig(ann_threshold=64), embedder=embedder)  # imports, first-use
@@ -89,14 +100,24 @@ def breakdown(n: int) -> str:
     gc.collect()
     L._trim()
     base = L._rss()
-    atlas, _, _ = L.build_atlas(corpus, embedder)
+    atlas, _, _ = L.build_atlas(_own_texts(corpus), embedder)
     gc.collect()
     L._trim()
     rss = (L._rss() - base) / n
+    text = sum(len(t.encode()) for t in corpus.texts) / n
+    if again:  # before anything of the first atlas is freed, which the second would reuse
+        base = L._rss()
+        kept = L.build_atlas(_own_texts(corpus), embedder)  # noqa: F841 (held while measuring)
+        gc.collect()
+        L._trim()
+        rss2 = (L._rss() - base) / n
+        second = (f"A second atlas of the same memories adds RSS {rss2:,.0f} B/memory (overhead "
+                  f"{rss2 - 1536 - text:,.0f}): the first one's extra {rss - rss2:,.0f} is paid once per process "
+                  "(code pages, BLAS work buffers, allocator pools left by the write path's temporaries, and the "
+                  "stemmed words both atlases index).")
     part: Any = atlas.backend.partition("bench")
     graph = part.graph
     nodes = list(graph.nodes())
-    text = sum(len(node.content.encode()) for node in nodes) / n
     lines = [f"{n:,} memories, {graph.edge_count() / n:.2f} edges each: RSS {rss:,.0f} B/memory = embedding 1,536"
              f" + text {text:,.0f} + overhead **{rss - 1536 - text:,.0f}**", "",
              "| component | B/memory |", "|---|---|"]
@@ -115,10 +136,10 @@ def breakdown(n: int) -> str:
         ("partition: superseded ids", deep_size(part.inactive, seen)),
         ("event log", deep_size(atlas.events, seen)),
         ("atlas `_where` (id -> namespace)", deep_size(atlas._where, seen)),
-        ("lifecycle `_bytes` (id -> accounted bytes)", deep_size(atlas._life._bytes, seen)),
-        ("lifecycle, the rest", deep_size(atlas._life, seen)),
+        ("lifecycle", deep_size(atlas._life, seen)),
         (f"keyword index, Python side ({type(part.keywords).__name__})", deep_size(part.keywords, seen)),
         ("vector index, Python side (id maps)", deep_size(part.vectors, seen)),
+        ("the table of shared row numbers (`shared_core._ints`)", deep_size(_shared_numbers(), seen)),
     ]
     for name, size in rows:
         lines.append(f"| {name} | {size / n:,.0f} |")
@@ -134,7 +155,16 @@ def breakdown(n: int) -> str:
         before = _malloc_in_use()
         db.conn.close()
         lines.append(f"| SQLite FTS5, native | {(before - _malloc_in_use()) / n:,.0f} |")
+    if again:
+        lines += ["", second]
     return "\n".join(lines)
+
+
+def _own_texts(corpus: L.Corpus) -> L.Corpus:
+    """``corpus`` with copies of its texts, made inside the count: the atlas keeps the content
+    string it is given, and the corpus's own strings predate the count (their bytes would be
+    subtracted as "text" without ever having been counted)."""
+    return L.Corpus([t.encode().decode() for t in corpus.texts], corpus.vectors, corpus.queries, corpus.query_vectors)
 
 
 def capacity_probe(similar_top: int) -> tuple[int, int, int]:
@@ -142,7 +172,7 @@ def capacity_probe(similar_top: int) -> tuple[int, int, int]:
     per_namespace, namespaces = 4000, 5
     corpus, _ = L.make_corpus(per_namespace * namespaces, 1)
     embedder = corpus.embedder()
-    warm = ElasticMemoryAtlas(embedder=embedder)
+    warm = ElasticMemoryAtlas(config=AtlasConfig(ann_threshold=64), embedder=embedder)  # faiss loaded, as above
     warm.add_memories([{"content": f"warm {i}", "embedding": v} for i, v in enumerate(corpus.vectors[:64])],
                       namespace="warm")
     gc.collect()
@@ -150,11 +180,13 @@ def capacity_probe(similar_top: int) -> tuple[int, int, int]:
     base = L._rss()
     atlas = ElasticMemoryAtlas(config=AtlasConfig(similar_top=similar_top), embedder=embedder,
                                clock=ManualClock(1_700_000_000.0))
+    own = _own_texts(corpus).texts
     for k in range(namespaces):
-        texts = corpus.texts[k * per_namespace:(k + 1) * per_namespace]
+        texts = own[k * per_namespace:(k + 1) * per_namespace]
         for s in range(0, per_namespace, 400):
             items = [{"content": t, "session_id": f"s{(s + j) // 50}"} for j, t in enumerate(texts[s:s + 400])]
             atlas.add_memories(items, namespace=f"ns{k}")
+    del own, texts, items
     gc.collect()
     L._trim()
     grown = L._rss() - base
@@ -175,11 +207,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--capacity", action="store_true", help="measure NODE_OVERHEAD and EDGE_OVERHEAD")
+    parser.add_argument("--again", action="store_true", help="also build a second atlas in the same process")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--probe", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
-        print(breakdown(args.one))
+        print(breakdown(args.one, again=args.again))
     elif args.probe is not None:
         print(*capacity_probe(args.probe))
     elif args.capacity:
@@ -189,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> None:
               f"({n:,} memories with {e1 / n:.2f} and {e2 / n:.2f} edges each)")
     else:
         for n in (int(s) for s in args.sizes.split(",")):
-            print(_fresh("--one", str(n)), end="\n\n", flush=True)
+            print(_fresh("--one", str(n), *(["--again"] if args.again else [])), end="\n\n", flush=True)
 
 
 if __name__ == "__main__":

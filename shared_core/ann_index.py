@@ -7,9 +7,10 @@ direct map; an HNSW insert is a full graph search and faiss's HNSW cannot delete
 one core with the 100k vectors of ``benchmarks/latency.py``: this index took 75,000 inserts a
 second (27,000 with the write path's link search; grown from 2,048 to 100k in batches of 1,000
 it now takes 120,000 and 44,000, thread time), answered k=200 in 0.8 ms at recall@10 1.00
-and held 2.2 kB a vector; faiss ``IndexHNSWFlat`` (M=16) took 5,100 a second at efConstruction
-100 (11,000 at 40), answered in 0.4 ms at recall@10 0.95 (0.79 at efConstruction 40) and held
-1.8 kB a vector. Compressed scans were tried for the write path's neighbour search and rejected:
+and held 1.66 kB a vector (2.2 kB while faiss doubled its lists: `shared_core._ivf_lists`);
+faiss ``IndexHNSWFlat`` (M=16) took 5,100 a second at efConstruction 100 (11,000 at 40),
+answered in 0.4 ms at recall@10 0.95 (0.79 at efConstruction 40) and held 1.8 kB a vector.
+Compressed scans were tried for the write path's neighbour search and rejected:
 a 64- or 96-dimensional PCA sketch or 4-bit PQ fast-scan kept only 0.2 to 0.7 of the exact top
 3 neighbours even after re-ranking 8 to 32 candidates exactly, and fast-scan cannot delete.
 
@@ -54,11 +55,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ._ints import numbers
+from ._ivf_lists import ListRoom
 from ._link_search import best_links, pairs_in_lists, scan_lists
 from .errors import MissingDependencyError
 from .vector_index import Hits, Links, Ranked, Vector, batch_pairs, dot_rows, merge_links
 
-__all__ = ["IVFVectorIndex", "ann_available", "list_capacity", "list_count", "train_centroids", "training_size"]
+__all__ = ["IVFVectorIndex", "ann_available", "list_count", "train_centroids", "training_size"]
 
 EXACT_SUBSET = 2048  # a subset this small is searched exactly: faster than probing, and exact
 ROW_BY_ROW = 16  # add_and_link searches up to this many rows one by one, more list by list
@@ -102,22 +105,6 @@ def list_count(n: int) -> int:
     (105, 512, 632)
     """
     return max(1, min(int(2 * math.sqrt(n)), n // POINTS_PER_LIST))
-
-
-def list_capacity(peak: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """Entries a faiss inverted list has room for after holding at most ``peak`` at once:
-    ``2 ** ceil(log2(peak))`` (0 for 0).
-
-    faiss appends one entry at a time to a ``std::vector``, whose capacity doubles when full and
-    never shrinks on removal.
-
-    >>> list_capacity(np.array([0, 1, 5, 64, 65])).tolist()
-    [0, 1, 8, 64, 128]
-    """
-    out = np.zeros_like(peak)
-    used = peak > 0
-    out[used] = 1 << np.ceil(np.log2(peak[used])).astype(np.int64)
-    return out
 
 
 def training_size(n: int, lists: int) -> int:
@@ -167,10 +154,10 @@ class IVFVectorIndex:
         self._labels: dict[str, int] = {}
         self._ids: list[str | None] = []  # label -> id (None: a free label)
         self._free: list[int] = []
-        self._list_of = np.zeros(0, dtype=np.int64)  # label -> its inverted list
         self._sizes = np.zeros(0, dtype=np.int64)  # entries per list now
-        self._peaks = np.zeros(0, dtype=np.int64)  # most entries per list at once (sets its capacity)
+        self._room = ListRoom(0, code_size=4 * dim)  # entries each list has room for
         self._index: Any = None
+        self._invlists: Any = None  # the index's ArrayInvertedLists (owned by the index)
         self._quantizer: Any = None
         self._params: dict[int, Any] = {}  # nprobe -> reusable search parameters (no selector)
         self._trained_on = 0
@@ -252,8 +239,11 @@ class IVFVectorIndex:
         if labels.size == 0:
             return
         faiss = _faiss()
+        find = self._index.direct_map.get  # a label's (list << 32 | offset): no table of our own
+        lists = np.fromiter((find(label) >> 32 for label in labels.tolist()), dtype=np.int64, count=labels.size)
         self._index.remove_ids(faiss.IDSelectorArray(labels.size, faiss.swig_ptr(labels)))
-        np.subtract.at(self._sizes, self._list_of[labels], 1)
+        np.subtract.at(self._sizes, lists, 1)
+        self._room.shrink(self._invlists, self._sizes, lists)
         self._forget_labels(ids)
 
     def get(self, node_id: str) -> Vector | None:
@@ -341,10 +331,8 @@ class IVFVectorIndex:
     def nbytes(self) -> int:
         """Bytes held besides the id tables (which every index keeps, see
         `shared_core.capacity`): the lists' reserved room for vectors and labels (see
-        `list_capacity`), faiss's direct map, the centroids and the label -> list table."""
-        entry = 4 * self._dim + 8
-        reserved = int(list_capacity(self._peaks).sum()) * entry
-        return reserved + len(self._labels) * DIRECT_MAP_ENTRY + self.lists * 4 * self._dim + self._list_of.nbytes
+        `shared_core._ivf_lists`), faiss's direct map and the centroids."""
+        return self._room.nbytes() + len(self._labels) * DIRECT_MAP_ENTRY + self.lists * 4 * self._dim
 
     # -- internals ----------------------------------------------------------------------------
     def _check(self, ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
@@ -365,32 +353,27 @@ class IVFVectorIndex:
                 self._retrain(extra=(labels, data))
                 return
             assign = np.ascontiguousarray(assign, dtype=np.int64)
+            self._room.reserve(self._invlists, self._sizes, self._sizes + np.bincount(assign, minlength=self.lists))
             self._index.add_core(len(ids), faiss.swig_ptr(data), faiss.swig_ptr(labels), faiss.swig_ptr(assign))
         except BaseException:
             self._forget_labels(ids)
             raise
-        self._file(labels, assign)
+        self._file(assign)
 
-    def _file(self, labels: npt.NDArray[np.int64], assign: npt.NDArray[np.int64]) -> None:
-        """Record which list each label went to."""
-        if len(self._list_of) < len(self._ids):
-            grown = np.zeros(max(len(self._ids), len(self._list_of) * 3 // 2 + 64), dtype=np.int64)
-            grown[:len(self._list_of)] = self._list_of
-            self._list_of = grown
-        self._list_of[labels] = assign
+    def _file(self, assign: npt.NDArray[np.int64]) -> None:
+        """Count the vectors filed into the lists ``assign``."""
         np.add.at(self._sizes, assign, 1)
-        np.maximum(self._peaks, self._sizes, out=self._peaks)
 
     def _take_labels(self, ids: Sequence[str]) -> npt.NDArray[np.int64]:
         """Labels for new ids: freed ones first, then new ones at the end of the tables."""
         reused = [self._free.pop() for _ in range(min(len(self._free), len(ids)))]
         first = len(self._ids)
-        labels = np.concatenate([np.asarray(reused, dtype=np.int64),
-                                 np.arange(first, first + len(ids) - len(reused), dtype=np.int64)])
+        fresh = numbers(first, first + len(ids) - len(reused))  # shared int objects (see shared_core._ints)
+        labels = np.asarray(reused + fresh, dtype=np.int64)
         for label, node_id in zip(reused, ids, strict=False):
             self._ids[label] = node_id
         self._ids.extend(ids[len(reused):])
-        self._labels.update(zip(ids, labels.tolist(), strict=True))
+        self._labels.update(zip(ids, reused + fresh, strict=True))
         return labels
 
     def _search_params(self, probes: int, selector: Any = None) -> Any:
@@ -474,12 +457,16 @@ class IVFVectorIndex:
         index.set_direct_map_type(faiss.DirectMap.Hashtable)  # O(1) remove and reconstruct by id
         _, assign = quantizer.search(data, 1)
         assign = np.ascontiguousarray(assign[:, 0])
+        invlists = faiss.downcast_InvertedLists(index.invlists)
+        room = ListRoom(lists, code_size=4 * self._dim)  # each list's room, reserved before faiss fills it
+        room.reserve(invlists, np.zeros(lists, dtype=np.int64), np.bincount(assign, minlength=lists))
         index.add_core(len(labels), faiss.swig_ptr(data), faiss.swig_ptr(labels), faiss.swig_ptr(assign))
         self._index, self._quantizer = index, quantizer  # the index does not own its quantizer
+        self._invlists = invlists
         self._params = {}
         self._sizes = np.zeros(lists, dtype=np.int64)
-        self._peaks = np.zeros(lists, dtype=np.int64)
-        self._file(labels, assign)
+        self._room = room
+        self._file(assign)
         self._trained_on = len(labels)
         self.retrains += 1
 

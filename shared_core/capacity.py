@@ -5,13 +5,15 @@ text (held twice: by the graph node and by the keyword index), its metadata (as 
 dict that holds it when there is any), and a fixed overhead for the objects and index entries
 around it; each edge costs a fixed overhead too. Measured for the in-process backend on
 CPython 3.11 (``benchmarks/memory_breakdown.py --capacity``: the resident memory that 20,000
-memories in namespaces of 4,000, with about 1 and about 3.7 edges each, add to a fresh process,
-less their texts and vectors), a memory's objects and index entries take 800-850 bytes and an
-edge 90-100 (1,030 and 175 before edges became rows of arrays and the event log compact), once
-freed memory is handed back (``malloc_trim``). A process that never hands it back holds about
-700 bytes more per memory of freed heap from the write path (the calibration test in
-``tests/integration/test_lifecycle_stream.py``); the memory overhead includes most of it, so
-the accounting stays within 20% of such a process's resident memory. The vector index's own
+memories in namespaces of 4,000, with about 1 and about 3.7 edges each, add to a process that
+has already loaded faiss, less their texts' UTF-8 bytes and the vector indexes' own bytes), a
+memory's objects and index entries take 850 bytes (the text's ``str`` header included) and an
+edge 83, once freed memory is handed back (``malloc_trim``). (The figures quoted here before, 870
+and then 700 bytes, came from a probe whose memories shared their strings with the corpus, so
+their texts were subtracted without having been counted.) A process
+that never hands freed memory back holds about 650 bytes more per memory of freed heap from the
+write path (the calibration test in ``tests/integration/test_lifecycle_stream.py``); the
+overhead below includes about a third of it. The vector index's own
 figure (``nbytes()``) adds its spare capacity; an index that holds vectors elsewhere (faiss)
 must count them there.
 
@@ -34,9 +36,9 @@ __all__ = ["EDGE_OVERHEAD", "METADATA_OVERHEAD", "NODE_OVERHEAD", "cleanup_level
 
 #: bytes per memory besides its text, vector and metadata (node object, index entries, FTS row,
 #: and the write path's freed heap that a process keeps; see above)
-NODE_OVERHEAD = 1_100
+NODE_OVERHEAD = 1100
 #: bytes per edge (its row in the graph store's arrays and its place in two adjacency lists)
-EDGE_OVERHEAD = 110
+EDGE_OVERHEAD = 100
 #: bytes of the dict that holds a memory's metadata, when it has any (``sys.getsizeof`` of a
 #: dict of up to five keys; 223 bytes per memory were measured for ``{"role": ..., "i": ...}``)
 METADATA_OVERHEAD = 184

@@ -445,7 +445,7 @@ def _apply_merge(atlas: ElasticMemoryAtlas, namespace: str, survivor_id: str, ab
         atlas._life.remove(part, node, kind=None, reason="merge")
 
     merged = merge_group(part, survivor, absorbed, config=atlas.config, remove=drop)
-    atlas._life.account(part, merged, indexed=keyword_text(merged))
+    atlas._life.account(part, merged, indexed=keyword_text(merged), previous=survivor)
     atlas.events.emit("merge", namespace=namespace, node_id=merged.id, at=now,
                       reason=f"near-duplicates (cosine >= {atlas.config.merge_threshold})",
                       absorbed=[n.id for n in absorbed])

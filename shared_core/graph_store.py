@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ._int_lists import CAPACITIES, IntLists
+from ._ints import number
 from .model import NO_METADATA, MemoryEdge, MemoryNode, Relation, edge_of
 
 if TYPE_CHECKING:
@@ -78,16 +79,18 @@ class DictGraphStore:
 
     Each id has a slot number (``_slot``); per slot, the node and two lists of edge rows
     (`IntLists`), its out-edges and its in-edges, each in insertion order (a self-loop is an
-    out-edge only). An edge row is four columns, 21 bytes: its ends' slots XOR-ed together
+    out-edge only). An edge row is four columns, 17 bytes: its ends' slots XOR-ed together
     (``_ends``: from one end, the other is ``ends ^ own slot``; which list it is in says which
-    end is the source), relation code, strength and creation time; its metadata, when it has
-    any, sits in a dict by row. Freed slots and rows are reused. `MemoryEdge` objects are built
-    only when `edges` is called; `links` and `neighbors` read the rows directly. Hand-written
+    end is the source), relation code, strength and creation time, the last as a number in a
+    table of distinct times (``_when`` into ``_times``: the edges of one write share one time);
+    its metadata, when it has any, sits in a dict by row. Freed slots and rows are reused.
+    `MemoryEdge` objects are built only when `edges` is called; `links` and `neighbors` read the
+    rows directly. Hand-written
     rather than a graph library because those keep one or more Python objects per edge
     (networkx: four dicts), which is the cost this store exists to avoid.
 
     Measured at 10k memories with about four edges each (``benchmarks/memory_breakdown.py``, the
-    `MemoryNode` objects not counted): 0.21 KB per memory for the id index, slots and edges,
+    `MemoryNode` objects not counted): 0.17 KB per memory for the id index, slots and edges,
     against 0.59 KB for the previous design (a dict of nodes and one list of shared `MemoryEdge`
     objects per node). Replacing an edge keeps its place, as networkx does.
 
@@ -102,8 +105,8 @@ class DictGraphStore:
     (['before'], [])
     """
 
-    __slots__ = ("_created", "_edges", "_ends", "_free_rows", "_free_slots", "_ids", "_in", "_meta", "_node",
-                 "_nodes", "_out", "_rel", "_slot", "_strength", "_used")
+    __slots__ = ("_edges", "_ends", "_free_rows", "_free_slots", "_ids", "_in", "_meta", "_node", "_nodes", "_out",
+                 "_rel", "_slot", "_strength", "_times", "_used", "_when")
 
     def __init__(self) -> None:
         # a slot per id that is a node or an end of an edge
@@ -119,7 +122,8 @@ class DictGraphStore:
         self._ends: array[int] = array("i")  # source slot ^ target slot
         self._rel: array[int] = array("b")  # index in _RELATIONS; -1: a free row
         self._strength: array[float] = array("d")
-        self._created: array[float] = array("d")
+        self._when: array[int] = array("i")  # row -> its creation time's place in _times
+        self._times: array[float] = array("d")  # distinct creation times, in first-use order
         self._meta: dict[int, Mapping[str, Any]] = {}  # rows with metadata only
         self._free_rows: array[int] = array("i")
         self._edges = 0
@@ -197,10 +201,15 @@ class DictGraphStore:
         slots, out, inn, capacities = self._slot, self._out, self._in, CAPACITIES
         out_len, out_start, out_cls, out_data = out.lengths, out.starts, out.classes, out.data
         in_len, in_start, in_cls, in_data = inn.lengths, inn.starts, inn.classes, inn.data
-        ends, rel, strengths, times, free, meta = (self._ends, self._rel, self._strength, self._created,
-                                                   self._free_rows, self._meta)
+        ends, rel, strengths, when, free, meta = (self._ends, self._rel, self._strength, self._when,
+                                                  self._free_rows, self._meta)
+        times = self._times
+        last, at = (times[-1], len(times) - 1) if times else (None, -1)
         added = 0
         for source, target, code, strength, created, metadata in rows:
+            if created != last or created == 0.0:  # a new time (0.0 and -0.0 are equal but kept apart)
+                times.append(created)
+                last, at = created, len(times) - 1
             s = slots.get(source)
             if s is None:
                 s = self._new_slot(source)
@@ -210,18 +219,18 @@ class DictGraphStore:
             n = out_len[s]
             e = self._find(s, t, code) if n and (t == s or in_len[t]) else None
             if e is not None:  # replace in place
-                strengths[e], times[e] = strength, created
+                strengths[e], when[e] = strength, at
                 meta.pop(e, None)
             else:
                 if free:
                     e = free.pop()
-                    ends[e], rel[e], strengths[e], times[e] = s ^ t, code, strength, created
+                    ends[e], rel[e], strengths[e], when[e] = s ^ t, code, strength, at
                 else:
                     e = len(ends)
                     ends.append(s ^ t)
                     rel.append(code)
                     strengths.append(strength)
-                    times.append(created)
+                    when.append(at)
                 if n and n < capacities[out_cls[s]]:
                     out_data[out_start[s] + n] = e
                     out_len[s] = n + 1
@@ -238,6 +247,17 @@ class DictGraphStore:
             if metadata is not NO_METADATA and metadata:
                 meta[e] = metadata
         self._edges += added
+        if len(times) > 2 * self._edges + 1024:
+            self._compact_times()
+
+    def _compact_times(self) -> None:
+        """Drop the times no edge has any more (a table that outgrew twice the edges)."""
+        rel, when = self._rel, self._when
+        used = sorted({when[e] for e in range(len(rel)) if rel[e] >= 0})
+        place = {old: new for new, old in enumerate(used)}
+        self._times = array("d", [self._times[i] for i in used])
+        for e in range(len(rel)):
+            when[e] = place[when[e]] if rel[e] >= 0 else 0
 
     def remove_edge(self, source: str, target: str, relation: Relation) -> bool:
         s, t, code = self._slot.get(source), self._slot.get(target), _CODES.get(relation)
@@ -296,9 +316,9 @@ class DictGraphStore:
     # -- internals ----------------------------------------------------------------------------
     def _new_slot(self, node_id: str) -> int:
         if self._free_slots:
-            s = self._free_slots.pop()
+            s = number(self._free_slots.pop())
         else:
-            s = self._used
+            s = number(self._used)  # shared int objects (see shared_core._ints)
             if s == len(self._ids):  # room for an eighth more slots at once: one append per slot is slow
                 more = max(16, s // 8)
                 self._ids.extend([None] * more)
@@ -346,12 +366,12 @@ class DictGraphStore:
         self._free_rows.append(e)
 
     def _edges_of(self, s: int) -> list[MemoryEdge]:
-        ids, ends, rel, strength, created, meta = (self._ids, self._ends, self._rel, self._strength, self._created,
-                                                   self._meta)
+        ids, ends, rel, strength, meta = self._ids, self._ends, self._rel, self._strength, self._meta
+        when, times = self._when, self._times
         own = ids[s]
-        return [edge_of(own, ids[ends[e] ^ s], _RELATIONS[rel[e]], strength[e], created[e],  # type: ignore[arg-type]
+        return [edge_of(own, ids[ends[e] ^ s], _RELATIONS[rel[e]], strength[e], times[when[e]],  # type: ignore[arg-type]
                         meta.get(e, NO_METADATA)) for e in self._out.get(s)] + \
-               [edge_of(ids[ends[e] ^ s], own, _RELATIONS[rel[e]], strength[e], created[e],  # type: ignore[arg-type]
+               [edge_of(ids[ends[e] ^ s], own, _RELATIONS[rel[e]], strength[e], times[when[e]],  # type: ignore[arg-type]
                         meta.get(e, NO_METADATA)) for e in self._in.get(s)]
 
 

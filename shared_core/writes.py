@@ -8,7 +8,6 @@ exactly as the same memories inserted one at a time would be (with an exact vect
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import os
 import sys
@@ -21,11 +20,12 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _validate as check
+from ._ints import number
 from .backend import Backend, Partition
 from .config import AtlasConfig
 from .embedding import normalize_rows
 from .errors import InvalidInputError, InvalidMemoryError
-from .model import MemoryEdge, MemoryNode, Relation
+from .model import MemoryEdge, MemoryNode, Relation, node_of, with_embedding
 from .vector_index import Links, add_and_link
 
 __all__ = ["MemorySpec", "build_spec", "collector_paused", "insert_batches", "insert_memories", "insert_memory",
@@ -167,26 +167,6 @@ CHUNK = 1024
 _NO_METADATA: Mapping[str, Any] = MappingProxyType({})
 
 
-def _node_builders() -> tuple[Callable[..., MemoryNode], Callable[[MemoryNode, Any], MemoryNode]]:
-    """``new_node(**every_field)`` and ``public_copy(node, embedding)``: `MemoryNode` built from
-    trusted values by setting its slots directly, in half the time of the frozen dataclass's
-    ``__init__`` (1.1 against 2.3 us) and of `shared_core.model.with_embedding` (1.0 against
-    2.3 us). Generated from the dataclass's fields, so a new field is never left out."""
-    names = [f.name for f in dataclasses.fields(MemoryNode)]
-    scope: dict[str, Any] = {"_new": object.__new__, "_Node": MemoryNode}
-    scope.update({f"_set_{name}": vars(MemoryNode)[name].__set__ for name in names})
-    source = (f"def new_node(*, {', '.join(names)}):\n    n = _new(_Node)\n"
-              + "".join(f"    _set_{name}(n, {name})\n" for name in names) + "    return n\n"
-              "def public_copy(node, embedding):\n    n = _new(_Node)\n"
-              + "".join(f"    _set_{name}(n, {'embedding' if name == 'embedding' else 'node.' + name})\n"
-                        for name in names) + "    return n\n")
-    exec(source, scope)  # a fixed source built from the dataclass's own field names
-    return scope["new_node"], scope["public_copy"]
-
-
-_new_node, _public_copy = _node_builders()
-
-
 def returned_nodes(written: Sequence[tuple[Partition, MemoryNode]], vectors: Sequence[npt.NDArray[np.float32]],
                    where: MutableMapping[str, str]) -> list[MemoryNode]:
     """What a write hands back: each written node still in the atlas (``where``), as stored now,
@@ -195,7 +175,7 @@ def returned_nodes(written: Sequence[tuple[Partition, MemoryNode]], vectors: Seq
     for (part, node), vec in zip(written, vectors, strict=True):
         if node.id in where:
             stored = part.graph.get_node(node.id)
-            out.append(_public_copy(node if stored is None else stored, vec))
+            out.append(with_embedding(node if stored is None else stored, vec))
     return out
 
 
@@ -204,16 +184,19 @@ def _insert_chunk(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDArra
     """Insert one chunk, appending its nodes to ``done`` before the first change to a store."""
     random_hex = os.urandom(16 * len(specs)).hex()  # ids: 128 random bits each, as uuid4().hex but 5x faster
     first_turn = part.next_turn(len(specs))  # one atomic reservation: a shared counter never interleaves
-    weight_floor, namespace, intern, new_node = cfg.weight_floor, part.namespace, sys.intern, _new_node
-    nodes = [new_node(id=random_hex[32 * j:32 * j + 32], content=spec.content, namespace=namespace,
-                      session_id=spec.session_id if spec.session_id is None else intern(spec.session_id),
-                      embedding=None, weight=spec.importance if spec.importance > 0 else weight_floor,
-                      importance=spec.importance, timestamp=spec.timestamp if spec.timestamp is not None else now,
-                      created_at=now, last_accessed_at=now, access_count=0, turn=first_turn + j,
-                      accessed_turn=first_turn + j, metadata=spec.metadata or _NO_METADATA, pinned=spec.pinned,
-                      expires_at=None if spec.ttl is None else now + spec.ttl, valid_from=now, valid_to=None,
-                      kind=spec.kind)
-             for j, spec in enumerate(specs)]
+    weight_floor, namespace, intern, new_node = cfg.weight_floor, part.namespace, sys.intern, node_of
+    nodes: list[MemoryNode] = []
+    for j, spec in enumerate(specs):
+        turn = number(first_turn + j)  # one shared int object (see shared_core._ints)
+        nodes.append(new_node(id=random_hex[32 * j:32 * j + 32], content=spec.content, namespace=namespace,
+                              session_id=spec.session_id if spec.session_id is None else intern(spec.session_id),
+                              embedding=None, weight=spec.importance if spec.importance > 0 else weight_floor,
+                              importance=spec.importance,
+                              timestamp=spec.timestamp if spec.timestamp is not None else now, created_at=now,
+                              last_accessed_at=now, access_count=0, turn=turn, accessed_turn=turn,
+                              metadata=spec.metadata or _NO_METADATA, pinned=spec.pinned,
+                              expires_at=None if spec.ttl is None else now + spec.ttl, valid_from=now, valid_to=None,
+                              kind=spec.kind))
     done.extend(nodes)  # from here on a failure must undo these too
     graph = part.graph
     put_node = graph.put_node

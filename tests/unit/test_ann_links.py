@@ -12,7 +12,7 @@ import pytest
 
 from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, InvalidMemoryError, ManualClock, ann_index
 from shared_core._link_search import best_links, scan_lists
-from shared_core.ann_index import RETRAIN_GROWTH, IVFVectorIndex, list_capacity, list_count, training_size
+from shared_core.ann_index import RETRAIN_GROWTH, IVFVectorIndex, list_count, training_size
 from shared_core.backend import TieredVectorIndex
 from shared_core.vector_index import NumpyVectorIndex, add_and_link, merge_links
 from shared_core.writes import build_spec, specs_from_items
@@ -129,23 +129,24 @@ def test_deleted_vectors_never_come_back_and_the_tables_stay_consistent() -> Non
     assert int(index._sizes.sum()) == len(index) == 6000 - len(gone)
 
 
-def test_nbytes_counts_the_lists_reserved_room_and_shrinks_only_with_the_index() -> None:
+def test_nbytes_counts_the_lists_reserved_room_and_gives_it_back_after_removals() -> None:
     vectors = clustered(5000, seed=6)
     ids = [str(i) for i in range(5000)]
     index = IVFVectorIndex.build(ids[:3000], vectors[:3000])
     index.add_and_link(ids[3000:], vectors[3000:], 3, min_similarity=0.5)
     entry = 4 * DIM + 8
-    reserved = int(list_capacity(index._peaks).sum())
-    assert reserved >= len(index) and index.nbytes() >= reserved * entry + index.lists * 4 * DIM
-    assert index.nbytes() > len(index) * entry  # more than the old figure, which left out the lists' room
+    reserved = int(index._room.codes.sum())
+    assert len(index) <= reserved <= len(index) * 33 // 32 + 2 * index.lists  # a 32nd of room, not doubling
+    assert index.nbytes() >= reserved * entry + index.lists * 4 * DIM
     before = index.nbytes()
     index.remove(ids[:2500])
-    assert index.nbytes() == before - 2500 * ann_index.DIRECT_MAP_ENTRY  # faiss keeps the lists' room
+    assert index.nbytes() < before - 2500 * ann_index.DIRECT_MAP_ENTRY  # lists left half empty give room back
+    assert (index._room.codes <= 2 * index._sizes + 64 + 8).all()
     tiered = TieredVectorIndex(DIM, threshold=2000)
     tiered.add(ids, vectors)
     assert tiered.approximate
     tiered.remove(ids[:4500])  # below half the threshold: exact again, and the room is given back
-    assert not tiered.approximate and tiered.nbytes() < before / 4
+    assert not tiered.approximate and tiered.nbytes() < before / 3
 
 
 def test_the_tiered_index_links_across_the_switch_to_approximate() -> None:

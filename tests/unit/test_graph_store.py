@@ -153,3 +153,22 @@ def test_links_follow_edges(make: Callable[[], GraphStore]) -> None:
     assert sorted(links) == [("a", Relation.RELATED_TO, 0.5), ("b", Relation.BEFORE, 1.0),
                              ("c", Relation.SIMILAR_TO, 0.75)]
     assert store.links("missing") == []
+
+
+def test_edge_times_come_back_exactly_and_their_table_stays_bounded() -> None:
+    from shared_core.graph_store import DictGraphStore
+    from shared_core.model import MemoryEdge, MemoryNode, Relation
+
+    g = DictGraphStore()
+    for i in range(3):
+        g.put_node(MemoryNode(id=str(i), content=str(i), namespace="u"))
+    g.put_links([("0", "1", Relation.BEFORE, 1.0), ("1", "2", Relation.BEFORE, 0.5)], created_at=7.25)
+    g.put_edge(MemoryEdge(source="2", target="0", relation=Relation.RELATED_TO, created_at=-0.0))
+    g.put_edge(MemoryEdge(source="0", target="2", relation=Relation.RELATED_TO, created_at=0.0))
+    times = {(e.source, e.target): e.created_at for e in g.edges("0") + g.edges("2")}
+    assert times[("0", "1")] == times[("1", "2")] == 7.25 and len(g._times) == 3  # one write, one time
+    assert str(times[("2", "0")]) == "-0.0" and str(times[("0", "2")]) == "0.0"
+    for t in range(5000):  # one edge rewritten at 5,000 distinct times: the table is compacted
+        g.put_edge(MemoryEdge(source="0", target="1", relation=Relation.BEFORE, created_at=100.0 + t))
+    assert len(g._times) <= 2 * g.edge_count() + 1024
+    assert {(e.source, e.target): e.created_at for e in g.edges("1")} == {("0", "1"): 5099.0, ("1", "2"): 7.25}

@@ -428,3 +428,27 @@ def test_threads_writing_and_searching_at_once() -> None:
     alive |= {f"b{w}-{i}-{j}": texts[j] for w in range(3) for i in range(0, 300, 50) for j in range(20)}
     for query in QUERIES[:5]:
         _assert_same_ranking(index.search(query, 5000), _reference(alive, query))
+
+
+def test_a_term_in_one_document_keeps_its_lone_posting_as_an_int() -> None:
+    index = InvertedKeywordIndex()
+    index.add("a", "zebra crossing")
+    index.add_many([("b", "zebra stripes", None), ("c", "okapi", None)])
+    assert type(index._vocab["okapi"]) is int and type(index._vocab["stripe"]) is int
+    assert isinstance(index._vocab["zebra"], bytes)  # two documents
+    assert index.nbytes() > 0 and [i for i, _ in index.search("zebra okapi", 5)] == ["c", "a", "b"]
+    for node_id in "ab":
+        index.remove(node_id)
+    index._compact()
+    assert list(index._vocab) == ["okapi"] and index.search("okapi", 1)[0][0] == "c"
+    index.add("d", "okapi again")
+    assert [i for i, _ in index.search("okapi", 5)] == ["c", "d"]
+
+
+def test_numbers_are_kept_as_ints_and_found_as_written() -> None:
+    index = InvertedKeywordIndex()
+    index.add_many([("a", "room 2023 code 007", None), ("b", "room 7 and 0", None), ("c", "year ٢٠٢٣", None)])
+    assert {k for k in index._vocab if isinstance(k, int)} == {2023, 7, 0}  # "007" and "٢٠٢٣" stay text
+    assert [i for i, _ in index.search("2023", 5)] == ["a"]
+    assert [i for i, _ in index.search("007", 5)] == ["a"] and [i for i, _ in index.search("7", 5)] == ["b"]
+    assert [i for i, _ in index.search("٢٠٢٣", 5)] == ["c"] and [i for i, _ in index.search("0", 5)] == ["b"]

@@ -89,7 +89,7 @@ def _same(a: ElasticMemoryAtlas, b: ElasticMemoryAtlas) -> None:
     assert b.config == a.config
     assert b.events.records() == a.events.records() and b.events.totals() == a.events.totals()
     assert b._life.state() == a._life.state()
-    assert b._life._bytes == a._life._bytes
+    assert b._life._node_bytes == a._life._node_bytes
     assert _live_expiry(b) == _live_expiry(a)
     for ns in a.namespaces():
         part_a, part_b = a.backend.partition(ns), b.backend.partition(ns)

@@ -162,22 +162,6 @@ def test_graph_store_removals(graph: GraphStore) -> None:
     assert sorted(n.id for n in graph.nodes()) == ["a", "c", "d"]
 
 
-def test_the_fast_node_builders_set_every_field() -> None:
-    import dataclasses
-
-    import numpy as np
-
-    from shared_core.model import with_embedding
-
-    values = {f.name: f"value {i}" for i, f in enumerate(dataclasses.fields(MemoryNode))}  # none left at a default
-    built = write_module._new_node(**values)
-    assert built == MemoryNode(**values) and all(getattr(built, k) == v for k, v in values.items())
-    vector = np.ones(3, dtype=np.float32)
-    copy = write_module._public_copy(built, vector)
-    assert copy == with_embedding(built, vector) and copy.embedding is vector and copy is not built
-    assert all(getattr(copy, k) == v for k, v in values.items() if k != "embedding")
-
-
 def test_the_collector_is_paused_for_the_whole_write(monkeypatch: pytest.MonkeyPatch) -> None:
     import gc
 

@@ -1,0 +1,172 @@
+"""`ListRoom`: the room reserved in each inverted list of a faiss ``IndexIVFFlat``, grown by a
+thirty-second instead of doubled.
+
+faiss keeps a list's vectors in a ``std::vector<uint8_t>`` (inside a ``MaybeOwnedVector``) and
+appends one vector at a time, so a full list doubles: over a namespace's growth about a third
+of the bytes it held for vectors was spare room (``benchmarks/memory_breakdown.py``: 2,321 bytes
+a vector at 10k, where the vector and its label take 1,544). Here, before each add, a list that
+would overflow gets a new buffer of ``need + need // 32 + 2`` entries, swapped in for the old one
+(`reserve`); a list that removals left under half full is given back its spare room the same way
+(`shrink`). A list's id column (8 bytes an entry) is left to ``std::vector``'s doubling and
+modelled (`ListRoom.ids`); it is half a percent of a list's bytes.
+
+Hand-written because faiss's Python API has no call that sets a list's capacity: ``resize``
+keeps the capacity, and a fresh ``ArrayInvertedLists`` per retrain is a full copy that starts
+doubling again. The swap goes through faiss's own ``UInt8Vector.swap``; the ``MaybeOwnedVector``
+around it caches the data pointer, which its ``resize`` refreshes.
+
+>>> import faiss, numpy as np
+>>> lists = faiss.ArrayInvertedLists(2, 4)
+>>> room = ListRoom(2, code_size=4)
+>>> room.reserve(lists, np.array([0, 0]), np.array([3, 0]))
+>>> room.codes.tolist(), lists.list_size(0)
+([5, 0], 0)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["ListRoom", "room_for"]
+
+SHRINK_BELOW = 0.5  # a list filled below this fraction of its room gets the spare room back ...
+SHRINK_MIN = 64  # ... once the spare room is at least this many entries
+
+
+def room_for(need: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Entries to reserve for a list that must hold ``need``: a thirty-second more, plus 2.
+
+    The room is a trade of bytes for copies: a list grown by a factor ``g`` is copied about
+    ``1 / (g - 1)`` times over its growth and holds ``(g - 1) / 2`` of it spare on average.
+    Building 100k memories as ``benchmarks/latency.py`` does, an eighth more plus 8 left 124
+    bytes a vector spare and took 1.9 us of CPU a memory (copies, and the list moves of
+    `ListRoom._move`); a sixteenth plus 4, 63 bytes and 3.0 us; 3/64 plus 2, 47 bytes and 3.9
+    us; a thirty-second plus 2, 34 bytes and 4.6 us. faiss's doubling left about 610 bytes spare
+    and its copies took about 2.1 us, so this costs about 2.5 us a memory more than doubling at
+    100k for 576 bytes less.
+
+    >>> room_for(np.array([1, 100, 1000])).tolist()
+    [3, 105, 1033]
+    """
+    return need + (need >> 5) + 2
+
+
+def _ids_room(room: npt.NDArray[np.int64], need: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """The capacity of faiss's id columns after one-at-a-time appends up to ``need`` entries from
+    capacities ``room``: ``std::vector`` (libstdc++) doubles a full vector (0 goes to 1).
+
+    >>> _ids_room(np.array([0, 4, 8]), np.array([3, 9, 8])).tolist()
+    [4, 16, 8]
+    """
+    room = room.copy()
+    while (short := room < need).any():
+        room[short] = np.maximum(1, 2 * room[short])
+    return room
+
+
+class ListRoom:
+    """Per inverted list, the entries its code buffer (``codes``) and id column (``ids``) have room for."""
+
+    __slots__ = ("_code_size", "codes", "ids")
+
+    def __init__(self, lists: int, *, code_size: int) -> None:
+        self._code_size = code_size
+        self.codes = np.zeros(lists, dtype=np.int64)
+        self.ids = np.zeros(lists, dtype=np.int64)
+
+    def nbytes(self) -> int:
+        """Bytes the lists hold for codes and ids, used or not."""
+        return int(self.codes.sum()) * self._code_size + int(self.ids.sum()) * 8
+
+    def reserve(self, invlists: Any, sizes: npt.NDArray[np.int64], need: npt.NDArray[np.int64]) -> None:
+        """Room for ``need[l]`` entries in each list ``l`` of ``invlists`` (a faiss
+        ``ArrayInvertedLists`` holding ``sizes[l]``), before faiss appends to them."""
+        short = np.flatnonzero(need > self.codes)
+        target = room_for(need[short])
+        moves = []
+        for lst, size, want in zip(short.tolist(), sizes[short].tolist(), target.tolist(), strict=True):
+            if size == 0:  # an empty list: resizing from nothing allocates exactly (ids too)
+                invlists.resize(lst, want)
+                invlists.resize(lst, 0)
+                self.ids[lst] = max(int(self.ids[lst]), want)
+                self.codes[lst] = want
+            else:
+                moves.append((lst, size, want))
+        self._move(invlists, moves)
+        for lst, _, want in moves:
+            self.codes[lst] = want
+        self.ids = _ids_room(self.ids, need)
+
+    def shrink(self, invlists: Any, sizes: npt.NDArray[np.int64], lists: npt.NDArray[np.integer[Any]]) -> None:
+        """Give back the spare room of those of ``lists`` that removals left under `SHRINK_BELOW` full."""
+        lists = np.unique(lists)
+        want = room_for(sizes[lists])
+        loose = (sizes[lists] < SHRINK_BELOW * self.codes[lists]) & (self.codes[lists] - want >= SHRINK_MIN)
+        self._move(invlists, list(zip(lists[loose].tolist(), sizes[lists][loose].tolist(), want[loose].tolist(),
+                                      strict=True)))
+        self.codes[lists[loose]] = want[loose]
+
+    def _move(self, invlists: Any, moves: list[tuple[int, int, int]]) -> None:
+        """For each ``(list, size, room)``: copy the list's ``size`` codes into a new buffer with
+        the room and swap it in (the old buffer is freed with ``fresh``).
+
+        faiss's Python API reaches a list's buffer only as the first element of the lists'
+        vector (``codes.data()``; ``codes.at(l)`` returns a copy), so each list is first moved
+        to the front with ``permute_invlists`` (which moves the buffers, copying nothing), and
+        the order is restored at the end. The direct map (id -> list, offset) is not read in
+        between, and after the last permutation every list is back under its number.
+        """
+        if not moves:
+            return
+        import faiss
+
+        code_size = self._code_size
+        identity = np.arange(len(self.codes), dtype=np.int64)
+        front = 0  # the list at position 0 now; list 0 is at position `front` (one swap at most)
+        try:
+            for lst, size, want in moves:
+                _permute(invlists, identity, front, lst)
+                front = lst
+                held = invlists.codes.data()  # the list now at the front (a pointer, not a copy)
+                fresh = faiss.UInt8Vector()
+                fresh.resize(want * code_size)  # from empty: exactly this capacity
+                faiss.memcpy(fresh.data(), held.data(), size * code_size)
+                fresh.resize(size * code_size)  # the size shrinks, the capacity stays
+                held.owned_data.swap(fresh)
+                held.resize(size * code_size)  # refreshes the cached data pointer and size
+        finally:  # even if an allocation failed: every list back under its number
+            _permute(invlists, identity, front, 0)
+
+
+def _permute(invlists: Any, identity: npt.NDArray[np.int64], now: int, then: int) -> None:
+    """Go from the lists' order with list ``now`` and list 0 swapped to the order with ``then``
+    and 0 swapped. ``permute_invlists(map)`` puts at position ``i`` the list at ``map[i]``: here
+    ``A(B(i))`` for the two swaps A (now) and B (then), which differs from ``i`` at 0, ``now``
+    and ``then`` only.
+
+    >>> import faiss
+    >>> lists = faiss.ArrayInvertedLists(4, 1)
+    >>> for lst in range(4):
+    ...     _ = lists.add_entry(lst, lst, faiss.swig_ptr(np.zeros(1, dtype=np.uint8)))
+    >>> _permute(lists, np.arange(4), 0, 2)
+    >>> _permute(lists, np.arange(4), 2, 3)
+    >>> [lists.get_single_id(i, 0) for i in range(4)]
+    [3, 1, 2, 0]
+    >>> _permute(lists, np.arange(4), 3, 0)
+    >>> [lists.get_single_id(i, 0) for i in range(4)]
+    [0, 1, 2, 3]
+    """
+    if now == then:
+        return
+    import faiss
+
+    def swap(a: int, x: int) -> int:
+        return a if x == 0 else 0 if x == a else x
+
+    mapping = identity.copy()
+    for i in {0, now, then}:
+        mapping[i] = swap(now, swap(then, i))
+    invlists.permute_invlists(faiss.swig_ptr(mapping))

@@ -1,0 +1,108 @@
+"""The approximate index's inverted lists: the room reserved in them (`shared_core._ivf_lists`)
+is what faiss really holds, and moving lists to new buffers keeps searches, removals and the
+direct map (id -> list, offset) intact."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+faiss = pytest.importorskip("faiss")
+
+from shared_core._ivf_lists import ListRoom, room_for  # noqa: E402
+from shared_core.ann_index import IVFVectorIndex  # noqa: E402
+
+DIM = 16
+
+
+def unit_rows(n: int, seed: int) -> npt.NDArray[np.float32]:
+    rng = np.random.default_rng(seed)
+    rows = rng.standard_normal((n, DIM)).astype(np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def capacity(invlists: object, lst: int, size: int, code_size: int, *, column: str = "codes") -> int:
+    """Entries list ``lst``'s codes (or ids) hold before faiss moves them: appends until the
+    buffer moves, then takes them back off."""
+    code = np.zeros(code_size, dtype=np.uint8)
+    where = getattr(invlists, f"get_{column}")
+    first = int(where(lst))
+    n = size
+    while int(where(lst)) == first:
+        invlists.add_entry(lst, -1, faiss.swig_ptr(code))  # type: ignore[attr-defined]
+        n += 1
+    invlists.resize(lst, size)  # type: ignore[attr-defined]
+    return n - 1
+
+
+def grown_lists(lists: int, code_size: int) -> tuple[object, ListRoom, npt.NDArray[np.int64],
+                                                     npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+    """900 entries filed into ``lists`` lists in batches of 150, room reserved before each."""
+    invlists = faiss.ArrayInvertedLists(lists, code_size)
+    room = ListRoom(lists, code_size=code_size)
+    rng = np.random.default_rng(0)
+    codes = rng.integers(0, 255, (900, code_size), dtype=np.uint8)
+    assign = rng.integers(0, lists, 900)
+    sizes = np.zeros(lists, dtype=np.int64)
+    for start in range(0, 900, 150):
+        need = sizes + np.bincount(assign[start:start + 150], minlength=lists)
+        room.reserve(invlists, sizes, need)
+        for i in range(start, start + 150):
+            invlists.add_entry(int(assign[i]), i, faiss.swig_ptr(codes[i]))
+        sizes = need
+    return invlists, room, sizes, codes, assign
+
+
+def test_reserve_sets_the_real_capacity_of_codes_and_ids() -> None:
+    lists, code_size = 4, 8
+    for column in ("codes", "ids"):  # measuring one moves the other: a fresh build each
+        invlists, room, sizes, _, _ = grown_lists(lists, code_size)
+        for lst in range(lists):
+            reserved = getattr(room, column)[lst]
+            assert reserved == capacity(invlists, lst, int(sizes[lst]), code_size, column=column)
+    assert (room.codes < 2 * sizes).all()
+
+
+def test_reserve_and_shrink_keep_the_contents() -> None:
+    lists, code_size = 4, 8
+    invlists, room, sizes, codes, assign = grown_lists(lists, code_size)
+    for lst in range(lists):
+        held = faiss.rev_swig_ptr(invlists.get_codes(lst), int(sizes[lst]) * code_size).reshape(-1, code_size)
+        assert np.array_equal(held, codes[assign == lst])
+        assert faiss.rev_swig_ptr(invlists.get_ids(lst), int(sizes[lst])).tolist() == \
+            np.flatnonzero(assign == lst).tolist()
+    kept = sizes // 4
+    for lst in range(lists):
+        invlists.resize(lst, int(kept[lst]))
+    room.shrink(invlists, kept, np.arange(lists))
+    assert room.codes.tolist() == room_for(kept).tolist()
+    for lst in range(lists):
+        held = faiss.rev_swig_ptr(invlists.get_codes(lst), int(kept[lst]) * code_size).reshape(-1, code_size)
+        assert np.array_equal(held, codes[assign == lst][:kept[lst]])
+        assert capacity(invlists, lst, int(kept[lst]), code_size) == room.codes[lst]
+
+
+def test_an_index_grown_and_thinned_answers_as_one_built_at_once() -> None:
+    vectors = unit_rows(6000, seed=1)
+    ids = [f"m{i}" for i in range(6000)]
+    grown = IVFVectorIndex(DIM, probe_fraction=1.0)
+    for start in range(0, 3000, 250):  # trains on the first batch, then files batch by batch
+        grown.add(ids[start:start + 250], vectors[start:start + 250])
+    grown.add(ids[3000:3400], vectors[3000:3400])
+    gone = ids[:3000:2]
+    grown.remove(gone)
+    for i in range(3400, 3600):  # one by one: lists grow a vector at a time
+        grown.add([ids[i]], vectors[i:i + 1])
+    live = [i for i in ids[:3600] if i not in set(gone)]
+    assert len(grown) == len(live) == int(grown._sizes.sum())
+    for lst in range(grown.lists):  # every list is back under its own number, with its room
+        assert grown._invlists.list_size(lst) == grown._sizes[lst] <= grown._room.codes[lst]
+    rows = {i: vectors[int(i[1:])] for i in live}
+    for node_id in live[::97]:  # the direct map still finds each vector where it is
+        assert np.array_equal(grown.get(node_id), rows[node_id])
+    assert grown.get(gone[0]) is None
+    matrix = np.stack([rows[i] for i in live])
+    for q in unit_rows(20, seed=2):
+        exact = np.argsort(-(matrix @ q), kind="stable")[:10]
+        assert [h for h, _ in grown.search(q, 10)] == [live[t] for t in exact]  # all lists probed: exact
