@@ -6,7 +6,8 @@ centroid lookup (one matrix product for a batch) and a delete is O(1) through fa
 direct map; an HNSW insert is a full graph search and faiss's HNSW cannot delete. Measured on
 one core with the 100k vectors of ``benchmarks/latency.py``: this index took 75,000 inserts a
 second (27,000 with the write path's link search; grown from 2,048 to 100k in batches of 1,000
-it now takes 120,000 and 44,000, thread time), answered k=200 in 0.8 ms at recall@10 1.00
+it now takes 73,000 and 37,000, thread time: 110,000 and 41,000 before `_ivf_lists` reserved
+the lists' room), answered k=200 in 0.8 ms at recall@10 1.00
 and held 1.66 kB a vector (2.2 kB while faiss doubled its lists: `shared_core._ivf_lists`);
 faiss ``IndexHNSWFlat`` (M=16) took 5,100 a second at efConstruction 100 (11,000 at 40),
 answered in 0.4 ms at recall@10 0.95 (0.79 at efConstruction 40) and held 1.8 kB a vector.
