@@ -443,13 +443,16 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
 
     def _reinforce(self, part: Partition, hits: Sequence[ScoredMemory], now: float) -> list[MemoryNode]:
         """Each hit's memory reinforced (as it was when it is gone)."""
-        out = []
-        for hit in hits:
-            updated = part.reinforce(hit.node.id, now=now, config=self.config)  # one atomic step
-            if updated is not None:
-                self.events.emit("reinforce", namespace=part.namespace, node_id=updated.id, at=now,
-                                 reason="recalled", weight=updated.weight)
-            out.append(updated or hit.node)
+        out, done = [], []
+        try:
+            for hit in hits:
+                updated = part.reinforce(hit.node.id, now=now, config=self.config)  # one atomic step
+                if updated is not None:
+                    done.append(updated)
+                out.append(updated or hit.node)
+        finally:  # one event per reinforced memory, stored in one step
+            self.events.emit_many("reinforce", namespaces=[part.namespace] * len(done), node_ids=[n.id for n in done],
+                                  at=now, reason="recalled", weight=[n.weight for n in done])
         return out
 
     def build_context(self, query: str, *, namespace: str, session_id: str | None = None,
