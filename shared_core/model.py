@@ -177,16 +177,11 @@ def _node_builders() -> tuple[Callable[..., MemoryNode], Callable[..., MemoryNod
 _node_of, _evolve, _with_embedding = _node_builders()
 
 
-def node_of(**values: Any) -> MemoryNode:
-    """`MemoryNode` from trusted values (every field given, none checked): the write path's
-    builder, in half the time of the dataclass's ``__init__``.
-
-    >>> n = node_of(**{f.name: getattr(MemoryNode(id="a", content="x", namespace="u"), f.name)
-    ...                for f in fields(MemoryNode)})
-    >>> n == MemoryNode(id="a", content="x", namespace="u")
-    True
-    """
-    return _node_of(**values)
+#: ``node_of(**every_field)``: `MemoryNode` from trusted values (every field given by keyword,
+#: none checked), the write path's builder: the generated function itself, since a wrapper
+#: would cost 0.85 us a node, almost as much as the build.
+node_of: Callable[..., MemoryNode] = _node_of
+node_of.__module__, node_of.__qualname__ = __name__, "node_of"
 
 
 def evolve(node: MemoryNode, **changes: Any) -> MemoryNode:
