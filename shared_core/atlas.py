@@ -168,45 +168,44 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
         """
         with writes.collector_paused():  # for the validation too (see _write)
             specs = specs_from_items(self.config, self.embedder.dim, items, namespace=namespace, session_id=session_id)
-            show = len(specs) >= 256 and (sys.stderr.isatty() or "ipykernel" in sys.modules)
-            return self._write(specs, progress=show if progress is None else bool(progress))
+        show = len(specs) >= 256 and (sys.stderr.isatty() or "ipykernel" in sys.modules)
+        return self._write(specs, progress=show if progress is None else bool(progress))
 
     def _write(self, specs: Sequence[MemorySpec], *, progress: bool) -> list[MemoryNode]:
-        with writes.collector_paused():  # no cycles to find, and the scans cost 19% of a bulk write (see writes)
-            held = self._life.hold_back(specs)  # the write filter: unimportant turns stay in working memory only
-            specs = [s for i, s in enumerate(specs) if i not in held]
-            missing = [i for i, s in enumerate(specs) if s.embedding is None]
-            vectors: dict[int, npt.NDArray[np.float32]] = {}
-            if missing:
-                embedded = self._embed([specs[i].content for i in missing], progress=progress)
-                vectors = dict(zip(missing, embedded, strict=True))
-            with self._lock:
-                self._check_links(specs)
-                now = self.clock.now()
-                written: list[tuple[Partition, MemoryNode]] = []
-                turns = {ns: p.turn for ns in {s.namespace for s in specs} if (p := self._part(ns)) is not None}
-                try:
-                    batch = [spec.embedding if spec.embedding is not None else vectors[i]
-                             for i, spec in enumerate(specs)]
-                    for part, nodes in insert_batches(self.backend, specs, batch, now, self.config,
-                                                      on_rollback=self._life.remove):
-                        for node in nodes:  # each group is all-or-nothing; earlier groups are undone below
-                            self._where[node.id] = part.namespace
-                            if node.expires_at is not None:
-                                self._life.schedule_expiry(node)
-                            written.append((part, node))
-                except BaseException:
-                    for part, node in reversed(written):
-                        self._life.remove(part, node, kind=None, reason="rollback")
-                    for part, _ in written:
-                        part.turn = turns.get(part.namespace, 0)
-                    raise
-                self.events.emit_many("add", namespaces=[part.namespace for part, _ in written],
-                                      node_ids=[node.id for _, node in written], at=now, reason="add_memory",
-                                      session_id=[node.session_id for _, node in written])
-                self._life.after_write(now, protect={node.id for _, node in written})
-                kept = writes.returned_nodes(written, batch, self._where)  # the batch's rows: no read back
-                out = self._life.hold(held, kept, now)
+        held = self._life.hold_back(specs)  # the write filter: unimportant turns stay in working memory only
+        specs = [s for i, s in enumerate(specs) if i not in held]
+        missing = [i for i, s in enumerate(specs) if s.embedding is None]
+        vectors: dict[int, npt.NDArray[np.float32]] = {}
+        if missing:  # the model runs with the collector on: it is process-wide, and a model call can be long
+            embedded = self._embed([specs[i].content for i in missing], progress=progress)
+            vectors = dict(zip(missing, embedded, strict=True))
+        with writes.collector_paused(), self._lock:  # no cycles to find; the scans cost 19% of a bulk write
+            self._check_links(specs)
+            now = self.clock.now()
+            written: list[tuple[Partition, MemoryNode]] = []
+            turns = {ns: p.turn for ns in {s.namespace for s in specs} if (p := self._part(ns)) is not None}
+            try:
+                batch = [spec.embedding if spec.embedding is not None else vectors[i]
+                         for i, spec in enumerate(specs)]
+                for part, nodes in insert_batches(self.backend, specs, batch, now, self.config,
+                                                  on_rollback=self._life.remove):
+                    for node in nodes:  # each group is all-or-nothing; earlier groups are undone below
+                        self._where[node.id] = part.namespace
+                        if node.expires_at is not None:
+                            self._life.schedule_expiry(node)
+                        written.append((part, node))
+            except BaseException:
+                for part, node in reversed(written):
+                    self._life.remove(part, node, kind=None, reason="rollback")
+                for part, _ in written:
+                    part.turn = turns.get(part.namespace, 0)
+                raise
+            self.events.emit_many("add", namespaces=[part.namespace for part, _ in written],
+                                  node_ids=[node.id for _, node in written], at=now, reason="add_memory",
+                                  session_id=[node.session_id for _, node in written])
+            self._life.after_write(now, protect={node.id for _, node in written})
+            kept = writes.returned_nodes(written, batch, self._where)  # the batch's rows: no read back
+            out = self._life.hold(held, kept, now)
         self._life.settle(kept)  # the contradiction check and due compression, outside the lock
         return out
 

@@ -129,7 +129,8 @@ def collector_paused() -> Iterator[None]:
     build (2.1 s of 11.3 s), and pausing it here cut that to 0.7 s. Nothing is lost: a deferred
     scan runs at the next allocation after the insert. The atlas pauses it for a whole write
     (validation, insert, events and the returned copies): pausing the insert alone left 0.2 s
-    of collections in a 100k build, three of them full scans of ~50 ms inside a batch.
+    of collections in a 100k build, three of them full scans of ~50 ms inside a batch. The
+    embedding model's call is left out: the switch is process-wide, and that call can be long.
     """
     if not gc.isenabled():
         yield

@@ -178,10 +178,18 @@ def test_the_collector_is_paused_for_the_whole_write(monkeypatch: pytest.MonkeyP
         seen.append(("account", gc.isenabled()))
         account(*args, **kwargs)  # type: ignore[arg-type]
 
+    embed = atlas._embed
+
+    def spy_embed(*args: object, **kwargs: object) -> object:  # the model: collector on (it is process-wide)
+        seen.append(("embed", gc.isenabled()))
+        return embed(*args, **kwargs)  # type: ignore[arg-type]
+
     monkeypatch.setattr(atlas_module, "specs_from_items", spy_validate)
     monkeypatch.setattr(atlas._life, "after_write", spy_account)
+    monkeypatch.setattr(atlas, "_embed", spy_embed)
     assert gc.isenabled()
     nodes = atlas.add_memories(FACTS[:3], namespace="u")
     atlas.add_memory(FACTS[3], namespace="u")
-    assert seen == [("validate", False), ("account", False), ("account", False)] and gc.isenabled()
+    assert seen == [("validate", False), ("embed", True), ("account", False), ("embed", True), ("account", False)]
+    assert gc.isenabled()
     assert [n.content for n in nodes] == FACTS[:3] and all(n.embedding is not None for n in nodes)
