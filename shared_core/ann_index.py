@@ -17,11 +17,12 @@ a 64- or 96-dimensional PCA sketch or 4-bit PQ fast-scan kept only 0.2 to 0.7 of
 
 ``lists`` (k-means centroids) is about ``2 sqrt(n)`` (`list_count`), trained on a sample
 (`training_size`) when the index is built and retrained when it has grown four times since
-(`RETRAIN_GROWTH`), so over a namespace's growth retraining costs about a third of quantizing
-its inserts. A search scans ``probes`` lists: ``probe_fraction`` of them, at least
-``min_probes``. The defaults (8%, at least 24) keep recall@10 at or above 0.95 on MiniLM
-vectors, which are harder than clustered synthetic data: grown to 10k (76 lists) like an atlas
-grows, 24 probes gave 0.966 and 16 gave 0.935; at 100k (632 lists) 48 probes gave 0.970 to
+(`RETRAIN_GROWTH`; twice after the first, small training: `retrain_due`), so over a
+namespace's growth retraining costs about a third of quantizing its inserts. A search scans
+``probes`` lists: ``probe_fraction`` of them, at least ``min_probes``. The defaults (8%, at
+least 24) keep recall@10 at or above 0.95 on MiniLM vectors, which are harder than clustered
+synthetic data: grown to 10k (76 lists) like an atlas grew before `retrain_due`, 24 probes
+gave 0.966 and 16 gave 0.935; at 100k (632 lists) 48 probes gave 0.970 to
 0.988 over three training seeds and 32 gave 0.956 to 0.978 (see ``benchmarks/latency.py
 --real-recall``). If the probed lists hold fewer than ``k`` admissible vectors the search falls
 back to scanning every list, so a query never comes back short. Searches restricted to a small
@@ -62,13 +63,14 @@ from ._link_search import best_links, pairs_in_lists, scan_lists
 from .errors import MissingDependencyError
 from .vector_index import Hits, Links, Ranked, Vector, batch_pairs, dot_rows, merge_links
 
-__all__ = ["IVFVectorIndex", "ann_available", "list_count", "train_centroids", "training_size"]
+__all__ = ["IVFVectorIndex", "ann_available", "list_count", "retrain_due", "train_centroids", "training_size"]
 
 EXACT_SUBSET = 2048  # a subset this small is searched exactly: faster than probing, and exact
 ROW_BY_ROW = 16  # add_and_link searches up to this many rows one by one, more list by list
 RETRAIN_GROWTH = 4  # retrain the centroids when the index has grown this many times since
+FIRST_RETRAIN_GROWTH = 2  # ... or this many times, after a training too small for its lists (`retrain_due`)
 POINTS_PER_LIST = 39  # lists are trained with at least this many vectors each (faiss's advice)
-TRAIN_ITERATIONS = 6  # k-means iterations (see `training_size`)
+TRAIN_ITERATIONS = 3  # k-means iterations (see `training_size`)
 DIRECT_MAP_ENTRY = 48  # bytes per vector of faiss's hashtable direct map (std::unordered_map node + bucket)
 
 
@@ -108,6 +110,28 @@ def list_count(n: int) -> int:
     return max(1, min(int(2 * math.sqrt(n)), n // POINTS_PER_LIST))
 
 
+def retrain_due(n: int, trained_on: int) -> bool:
+    """Whether an index trained on ``trained_on`` vectors and holding ``n`` now retrains:
+    ``n > growth * trained_on``, with ``growth`` = `FIRST_RETRAIN_GROWTH` (2) while the training
+    had too few vectors for ``2 sqrt(n)`` lists (``n / 39`` lists instead: below 6,084 vectors,
+    which is the first training, at the exact index's threshold) and `RETRAIN_GROWTH` (4) after.
+
+    Why sooner the first time: the first index (76 lists on 3,000 vectors) kept its 76 lists
+    to 12,000 vectors, and a search probes at least 24 of them: a third of the vectors at 10k.
+    Retrained past 6,000 (167 lists on 7,000 vectors), a search at 10k scans 1,520 vectors
+    instead of 3,330, at recall@10 0.970 instead of 0.962 (MiniLM mixes of LoCoMo turns grown
+    like an atlas, mean of 10 training seeds); ``retrieve`` at 10k took 9% less CPU
+    (``benchmarks/read_ab.py``). The retrain costs the write path about 30 ms once (3 us a
+    memory over the first 10k, CPU); the next ones come past 28,000 instead of past 12,000 and
+    52,000, so an atlas grown to 100k spent 69 us a memory instead of 78.
+
+    >>> retrain_due(6001, 3000), retrain_due(12_001, 7000), retrain_due(28_001, 7000)
+    (True, False, True)
+    """
+    growth = FIRST_RETRAIN_GROWTH if list_count(trained_on) < int(2 * math.sqrt(trained_on)) else RETRAIN_GROWTH
+    return n > growth * trained_on
+
+
 def training_size(n: int, lists: int) -> int:
     """How many of ``n`` vectors k-means trains ``lists`` centroids on:
     ``min(n, max(8192, 16 lists))``.
@@ -115,9 +139,13 @@ def training_size(n: int, lists: int) -> int:
     A sample keeps retraining cheap (k-means costs ``sample x lists x dim`` per iteration): on
     100k MiniLM vectors mixed from LoCoMo turns (632 lists), 16 vectors per list and 6
     iterations gave recall@10 within 0.01 of 64 per list and 10 iterations, in an eighth of the
-    time. A k-means in two levels (``sqrt(lists)`` groups, then each group split) was 4 times
-    cheaper again but lost up to 0.18 of recall@10 on those vectors, whose queries (questions)
-    fall between the groups: not used.
+    time; 3 iterations (`TRAIN_ITERATIONS`, half the time again) gave the same recall on indexes
+    grown like an atlas (0.970 against 0.967 at 10k, mean of 10 seeds; 0.980 against 0.981 at
+    100k, 3 seeds), while training on fewer vectors did not (a sample of 16 per list for the
+    retrain at 6,000: 0.951 at 10k; 4,096 vectors: 0.951). A k-means in two levels
+    (``sqrt(lists)`` groups, then each group split) was 4 times cheaper again but lost up to
+    0.18 of recall@10 on those vectors, whose queries (questions) fall between the groups: not
+    used.
 
     >>> training_size(5000, 128), training_size(85_000, 583)
     (5000, 9328)
@@ -350,7 +378,7 @@ class IVFVectorIndex:
         labels = self._take_labels(ids)
         faiss = _faiss()
         try:
-            if assign is None or len(self._labels) > RETRAIN_GROWTH * self._trained_on:
+            if assign is None or retrain_due(len(self._labels), self._trained_on):
                 self._retrain(extra=(labels, data))
                 return
             assign = np.ascontiguousarray(assign, dtype=np.int64)

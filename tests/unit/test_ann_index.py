@@ -3,12 +3,14 @@ exact to approximate (and back) inside an atlas, kept consistent with the graph.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import numpy.typing as npt
 import pytest
 
 from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, InvalidInputError, ManualClock
-from shared_core.ann_index import EXACT_SUBSET, IVFVectorIndex, list_count
+from shared_core.ann_index import EXACT_SUBSET, IVFVectorIndex, list_count, retrain_due
 from shared_core.backend import TieredVectorIndex
 
 DIM = 32
@@ -74,8 +76,9 @@ def test_the_centroids_are_retrained_as_the_index_grows_and_labels_are_reused() 
     assert index.retrains == 1
     for start in range(300, 5000, 500):
         index.add(ids[start:start + 500], vectors[start:start + 500])
-    assert index.retrains == 2 and index._trained_on == 1300  # retrained once past 4 x 300
-    assert index.lists == list_count(1300)
+    # trained on too few vectors for 2 sqrt(n) lists each time: retrained past 2 x 300, 2 x 800, 2 x 1800
+    assert index.retrains == 4 and index._trained_on == 3800
+    assert index.lists == list_count(3800)
     index.remove(ids[:1000])
     index.add(ids[:1000], vectors[:1000])  # the freed labels are taken again
     assert len(index) == 5000 and len(index._ids) == 5000
@@ -170,3 +173,14 @@ def test_a_failed_batch_that_crossed_the_threshold_leaves_no_trace() -> None:
     assert part.vectors.approximate  # type: ignore[attr-defined]  # the batch had crossed the threshold
     assert snapshot(atlas) == before
     assert atlas.retrieve("early fact 3", namespace="u", top_k=1)[0].node.content == "early fact 3"
+
+
+def test_retraining_comes_at_twice_the_size_while_lists_lack_vectors_then_at_four_times() -> None:
+    """`retrain_due`: growth 2 while ``n / 39`` lists is fewer than ``2 sqrt(n)`` (below 6,084
+    vectors), 4 from there on."""
+    for trained_on in (300, 3000, 6000):
+        assert list_count(trained_on) < int(2 * math.sqrt(trained_on))
+        assert not retrain_due(2 * trained_on, trained_on) and retrain_due(2 * trained_on + 1, trained_on)
+    for trained_on in (6100, 7000, 29_000, 120_000):
+        assert list_count(trained_on) == int(2 * math.sqrt(trained_on))
+        assert not retrain_due(4 * trained_on, trained_on) and retrain_due(4 * trained_on + 1, trained_on)

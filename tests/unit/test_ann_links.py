@@ -12,7 +12,7 @@ import pytest
 
 from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, InvalidMemoryError, ManualClock, ann_index
 from shared_core._link_search import best_links, scan_lists
-from shared_core.ann_index import RETRAIN_GROWTH, IVFVectorIndex, list_count, training_size
+from shared_core.ann_index import FIRST_RETRAIN_GROWTH, RETRAIN_GROWTH, IVFVectorIndex, list_count, training_size
 from shared_core.backend import TieredVectorIndex
 from shared_core.vector_index import NumpyVectorIndex, add_and_link, merge_links
 from shared_core.writes import build_spec, specs_from_items
@@ -83,18 +83,23 @@ def test_row_by_row_and_list_by_list_searches_agree() -> None:
     assert any(len(r) < 5 for r in rows) and any(len(r) == 5 for r in rows)  # the floor cut some rows short
 
 
-def test_the_index_retrains_at_four_times_its_training_size_on_a_sample() -> None:
+def test_the_index_retrains_at_twice_then_four_times_its_training_size() -> None:
+    """2,000 vectors are too few for 2 sqrt(n) lists: the first retrain comes past twice that
+    (`retrain_due`), the next past four times the 5,000 it then trained on."""
     vectors = clustered(10_000, seed=3)
     ids = [str(i) for i in range(10_000)]
     index = IVFVectorIndex.build(ids[:2000], vectors[:2000])
     assert (index.retrains, index._trained_on, index.lists) == (1, 2000, list_count(2000))
-    for start in range(2000, 8000, 1000):
+    for start in range(2000, 4000, 1000):
         index.add_and_link(ids[start:start + 1000], vectors[start:start + 1000], 3, min_similarity=0.5)
-    assert index.retrains == 1  # 8,000 is not past 4 x 2,000
-    index.add_and_link(ids[8000:9000], vectors[8000:9000], 3, min_similarity=0.5)
-    assert (index.retrains, index._trained_on, index.lists) == (2, 9000, list_count(9000))
-    assert RETRAIN_GROWTH * 2000 < 9000
-    assert int(index._sizes.sum()) == len(index) == 9000
+    assert index.retrains == 1  # 4,000 is not past 2 x 2,000
+    index.add_and_link(ids[4000:5000], vectors[4000:5000], 3, min_similarity=0.5)
+    assert (index.retrains, index._trained_on, index.lists) == (2, 5000, list_count(5000))
+    assert FIRST_RETRAIN_GROWTH * 2000 < 5000
+    for start in range(5000, 10_000, 1000):
+        index.add_and_link(ids[start:start + 1000], vectors[start:start + 1000], 3, min_similarity=0.5)
+    assert index.retrains == 2 and RETRAIN_GROWTH * 5000 >= 10_000  # 10,000 is not past 4 x 5,000
+    assert int(index._sizes.sum()) == len(index) == 10_000
     hits = index.search(vectors[8500], 1)
     assert hits[0][0] == "8500"
 
