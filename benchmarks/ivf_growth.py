@@ -1,0 +1,130 @@
+"""The IVF index grown the way an atlas grows it, on MiniLM vectors: recall@10, vectors scanned
+and search time at checkpoints, and the CPU time of the growth (what the retrain schedule costs
+the write path).
+
+    .venv/bin/python benchmarks/ivf_growth.py ../shared/data/locomo/locomo_dev.json --sizes 3000,10000
+    .venv/bin/python benchmarks/ivf_growth.py ../shared/data/locomo/locomo_dev.json --seeds 1-10
+
+The vectors are those of ``latency.py --real-recall`` (the LoCoMo turns embedded with MiniLM,
+mixed in pairs, ``w a + (1 - w) b`` plus noise 0.03; its questions are the queries), added in
+batches of 1,000 as ``latency.py`` adds memories: exact below ``AtlasConfig.ann_threshold``
+(2,048), the IVF index built on the first batch past it, then grown with `IVFVectorIndex.add`
+(the same retrain schedule as the write path's ``add_and_link``). Recall varies a lot with the
+k-means seed (0.92 to 0.99 at 10k), so compare means over several ``--seeds``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as latency.py's --blas-threads 1
+
+import numpy as np
+import numpy.typing as npt
+
+sys.path.insert(0, str(Path(__file__).parent))
+import latency
+
+from shared_core.ann_index import IVFVectorIndex
+
+BATCH = 1000
+THRESHOLD = 2048
+
+
+def locomo_vectors(path: str) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+    """The LoCoMo turns and (the first 200) questions embedded with MiniLM, as
+    ``latency.real_recall`` reads them."""
+    from shared_core import MiniLMEmbedder
+
+    texts: list[str] = []
+    questions: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for key, bucket in (("text", texts), ("question", questions)):
+                if isinstance(node.get(key), str):
+                    bucket.append(node[key])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(json.loads(Path(path).read_text()))
+    model = MiniLMEmbedder()
+    turns = model.embed(list(dict.fromkeys(texts)))
+    return turns, model.embed(list(dict.fromkeys(questions))[:200])
+
+
+def mixes(turns: npt.NDArray[np.float32], n: int) -> npt.NDArray[np.float32]:
+    """``n`` unit vectors mixed from pairs of turns, as ``latency.real_recall`` makes them."""
+    rng = np.random.default_rng(0)
+    a, b = rng.integers(0, len(turns), (2, n))
+    w = rng.uniform(0.5, 1.0, (n, 1)).astype(np.float32)
+    data = w * turns[a] + (1 - w) * turns[b] + 0.03 * rng.standard_normal((n, turns.shape[1])).astype(np.float32)
+    return (data / np.linalg.norm(data, axis=1, keepdims=True)).astype(np.float32)
+
+
+def grow(data: npt.NDArray[np.float32], queries: npt.NDArray[np.float32], sizes: list[int], seed: int) -> list[str]:
+    """Table rows for one training seed."""
+    ids = [str(i) for i in range(len(data))]
+    index: IVFVectorIndex | None = None
+    rows: list[str] = []
+    cpu, n = 0.0, 0
+    while n < len(data):
+        step = min(BATCH, len(data) - n)
+        start = time.process_time()
+        if index is not None:
+            index.add(ids[n:n + step], data[n:n + step])
+        elif n + step >= THRESHOLD:
+            index = IVFVectorIndex.build(ids[:n + step], data[:n + step], seed=seed)
+        cpu += time.process_time() - start
+        n += step
+        if index is None or n not in sizes:
+            continue
+        exact = np.argsort(-(queries @ data[:n].T), axis=1)[:, :latency.TOP_K]
+        hits = [[int(h) for h, _ in index.search(q, latency.TOP_K)] for q in queries]
+        recall = np.mean([len(set(h) & set(e.tolist())) / latency.TOP_K for h, e in zip(hits, exact, strict=True)])
+        _, probed = index._quantizer.search(queries, index.probes)
+        scanned = float(np.mean(index._sizes[probed].sum(axis=1)))
+        start = time.process_time()
+        for q in queries:
+            index.search_ranked(q, 200)
+        search_us = (time.process_time() - start) / len(queries) * 1e6
+        rows.append(f"| {seed} | {n:,} | {index.lists} | {index.probes} | {index.retrains} | {scanned:,.0f} | "
+                    f"{recall:.3f} | {search_us:.0f} | {cpu:.2f} |")
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("locomo", help="the LoCoMo file (locomo_dev.json)")
+    parser.add_argument("--sizes", default="3000,5000,7000,10000,12000", help="checkpoints (multiples of 1,000)")
+    parser.add_argument("--seeds", default="1234", help="k-means seeds: 1,2,3 or 1-10")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    low, _, high = args.seeds.partition("-")
+    seeds = list(range(int(low), int(high) + 1)) if high else [int(s) for s in args.seeds.split(",")]
+    turns, queries = locomo_vectors(args.locomo)
+    data = mixes(turns, max(sizes))
+    print("| seed | vectors | lists | probes | trainings | vectors scanned | recall@10 | k=200 search us (CPU) "
+          "| growth CPU s |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    recalls: dict[int, list[float]] = {}
+    for seed in seeds:
+        for row in grow(data, queries, sizes, seed):
+            print(row, flush=True)
+            cells = row.split("|")
+            recalls.setdefault(int(cells[2].replace(",", "")), []).append(float(cells[7]))
+    for n, values in recalls.items():
+        print(f"{n:,}: recall@10 mean {np.mean(values):.3f}, min {min(values):.3f} over {len(values)} seed(s)")
+
+
+if __name__ == "__main__":
+    main()
