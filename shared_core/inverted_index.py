@@ -56,7 +56,7 @@ import numpy as np
 import numpy.typing as npt
 import Stemmer
 
-from ._ints import number, numbers
+from ._ints import number, numbers, shared
 from .errors import AtlasError, InvalidInputError
 from .keyword_index import _STOPWORDS
 
@@ -149,9 +149,10 @@ def _keys(words: list[str]) -> list[Term]:
 
 
 def _number(digits: str) -> Term:
-    """`_key` of a term of digits."""
+    """`_key` of a term of digits: a number below the size of `shared_core._ints`'s table is its
+    shared object (a number in a text is often a term of one row: 32 bytes saved a term)."""
     if digits.isascii() and len(digits) <= 18 and (digits[0] != "0" or len(digits) == 1):
-        return int(digits)
+        return shared(int(digits))
     return digits
 
 
@@ -180,9 +181,10 @@ def query_stems(query: str, *, max_terms: int = 32) -> list[str]:
 # -- postings -------------------------------------------------------------------------------------
 # A posting is one int32: ``row << 4 | (tf - 1)``, a row holding the term and the term's count
 # there (1 to 16; a larger count takes several postings of the row, whose counts add up). A
-# term's postings ascend by row, back to back: the posting itself, as an int, while it is the
-# only one (32 bytes where a bytes object takes 48; about half of a vocabulary's terms occur
-# once), then an immutable bytes object while there are at most 256 (1 KB: an append copies it,
+# term's postings ascend by row, back to back: while the term is in one row only, once, that
+# row number as an int, the shared object of `shared_core._ints` that the id -> row dict holds
+# too (no object of its own, where a bytes object takes 48 bytes; about half of a vocabulary's
+# terms occur once), else an immutable bytes object while there are at most 256 (1 KB: an append copies it,
 # which costs less than a bytearray's 56-byte header and spare room on every rare term), then a
 # bytearray extended in place (amortised O(1), 1/8 spare room). numpy never views a bytearray in
 # place (a search reads a joined copy), so no buffer export can block a resize.
@@ -190,7 +192,6 @@ Postings = int | bytes | bytearray
 _POSTING = np.dtype("<i4")
 _pack = struct.Struct("<i").pack
 _unpack = struct.Struct("<i").unpack
-_unpack_from = struct.Struct("<i").unpack_from
 _TF_BITS = 4
 _TF_MASK = (1 << _TF_BITS) - 1
 _TF_CAP = 1 << _TF_BITS  # the largest count one posting holds
@@ -201,22 +202,23 @@ _SMALL = 256 * _POSTING.itemsize
 def _merged(postings: Postings | None, chunk: bytes) -> Postings:
     """``postings`` (None: none yet) followed by the postings in ``chunk``.
 
-    >>> _merged(None, _pack(48)), _merged(48, _pack(64)) == _pack(48) + _pack(64)
-    (48, True)
+    >>> _merged(None, _pack(48)), _merged(3, _pack(64)) == _pack(48) + _pack(64), _merged(None, _pack(49))
+    (3, True, b'1\\x00\\x00\\x00')
     """
     if type(postings) is bytearray:
         postings += chunk
         return postings
     if postings is None and len(chunk) == _POSTING.itemsize:
         one: int = _unpack(chunk)[0]
-        return one
+        if not one & _TF_MASK:
+            return number(one >> _TF_BITS)
     joined = chunk if postings is None else bytes(_bytes(postings) + chunk)
     return joined if len(joined) <= _SMALL else bytearray(joined)
 
 
 def _bytes(postings: Postings) -> bytes | bytearray:
-    """The postings as bytes (a lone posting is kept as an int)."""
-    return _pack(postings) if isinstance(postings, int) else postings
+    """The postings as bytes (a term once in one row is kept as that row's number)."""
+    return _pack(postings << _TF_BITS) if isinstance(postings, int) else postings
 
 
 def _packed(row: int, tf: int) -> bytes:
@@ -376,22 +378,26 @@ class InvertedKeywordIndex:
             term_of, rows, tf = term_of[spread], rows[spread], counts
         blob = ((rows << _TF_BITS) | (tf - 1)).astype(_POSTING).tobytes()
         # each term's postings, in the order of `names` (term_of ascends through every local id)
-        bounds = (np.flatnonzero(np.diff(term_of, prepend=-1)) * _POSTING.itemsize).tolist()
+        starts = np.flatnonzero(np.diff(term_of, prepend=-1))
+        stops = np.append(starts[1:], len(tf))[:len(starts)]
+        # a term once in one row of the batch: that row, relative to the batch (else -1)
+        lone = np.where((stops - starts == 1) & (tf[starts] == 1), rows[starts] - first, -1).tolist()
+        end = first + n
+        row_numbers = numbers(first, end)
         vocab, get, one = self._vocab, self._vocab.get, _POSTING.itemsize
-        for term, lo, hi in zip(names, bounds, [*bounds[1:], len(blob)][:len(bounds)], strict=True):
+        for term, lo, hi, row in zip(names, (starts * one).tolist(), (stops * one).tolist(), lone, strict=True):
             postings = get(term)
-            if postings is None and hi - lo == one:  # a new term in one row: `_merged`'s int, inlined
-                vocab[term] = _unpack_from(blob, lo)[0]
+            if postings is None and row >= 0:  # a new term once in one row: `_merged`'s number, inlined
+                vocab[term] = row_numbers[row]
             elif type(postings) is bytearray:
                 postings += blob[lo:hi]
             else:
                 vocab[term] = _merged(postings, blob[lo:hi])
-        end = first + n
         self._length[first:end] = lengths
         self._session[first:end] = [self._session_code(s) for s in sessions]
         self._names[first:end] = ids
         self._alive[first:end] = True
-        self._row.update(zip(ids, numbers(first, end), strict=True))
+        self._row.update(zip(ids, row_numbers, strict=True))
         self._tokens += len(flat)
         self._rows = end
 

@@ -445,6 +445,34 @@ def test_a_term_in_one_document_keeps_its_lone_posting_as_an_int() -> None:
     assert [i for i, _ in index.search("okapi", 5)] == ["c", "d"]
 
 
+def test_a_lone_posting_is_the_row_number_object_the_id_map_holds() -> None:
+    index = InvertedKeywordIndex()
+    index.add_many([(f"n{i}", f"word{i} common", None) for i in range(2000)])  # rows past CPython's small ints
+    index.add("single", "solitary solitary common")  # twice in its row: not a lone posting
+    index.add("one", "hermit common")
+    assert all(index._vocab[f"word{i}"] is index._row[f"n{i}"] for i in range(0, 2000, 7))
+    assert index._vocab["hermit"] is index._row["one"] and isinstance(index._vocab["solitari"], bytes)
+    for i in range(0, 1000):
+        index.remove(f"n{i}")  # compactions renumber the rows
+    index._compact()
+    assert index._dead == 0 and index._row["n1999"] == 999
+    assert all(index._vocab[f"word{i}"] is index._row[f"n{i}"] for i in range(1000, 2000, 7))
+    assert index._vocab["hermit"] is index._row["one"]
+    assert index.search("solitary", 5)[0][0] == "single" and index.search("word1500", 5)[0][0] == "n1500"
+    scores = dict(index.search("hermit solitary word1999", 5))
+    assert set(scores) == {"one", "single", "n1999"} and scores["single"] > scores["n1999"]  # tf 2 against 1
+
+
+def test_numbers_in_texts_share_the_row_number_objects() -> None:
+    index = InvertedKeywordIndex()
+    index.add_many([(f"n{i}", f"item {i}", None) for i in range(1500)])
+    big = 10 ** 15
+    index.add("big", f"item {big}")
+    by_value = {k: k for k in index._vocab if isinstance(k, int)}
+    assert by_value[1234] is index._row["n1234"]  # the same shared object
+    assert big in by_value and [i for i, _ in index.search(str(big), 5)] == ["big"]
+
+
 def test_numbers_are_kept_as_ints_and_found_as_written() -> None:
     index = InvertedKeywordIndex()
     index.add_many([("a", "room 2023 code 007", None), ("b", "room 7 and 0", None), ("c", "year ٢٠٢٣", None)])
