@@ -50,6 +50,7 @@ import struct
 import threading
 from collections import Counter
 from collections.abc import Collection, Sequence
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -260,7 +261,10 @@ class InvertedKeywordIndex:
         self._clear()
 
     def _clear(self) -> None:
-        self._vocab: dict[Term, Postings] = {}
+        # a term's postings: stems and numbers apart, so that the stems' dict has str keys only
+        # and is CPython's compact kind (16 bytes an entry, where a dict with any int key takes 24)
+        self._vocab: dict[str, Postings] = {}
+        self._nums: dict[int, Postings] = {}
         self._split: set[Term] = set()  # terms with a row over several postings (a count past _TF_CAP)
         self._row: dict[str, int] = {}  # id -> row
         self._rows = 0  # rows in use, dead ones included
@@ -283,7 +287,8 @@ class InvertedKeywordIndex:
         """Bytes of the postings and per-row arrays (not of the dicts of ids and terms)."""
         with self._lock:
             rows = self._names.nbytes + self._length.nbytes + self._session.nbytes + self._alive.nbytes
-            return rows + sum(_POSTING.itemsize if isinstance(p, int) else len(p) for p in self._vocab.values())
+            return rows + sum(_POSTING.itemsize if isinstance(p, int) else len(p)
+                              for p in chain(self._vocab.values(), self._nums.values()))
 
     # -- writes ---------------------------------------------------------------------------------
     def add(self, node_id: str, text: str, *, session_id: str | None = None) -> None:
@@ -296,12 +301,13 @@ class InvertedKeywordIndex:
             self._room(1)  # first: an index that is full keeps the document it would replace
             if node_id in self._row:
                 self._remove(node_id)
-            row, vocab = self._rows, self._vocab
+            row, words, nums = self._rows, self._vocab, self._nums
             once = _pack(row << _TF_BITS)
             for term, tf in counts.items():  # plain bytes appends: no numpy call for one row
                 packed = once if tf == 1 else _packed(row, tf)
                 if tf > _TF_CAP:
                     self._split.add(term)
+                vocab: dict[Any, Postings] = nums if type(term) is int else words
                 postings = vocab.get(term)
                 if type(postings) is bytearray:
                     postings += packed
@@ -360,9 +366,9 @@ class InvertedKeywordIndex:
     def _append_many(self, ids: list[str], terms: list[list[Term]], sessions: list[str | None]) -> None:
         """New rows: their (term, row) counts with one `np.unique`, then each term's postings
         appended in one piece."""
-        flat = [t for doc in terms for t in doc]
-        local = {t: i for i, t in enumerate(dict.fromkeys(flat))}
-        names = list(local)
+        flat = list(chain.from_iterable(terms))
+        names = list(dict.fromkeys(flat))
+        local = dict(zip(names, range(len(names)), strict=True))
         lengths = [len(doc) for doc in terms]
         n, first = len(ids), self._rows
         term_ids = np.fromiter(map(local.__getitem__, flat), dtype=np.int64, count=len(flat))
@@ -384,9 +390,10 @@ class InvertedKeywordIndex:
         lone = np.where((stops - starts == 1) & (tf[starts] == 1), rows[starts] - first, -1).tolist()
         end = first + n
         row_numbers = numbers(first, end)
-        vocab, get, one = self._vocab, self._vocab.get, _POSTING.itemsize
+        words, nums, one = self._vocab, self._nums, _POSTING.itemsize
         for term, lo, hi, row in zip(names, (starts * one).tolist(), (stops * one).tolist(), lone, strict=True):
-            postings = get(term)
+            vocab: dict[Any, Postings] = nums if type(term) is int else words
+            postings = vocab.get(term)
             if postings is None and row >= 0:  # a new term once in one row: `_merged`'s number, inlined
                 vocab[term] = row_numbers[row]
             elif type(postings) is bytearray:
@@ -424,8 +431,8 @@ class InvertedKeywordIndex:
         row holds are dropped."""
         alive = self._alive[:self._rows]
         renumber = np.cumsum(alive, dtype=np.int32) - 1
-        terms = list(self._vocab)
-        raw = list(map(_bytes, self._vocab.values()))
+        terms: list[Term] = [*self._vocab, *self._nums]
+        raw = [*map(_bytes, self._vocab.values()), *map(_bytes, self._nums.values())]
         sizes = np.fromiter(map(len, raw), dtype=np.int64, count=len(terms)) // _POSTING.itemsize
         postings = np.frombuffer(b"".join(raw), dtype=_POSTING)
         keep = alive[postings >> _TF_BITS]
@@ -433,16 +440,20 @@ class InvertedKeywordIndex:
         kept = postings[keep]
         blob = ((renumber[kept >> _TF_BITS] << _TF_BITS) | (kept & _TF_MASK)).astype(_POSTING).tobytes()
         ends = (np.cumsum(sizes) * _POSTING.itemsize).tolist()
-        vocab: dict[Term, Postings] = {}
+        words: dict[str, Postings] = {}
+        nums: dict[int, Postings] = {}
         for term, lo, hi in zip(terms, [0, *ends][:len(ends)], ends, strict=True):
             if hi > lo:
-                vocab[term] = _merged(None, blob[lo:hi])
+                if isinstance(term, int):
+                    nums[term] = _merged(None, blob[lo:hi])
+                else:
+                    words[term] = _merged(None, blob[lo:hi])
         live = np.flatnonzero(alive)
         ids, lengths, sessions = self._names[live], self._length[live], self._session[live]
         split, codes, tokens = self._split, self._sessions, self._tokens
         self._clear()
-        self._vocab, self._sessions, self._tokens = vocab, codes, tokens
-        self._split = {t for t in split if t in vocab}
+        self._vocab, self._nums, self._sessions, self._tokens = words, nums, codes, tokens
+        self._split = {t for t in split if t in words or t in nums}
         self._room(len(live))
         self._rows = len(live)
         self._names[:len(live)], self._length[:len(live)], self._session[:len(live)] = ids, lengths, sessions
@@ -463,7 +474,9 @@ class InvertedKeywordIndex:
         if not stems or k <= 0:
             return []
         with self._lock:
-            found = [_bytes(p) for p in map(self._vocab.get, stems) if p is not None]
+            words, nums = self._vocab, self._nums
+            found = [_bytes(p) for p in [nums.get(s) if isinstance(s, int) else words.get(s) for s in stems]
+                     if p is not None]
             n_docs = len(self._row)
             code = -1 if session_id is None else self._sessions.get(session_id)
             if not found or n_docs == 0 or code is None:
