@@ -25,16 +25,16 @@ has three later rules, so a few words stem apart ("possibly", "apology", "trekke
 6,614 distinct words of LoCoMo), and characters newer than SQLite's Unicode tables may split
 differently.
 
-Layout. Each term maps to its postings, one int32 each (the row and the term's count there,
-see `_packed`), ascending by row; each row has its length, session code, alive flag and id in
-numpy arrays. A search joins the query terms' postings into one array, scores them all with
-numpy, sums per row (each term's rows ascend, so a stable sort merges them) and takes the top k
-with `np.argpartition`. A removal only clears the row's alive flag and the totals; while dead rows
-exist, a search counts only the live postings of each term for its document frequency. Once dead
-rows are a quarter of all rows (and at least 64), the live rows are renumbered and the postings
-rebuilt without the dead ones, dropping the terms no live document holds. Every method holds the
-index's lock, and a search works on a joined copy of the postings, so it never sees half of a
-write.
+Layout. Each term maps to its postings, one int32 each (the row and the term's count there, see
+`_packed`), ascending by row (stems and numbers in two dicts: see `_clear`); each row has its
+length, session code, alive flag and id in numpy arrays. A search joins the query terms' postings
+into one array, scores them all with numpy, sums per row (each term's rows ascend, so a stable
+sort merges them) and takes the top k with `np.argpartition`. A removal only clears the row's
+alive flag and the totals; while dead rows exist, a search counts only the live postings of each
+term for its document frequency. Once dead rows are a quarter of all rows (and at least 64), the
+live rows are renumbered and the postings rebuilt without the dead ones, dropping the terms no
+live document holds. Every method holds the index's lock, and a search works on a joined copy of
+the postings, so it never sees half of a write.
 
 >>> index = InvertedKeywordIndex()
 >>> index.add_many([("a", "Alice prefers oat milk", None), ("b", "Bob likes tea", None)])
@@ -183,12 +183,13 @@ def query_stems(query: str, *, max_terms: int = 32) -> list[str]:
 # A posting is one int32: ``row << 4 | (tf - 1)``, a row holding the term and the term's count
 # there (1 to 16; a larger count takes several postings of the row, whose counts add up). A
 # term's postings ascend by row, back to back: while the term is in one row only, once, that
-# row number as an int, the shared object of `shared_core._ints` that the id -> row dict holds
+# row's number as an int, the shared object of `shared_core._ints` that the id -> row dict holds
 # too (no object of its own, where a bytes object takes 48 bytes; about half of a vocabulary's
-# terms occur once), else an immutable bytes object while there are at most 256 (1 KB: an append copies it,
-# which costs less than a bytearray's 56-byte header and spare room on every rare term), then a
-# bytearray extended in place (amortised O(1), 1/8 spare room). numpy never views a bytearray in
-# place (a search reads a joined copy), so no buffer export can block a resize.
+# terms occur once); else an immutable bytes object while there are at most 256 (1 KB: an
+# append copies it, which costs less than a bytearray's 56-byte header and spare room on every
+# rare term), then a bytearray extended in place (amortised O(1), 1/8 spare room). numpy never
+# views a bytearray in place (a search reads a joined copy), so no buffer export can block a
+# resize.
 Postings = int | bytes | bytearray
 _POSTING = np.dtype("<i4")
 _pack = struct.Struct("<i").pack
