@@ -8,8 +8,8 @@ For each size and index it prints the p50 / p95 of ``search`` (ms) at k=10 and k
 benchmark's queries (three rounds), the cost of adding (µs per memory: ``add_many`` in batches of
 1,000 as the atlas writes, median of three builds; ``add`` one at a time, p50 over 2,000 more),
 and the bytes each memory adds, by RSS and by tracemalloc (which misses SQLite's own
-allocations), each measured in a fresh interpreter. Ids are 32 hex characters as the atlas
-makes them, spread over 20 sessions. A last line checks that both indexes rank alike: how many
+allocations), each measured in a fresh interpreter. Ids are 24 characters, as long as the
+atlas makes them, spread over 20 sessions. A last line checks that both indexes rank alike: how many
 queries get the same top 10 and the largest score difference.
 """
 
@@ -41,7 +41,7 @@ SINGLES = 2_000
 
 
 def rows_of(texts: Sequence[str], start: int = 0) -> list[tuple[str, str, str | None]]:
-    return [(f"{start + i:032x}", text, f"session-{(start + i) % 20}") for i, text in enumerate(texts)]
+    return [(f"{start + i:024x}", text, f"session-{(start + i) % 20}") for i, text in enumerate(texts)]
 
 
 def build(kind: str, rows: Sequence[tuple[str, str, str | None]]) -> tuple[Index, float]:

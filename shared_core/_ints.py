@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 
-__all__ = ["number", "numbers"]
+__all__ = ["number", "numbers", "shared"]
 
 _table: list[int] = list(range(1024))
 _grow_lock = threading.Lock()
@@ -41,3 +41,13 @@ def numbers(start: int, stop: int) -> list[int]:
     if stop > len(_table):
         _grow(stop)
     return _table[start:stop]
+
+
+def shared(i: int) -> int:
+    """The shared object for ``i`` if the table holds it, else ``i`` itself (the table never grows
+    for it).
+
+    >>> shared(1000) is number(1000), shared(-1), shared(1 << 40) == 1 << 40
+    (True, -1, True)
+    """
+    return _table[i] if 0 <= i < len(_table) else i

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -34,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .contradiction import different_values
-from .model import MemoryEdge, MemoryNode, Relation, iso
+from .model import MemoryEdge, MemoryNode, Relation, iso, new_ids
 from .recall import effective_weight
 from .summarize import Summarizer, extractive_summary
 
@@ -332,7 +331,7 @@ def write_summary(atlas: ElasticMemoryAtlas, part: Partition, plan: SummaryPlan,
     if len(members) < least or plan.vector is None or not plan.text.strip():
         return None
     start, end = min(n.timestamp for n in members), max(n.timestamp for n in members)
-    node = MemoryNode(id=uuid.uuid4().hex, content=plan.text, namespace=part.namespace, session_id=plan.session_id,
+    node = MemoryNode(id=new_ids(1)[0], content=plan.text, namespace=part.namespace, session_id=plan.session_id,
                       weight=1.0, importance=1.0, timestamp=end, created_at=now, last_accessed_at=now,
                       turn=part.turn, accessed_turn=part.turn, valid_from=now, kind="summary",
                       metadata={"summary": plan.kind, "members": len(members), "span": [iso(start), iso(end)]})

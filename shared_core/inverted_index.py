@@ -25,16 +25,16 @@ has three later rules, so a few words stem apart ("possibly", "apology", "trekke
 6,614 distinct words of LoCoMo), and characters newer than SQLite's Unicode tables may split
 differently.
 
-Layout. Each term maps to its postings, one int32 each (the row and the term's count there,
-see `_packed`), ascending by row; each row has its length, session code, alive flag and id in
-numpy arrays. A search joins the query terms' postings into one array, scores them all with
-numpy, sums per row (each term's rows ascend, so a stable sort merges them) and takes the top k
-with `np.argpartition`. A removal only clears the row's alive flag and the totals; while dead rows
-exist, a search counts only the live postings of each term for its document frequency. Once dead
-rows are a quarter of all rows (and at least 64), the live rows are renumbered and the postings
-rebuilt without the dead ones, dropping the terms no live document holds. Every method holds the
-index's lock, and a search works on a joined copy of the postings, so it never sees half of a
-write.
+Layout. Each term maps to its postings, one int32 each (the row and the term's count there, see
+`_packed`), ascending by row (stems and numbers in two dicts: see `_clear`); each row has its
+length, session code, alive flag and id in numpy arrays. A search joins the query terms' postings
+into one array, scores them all with numpy, sums per row (each term's rows ascend, so a stable
+sort merges them) and takes the top k with `np.argpartition`. A removal only clears the row's
+alive flag and the totals; while dead rows exist, a search counts only the live postings of each
+term for its document frequency. Once dead rows are a quarter of all rows (and at least 64), the
+live rows are renumbered and the postings rebuilt without the dead ones, dropping the terms no
+live document holds. Every method holds the index's lock, and a search works on a joined copy of
+the postings, so it never sees half of a write.
 
 >>> index = InvertedKeywordIndex()
 >>> index.add_many([("a", "Alice prefers oat milk", None), ("b", "Bob likes tea", None)])
@@ -50,13 +50,14 @@ import struct
 import threading
 from collections import Counter
 from collections.abc import Collection, Sequence
+from itertools import chain
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import Stemmer
 
-from ._ints import number, numbers
+from ._ints import number, numbers, shared
 from .errors import AtlasError, InvalidInputError
 from .keyword_index import _STOPWORDS
 
@@ -149,9 +150,10 @@ def _keys(words: list[str]) -> list[Term]:
 
 
 def _number(digits: str) -> Term:
-    """`_key` of a term of digits."""
+    """`_key` of a term of digits: a number below the size of `shared_core._ints`'s table is its
+    shared object (a number in a text is often a term of one row: 32 bytes saved a term)."""
     if digits.isascii() and len(digits) <= 18 and (digits[0] != "0" or len(digits) == 1):
-        return int(digits)
+        return shared(int(digits))
     return digits
 
 
@@ -180,17 +182,18 @@ def query_stems(query: str, *, max_terms: int = 32) -> list[str]:
 # -- postings -------------------------------------------------------------------------------------
 # A posting is one int32: ``row << 4 | (tf - 1)``, a row holding the term and the term's count
 # there (1 to 16; a larger count takes several postings of the row, whose counts add up). A
-# term's postings ascend by row, back to back: the posting itself, as an int, while it is the
-# only one (32 bytes where a bytes object takes 48; about half of a vocabulary's terms occur
-# once), then an immutable bytes object while there are at most 256 (1 KB: an append copies it,
-# which costs less than a bytearray's 56-byte header and spare room on every rare term), then a
-# bytearray extended in place (amortised O(1), 1/8 spare room). numpy never views a bytearray in
-# place (a search reads a joined copy), so no buffer export can block a resize.
+# term's postings ascend by row, back to back: while the term is in one row only, once, that
+# row's number as an int, the shared object of `shared_core._ints` that the id -> row dict holds
+# too (no object of its own, where a bytes object takes 48 bytes; about half of a vocabulary's
+# terms occur once); else an immutable bytes object while there are at most 256 (1 KB: an
+# append copies it, which costs less than a bytearray's 56-byte header and spare room on every
+# rare term), then a bytearray extended in place (amortised O(1), 1/8 spare room). numpy never
+# views a bytearray in place (a search reads a joined copy), so no buffer export can block a
+# resize.
 Postings = int | bytes | bytearray
 _POSTING = np.dtype("<i4")
 _pack = struct.Struct("<i").pack
 _unpack = struct.Struct("<i").unpack
-_unpack_from = struct.Struct("<i").unpack_from
 _TF_BITS = 4
 _TF_MASK = (1 << _TF_BITS) - 1
 _TF_CAP = 1 << _TF_BITS  # the largest count one posting holds
@@ -201,22 +204,23 @@ _SMALL = 256 * _POSTING.itemsize
 def _merged(postings: Postings | None, chunk: bytes) -> Postings:
     """``postings`` (None: none yet) followed by the postings in ``chunk``.
 
-    >>> _merged(None, _pack(48)), _merged(48, _pack(64)) == _pack(48) + _pack(64)
-    (48, True)
+    >>> _merged(None, _pack(48)), _merged(3, _pack(64)) == _pack(48) + _pack(64), _merged(None, _pack(49))
+    (3, True, b'1\\x00\\x00\\x00')
     """
     if type(postings) is bytearray:
         postings += chunk
         return postings
     if postings is None and len(chunk) == _POSTING.itemsize:
         one: int = _unpack(chunk)[0]
-        return one
+        if not one & _TF_MASK:
+            return number(one >> _TF_BITS)
     joined = chunk if postings is None else bytes(_bytes(postings) + chunk)
     return joined if len(joined) <= _SMALL else bytearray(joined)
 
 
 def _bytes(postings: Postings) -> bytes | bytearray:
-    """The postings as bytes (a lone posting is kept as an int)."""
-    return _pack(postings) if isinstance(postings, int) else postings
+    """The postings as bytes (a term once in one row is kept as that row's number)."""
+    return _pack(postings << _TF_BITS) if isinstance(postings, int) else postings
 
 
 def _packed(row: int, tf: int) -> bytes:
@@ -258,7 +262,10 @@ class InvertedKeywordIndex:
         self._clear()
 
     def _clear(self) -> None:
-        self._vocab: dict[Term, Postings] = {}
+        # a term's postings: stems and numbers apart, so that the stems' dict has str keys only
+        # and is CPython's compact kind (16 bytes an entry, where a dict with any int key takes 24)
+        self._vocab: dict[str, Postings] = {}
+        self._nums: dict[int, Postings] = {}
         self._split: set[Term] = set()  # terms with a row over several postings (a count past _TF_CAP)
         self._row: dict[str, int] = {}  # id -> row
         self._rows = 0  # rows in use, dead ones included
@@ -281,7 +288,8 @@ class InvertedKeywordIndex:
         """Bytes of the postings and per-row arrays (not of the dicts of ids and terms)."""
         with self._lock:
             rows = self._names.nbytes + self._length.nbytes + self._session.nbytes + self._alive.nbytes
-            return rows + sum(_POSTING.itemsize if isinstance(p, int) else len(p) for p in self._vocab.values())
+            return rows + sum(_POSTING.itemsize if isinstance(p, int) else len(p)
+                              for p in chain(self._vocab.values(), self._nums.values()))
 
     # -- writes ---------------------------------------------------------------------------------
     def add(self, node_id: str, text: str, *, session_id: str | None = None) -> None:
@@ -294,12 +302,13 @@ class InvertedKeywordIndex:
             self._room(1)  # first: an index that is full keeps the document it would replace
             if node_id in self._row:
                 self._remove(node_id)
-            row, vocab = self._rows, self._vocab
+            row, words, nums = self._rows, self._vocab, self._nums
             once = _pack(row << _TF_BITS)
             for term, tf in counts.items():  # plain bytes appends: no numpy call for one row
                 packed = once if tf == 1 else _packed(row, tf)
                 if tf > _TF_CAP:
                     self._split.add(term)
+                vocab: dict[Any, Postings] = nums if type(term) is int else words
                 postings = vocab.get(term)
                 if type(postings) is bytearray:
                     postings += packed
@@ -358,9 +367,9 @@ class InvertedKeywordIndex:
     def _append_many(self, ids: list[str], terms: list[list[Term]], sessions: list[str | None]) -> None:
         """New rows: their (term, row) counts with one `np.unique`, then each term's postings
         appended in one piece."""
-        flat = [t for doc in terms for t in doc]
-        local = {t: i for i, t in enumerate(dict.fromkeys(flat))}
-        names = list(local)
+        flat = list(chain.from_iterable(terms))
+        names = list(dict.fromkeys(flat))
+        local = dict(zip(names, range(len(names)), strict=True))
         lengths = [len(doc) for doc in terms]
         n, first = len(ids), self._rows
         term_ids = np.fromiter(map(local.__getitem__, flat), dtype=np.int64, count=len(flat))
@@ -376,22 +385,27 @@ class InvertedKeywordIndex:
             term_of, rows, tf = term_of[spread], rows[spread], counts
         blob = ((rows << _TF_BITS) | (tf - 1)).astype(_POSTING).tobytes()
         # each term's postings, in the order of `names` (term_of ascends through every local id)
-        bounds = (np.flatnonzero(np.diff(term_of, prepend=-1)) * _POSTING.itemsize).tolist()
-        vocab, get, one = self._vocab, self._vocab.get, _POSTING.itemsize
-        for term, lo, hi in zip(names, bounds, [*bounds[1:], len(blob)][:len(bounds)], strict=True):
-            postings = get(term)
-            if postings is None and hi - lo == one:  # a new term in one row: `_merged`'s int, inlined
-                vocab[term] = _unpack_from(blob, lo)[0]
+        starts = np.flatnonzero(np.diff(term_of, prepend=-1))
+        stops = np.append(starts[1:], len(tf))[:len(starts)]
+        # a term once in one row of the batch: that row, relative to the batch (else -1)
+        lone = np.where((stops - starts == 1) & (tf[starts] == 1), rows[starts] - first, -1).tolist()
+        end = first + n
+        row_numbers = numbers(first, end)
+        words, nums, one = self._vocab, self._nums, _POSTING.itemsize
+        for term, lo, hi, row in zip(names, (starts * one).tolist(), (stops * one).tolist(), lone, strict=True):
+            vocab: dict[Any, Postings] = nums if type(term) is int else words
+            postings = vocab.get(term)
+            if postings is None and row >= 0:  # a new term once in one row: `_merged`'s number, inlined
+                vocab[term] = row_numbers[row]
             elif type(postings) is bytearray:
                 postings += blob[lo:hi]
             else:
                 vocab[term] = _merged(postings, blob[lo:hi])
-        end = first + n
         self._length[first:end] = lengths
         self._session[first:end] = [self._session_code(s) for s in sessions]
         self._names[first:end] = ids
         self._alive[first:end] = True
-        self._row.update(zip(ids, numbers(first, end), strict=True))
+        self._row.update(zip(ids, row_numbers, strict=True))
         self._tokens += len(flat)
         self._rows = end
 
@@ -418,8 +432,8 @@ class InvertedKeywordIndex:
         row holds are dropped."""
         alive = self._alive[:self._rows]
         renumber = np.cumsum(alive, dtype=np.int32) - 1
-        terms = list(self._vocab)
-        raw = list(map(_bytes, self._vocab.values()))
+        terms: list[Term] = [*self._vocab, *self._nums]
+        raw = [*map(_bytes, self._vocab.values()), *map(_bytes, self._nums.values())]
         sizes = np.fromiter(map(len, raw), dtype=np.int64, count=len(terms)) // _POSTING.itemsize
         postings = np.frombuffer(b"".join(raw), dtype=_POSTING)
         keep = alive[postings >> _TF_BITS]
@@ -427,16 +441,20 @@ class InvertedKeywordIndex:
         kept = postings[keep]
         blob = ((renumber[kept >> _TF_BITS] << _TF_BITS) | (kept & _TF_MASK)).astype(_POSTING).tobytes()
         ends = (np.cumsum(sizes) * _POSTING.itemsize).tolist()
-        vocab: dict[Term, Postings] = {}
+        words: dict[str, Postings] = {}
+        nums: dict[int, Postings] = {}
         for term, lo, hi in zip(terms, [0, *ends][:len(ends)], ends, strict=True):
             if hi > lo:
-                vocab[term] = _merged(None, blob[lo:hi])
+                if isinstance(term, int):
+                    nums[term] = _merged(None, blob[lo:hi])
+                else:
+                    words[term] = _merged(None, blob[lo:hi])
         live = np.flatnonzero(alive)
         ids, lengths, sessions = self._names[live], self._length[live], self._session[live]
         split, codes, tokens = self._split, self._sessions, self._tokens
         self._clear()
-        self._vocab, self._sessions, self._tokens = vocab, codes, tokens
-        self._split = {t for t in split if t in vocab}
+        self._vocab, self._nums, self._sessions, self._tokens = words, nums, codes, tokens
+        self._split = {t for t in split if t in words or t in nums}
         self._room(len(live))
         self._rows = len(live)
         self._names[:len(live)], self._length[:len(live)], self._session[:len(live)] = ids, lengths, sessions
@@ -457,7 +475,9 @@ class InvertedKeywordIndex:
         if not stems or k <= 0:
             return []
         with self._lock:
-            found = [_bytes(p) for p in map(self._vocab.get, stems) if p is not None]
+            words, nums = self._vocab, self._nums
+            found = [_bytes(p) for p in [nums.get(s) if isinstance(s, int) else words.get(s) for s in stems]
+                     if p is not None]
             n_docs = len(self._row)
             code = -1 if session_id is None else self._sessions.get(session_id)
             if not found or n_docs == 0 or code is None:

@@ -9,7 +9,6 @@ exactly as the same memories inserted one at a time would be (with an exact vect
 from __future__ import annotations
 
 import gc
-import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from contextlib import contextmanager
@@ -25,7 +24,7 @@ from .backend import Backend, Partition
 from .config import AtlasConfig
 from .embedding import normalize_rows
 from .errors import InvalidInputError, InvalidMemoryError
-from .model import MemoryEdge, MemoryNode, Relation, node_of, with_embedding
+from .model import MemoryEdge, MemoryNode, Relation, new_ids, node_of, with_embedding
 from .vector_index import Links, add_and_link
 
 __all__ = ["MemorySpec", "build_spec", "collector_paused", "insert_batches", "insert_memories", "insert_memory",
@@ -183,13 +182,13 @@ def returned_nodes(written: Sequence[tuple[Partition, MemoryNode]], vectors: Seq
 def _insert_chunk(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDArray[np.float32], now: float,
                   cfg: AtlasConfig, done: list[MemoryNode]) -> None:
     """Insert one chunk, appending its nodes to ``done`` before the first change to a store."""
-    random_hex = os.urandom(16 * len(specs)).hex()  # ids: 128 random bits each, as uuid4().hex but 5x faster
+    fresh_ids = new_ids(len(specs))
     first_turn = part.next_turn(len(specs))  # one atomic reservation: a shared counter never interleaves
     weight_floor, namespace, intern, new_node = cfg.weight_floor, part.namespace, sys.intern, node_of
     nodes: list[MemoryNode] = []
     for j, spec in enumerate(specs):
         turn = number(first_turn + j)  # one shared int object (see shared_core._ints)
-        nodes.append(new_node(id=random_hex[32 * j:32 * j + 32], content=spec.content, namespace=namespace,
+        nodes.append(new_node(id=fresh_ids[j], content=spec.content, namespace=namespace,
                               session_id=spec.session_id if spec.session_id is None else intern(spec.session_id),
                               embedding=None, weight=spec.importance if spec.importance > 0 else weight_floor,
                               importance=spec.importance,

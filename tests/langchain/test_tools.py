@@ -96,7 +96,7 @@ def _policy(messages: list[BaseMessage]) -> AIMessage:
             return AIMessage("", tool_calls=[{"name": "forget", "args": {"memory_id": request[10:]}, "id": "t4"}])
         return AIMessage("", tool_calls=[{"name": "recall", "args": {"query": request}, "id": "t2"}])
     assert isinstance(last, ToolMessage)
-    ids = re.findall(r"\[([0-9a-f]{32})\]", last.text)
+    ids = re.findall(r"\[([\w-]{24})\]", last.text)  # the atlas's ids: 24 base64url characters
     if last.name == "recall" and request.startswith("Forget ") and ids:
         return AIMessage("", tool_calls=[{"name": "forget", "args": {"memory_id": ids[0]}, "id": "t3"}])
     return AIMessage(f"({last.status}) {last.text}")

@@ -3,6 +3,7 @@ whatever their data, and lifetime totals go on counting."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from hypothesis import given, settings
@@ -63,3 +64,48 @@ def test_emit_many_leaves_the_log_as_one_emit_per_event(rows: list[tuple[Any, ..
     if subscribed:
         assert [event for event, _ in seen] == expected
         assert [size for _, size in seen] == [min(maxlen, 2 + j) for j in range(len(rows))]
+
+
+BATCH = st.lists(st.tuples(st.sampled_from(["u", "v"]), st.one_of(st.none(), st.sampled_from(["n1", "n2", "n3"])),
+                           st.one_of(st.none(), st.text(max_size=2)), st.floats(0, 1)), max_size=9)
+
+
+@settings(max_examples=200, deadline=None)
+@given(steps=st.lists(st.one_of(st.tuples(st.just("one"), EVENT), st.tuples(st.just("many"), BATCH,
+                                                                           st.integers(0, 2))), max_size=25),
+       maxlen=st.integers(0, 15))
+def test_runs_and_single_events_interleaved_keep_the_last_maxlen(steps: list[tuple[Any, ...]], maxlen: int) -> None:
+    """Batches stored as runs and single events, evicted across run boundaries: the log reads back
+    as the last ``maxlen`` of the events one `emit` each would have made, filters included."""
+    log, expected, kept = EventLog(maxlen=maxlen), [], []
+    for at, step in enumerate(steps):
+        if step[0] == "one":
+            kind, ns, node, reason, data = step[1]
+            expected.append(log.emit(kind, namespace=ns, node_id=node, at=float(at), reason=reason, **data))
+        else:
+            rows, columns = step[1], step[2]
+            data = {name: [row[2 + i] for row in rows] for i, name in enumerate(["session_id", "weight"][:columns])}
+            log.emit_many("add", namespaces=[r[0] for r in rows], node_ids=[r[1] for r in rows], at=float(at),
+                          reason="add_memory", **data)
+            expected += [AtlasEvent("add", r[0], r[1], float(at), "add_memory",
+                                    {name: values[j] for name, values in data.items()}) for j, r in enumerate(rows)]
+        kept = expected[len(expected) - min(maxlen, len(expected)):]
+        assert len(log) == len(kept)
+    assert log.events() == kept and list(log) == kept
+    for kind, ns in (("add", "u"), ("add", None), (None, "v"), ("evict", "v")):
+        assert log.events(kind=kind, namespace=ns) == [e for e in kept if kind in (None, e.kind)
+                                                       and ns in (None, e.namespace)]
+    assert sum(log.totals().values()) == len(expected)
+    assert EventLog.from_records(log.records(), totals=log.totals(), maxlen=maxlen).events() == kept
+
+
+def test_a_run_holds_16_bytes_an_event() -> None:
+    log = EventLog(maxlen=10_000)
+    ids = [f"id{i}" for i in range(1000)]
+    log.emit_many("add", namespaces=["u"] * 1000, node_ids=ids, at=1.0, reason="add_memory", session_id=["s"] * 1000)
+    group = list(log._items)
+    assert len(group) == 5 and sum(sys.getsizeof(x) for x in group[1:]) < 17 * 1000
+    assert [e.node_id for e in log.events()] == ids and len(log) == 1000
+    for _ in range(9500):
+        log.emit("recall", namespace="u", node_id=None, at=2.0)
+    assert len(log) == 10_000 and log.events()[0].node_id == "id500" and log._skip == 500

@@ -146,7 +146,8 @@ def test_scores_follow_the_bm25_formula_after_random_writes_and_compactions() ->
 
 
 _TEXTS = st.one_of(st.sampled_from(["", "?!"]), st.lists(  # wordless texts are common: they have broken batches
-    st.sampled_from(["coffee", "tea", "Tea!", "milk", "runs", "running", "the", "?", "é", "x1"]), max_size=20
+    st.sampled_from(["coffee", "tea", "Tea!", "milk", "runs", "running", "the", "?", "é", "x1", "7", "2023", "007"]),
+    max_size=20
 ).map(" ".join))
 _OPS = st.lists(st.one_of(
     st.tuples(st.just("add"), st.integers(0, 30), _TEXTS, st.sampled_from([None, "s1", "s2"])),
@@ -172,7 +173,7 @@ def test_property_any_writes_score_as_the_formula(ops: list[tuple]) -> None:  # 
             index.remove(f"d{op[1]}")
             texts.pop(f"d{op[1]}", None)
     assert len(index) == len(texts)
-    for query in ("coffee", "tea milk", "running the", "é x1"):
+    for query in ("coffee", "tea milk", "running the", "é x1", "2023 coffee", "7 007"):
         want = _reference(texts, query) if texts else []
         _assert_same_ranking(index.search(query, 100), want)
 
@@ -445,10 +446,39 @@ def test_a_term_in_one_document_keeps_its_lone_posting_as_an_int() -> None:
     assert [i for i, _ in index.search("okapi", 5)] == ["c", "d"]
 
 
+def test_a_lone_posting_is_the_row_number_object_the_id_map_holds() -> None:
+    index = InvertedKeywordIndex()
+    index.add_many([(f"n{i}", f"word{i} common", None) for i in range(2000)])  # rows past CPython's small ints
+    index.add("single", "solitary solitary common")  # twice in its row: not a lone posting
+    index.add("one", "hermit common")
+    assert all(index._vocab[f"word{i}"] is index._row[f"n{i}"] for i in range(0, 2000, 7))
+    assert index._vocab["hermit"] is index._row["one"] and isinstance(index._vocab["solitari"], bytes)
+    for i in range(0, 1000):
+        index.remove(f"n{i}")  # compactions renumber the rows
+    index._compact()
+    assert index._dead == 0 and index._row["n1999"] == 999
+    assert all(index._vocab[f"word{i}"] is index._row[f"n{i}"] for i in range(1000, 2000, 7))
+    assert index._vocab["hermit"] is index._row["one"]
+    assert index.search("solitary", 5)[0][0] == "single" and index.search("word1500", 5)[0][0] == "n1500"
+    scores = dict(index.search("hermit solitary word1999", 5))
+    assert set(scores) == {"one", "single", "n1999"} and scores["single"] > scores["n1999"]  # tf 2 against 1
+
+
+def test_numbers_in_texts_share_the_row_number_objects() -> None:
+    index = InvertedKeywordIndex()
+    index.add_many([(f"n{i}", f"item {i}", None) for i in range(1500)])
+    big = 10 ** 15
+    index.add("big", f"item {big}")
+    by_value = {k: k for k in index._nums}
+    assert by_value[1234] is index._row["n1234"]  # the same shared object
+    assert big in by_value and [i for i, _ in index.search(str(big), 5)] == ["big"]
+
+
 def test_numbers_are_kept_as_ints_and_found_as_written() -> None:
     index = InvertedKeywordIndex()
     index.add_many([("a", "room 2023 code 007", None), ("b", "room 7 and 0", None), ("c", "year ٢٠٢٣", None)])
-    assert {k for k in index._vocab if isinstance(k, int)} == {2023, 7, 0}  # "007" and "٢٠٢٣" stay text
+    assert set(index._nums) == {2023, 7, 0} and {"007", "٢٠٢٣"} <= set(index._vocab)  # those two stay text
+    assert all(type(k) is str for k in index._vocab)
     assert [i for i, _ in index.search("2023", 5)] == ["a"]
     assert [i for i, _ in index.search("007", 5)] == ["a"] and [i for i, _ in index.search("7", 5)] == ["b"]
     assert [i for i, _ in index.search("٢٠٢٣", 5)] == ["c"] and [i for i, _ in index.search("0", 5)] == ["b"]

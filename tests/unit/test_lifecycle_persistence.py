@@ -288,3 +288,30 @@ def test_a_bad_path_is_refused_before_anything_happens(atlas: ElasticMemoryAtlas
         ElasticMemoryAtlas.load(path)
     with pytest.raises(InvalidInputError, match="path must be"):
         atlas.export_jsonl(path)
+
+
+def test_a_file_saved_with_the_older_hex_ids_loads_and_takes_new_memories(saved: tuple[ElasticMemoryAtlas, Path]
+                                                                           ) -> None:
+    """Ids are opaque: a file from before the 24-character ids (32 hex characters) loads as is."""
+    atlas, path = saved
+    ids = [n.id for ns in atlas.namespaces() for n in atlas.memories(namespace=ns)]
+    assert ids and all(len(i) == 24 and i.replace("-", "").replace("_", "").isalnum() for i in ids)
+    old = {i: hashlib.md5(i.encode()).hexdigest() for i in ids}  # 32 hex characters
+
+    def to_hex(state: dict[str, Any], arrays: dict[str, Any]) -> None:
+        text = json.dumps(state)
+        for new, hexed in old.items():
+            text = text.replace(json.dumps(new), json.dumps(hexed))
+        state.clear()
+        state.update(json.loads(text))
+
+    _rewrite(path, to_hex)
+    loaded = ElasticMemoryAtlas.load(path)
+    before = {old[n.id] for n in atlas.memories(namespace="u")}
+    assert {n.id for n in loaded.memories(namespace="u")} == before
+    hit = loaded.retrieve("oat milk", namespace="u", top_k=1)[0]
+    assert hit.content == "User prefers oat milk" and len(hit.id) == 32
+    fresh = loaded.add_memory("Ana moved to Lisbon", namespace="u", session_id="s")
+    assert len(fresh.id) == 24 and loaded.retrieve("Lisbon", namespace="u", top_k=1)[0].id == fresh.id
+    loaded.forget(hit.id, namespace="u")
+    assert {n.id for n in loaded.memories(namespace="u")} == before - {hit.id} | {fresh.id}

@@ -7,7 +7,7 @@ from dataclasses import fields
 import numpy as np
 import pytest
 
-from shared_core.model import MemoryNode, evolve, node_of, with_embedding
+from shared_core.model import MemoryNode, evolve, new_ids, node_of, with_embedding
 
 
 def test_generated_builders_set_every_field() -> None:
@@ -26,3 +26,11 @@ def test_generated_builders_set_every_field() -> None:
         evolve(full, not_a_field=1)
     with pytest.raises(TypeError):
         node_of(id="a")  # every field is required
+
+
+def test_new_ids_are_24_url_safe_characters_and_distinct() -> None:
+    ids = new_ids(20_000) + new_ids(1) + new_ids(0)
+    alphabet = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+    assert len(ids) == 20_001 == len(set(ids))
+    assert all(len(i) == 24 and set(i) <= alphabet for i in ids)
+    assert len(set("".join(ids))) == 64  # every character of the alphabet in use: 6 random bits each
