@@ -82,11 +82,19 @@ class IntLists:
         a call per value costs more than the append)."""
         lengths, starts, classes, data, capacities, append = (self.lengths, self.starts, self.classes, self.data,
                                                                CAPACITIES, self.append)
+        smallest, zeros = self._free[0], _ZEROS[0]
         for s, value in zip(slots, values, strict=True):
             n = lengths[s]
             if n and n < capacities[classes[s]]:
                 data[starts[s] + n] = value  # `append` extends `data` in place: this stays the same array
                 lengths[s] = n + 1
+            elif not n:  # an empty list's first value (a new memory's): a block of the smallest capacity
+                if smallest:
+                    b = smallest.pop()
+                else:
+                    b = len(data)
+                    data.extend(zeros)
+                starts[s], classes[s], data[b], lengths[s] = b, 0, value, 1
             else:
                 append(s, value)
 
