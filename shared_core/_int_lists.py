@@ -20,6 +20,7 @@ of what a memory's edge lists take. (Numpy's ragged-array idioms rebuild on ever
 from __future__ import annotations
 
 from array import array
+from collections.abc import Iterable
 
 __all__ = ["CAPACITIES", "IntLists"]
 
@@ -75,6 +76,19 @@ class IntLists:
             b = self.starts[s]
         data[b + n] = value
         self.lengths[s] = n + 1
+
+    def append_each(self, slots: Iterable[int], values: Iterable[int]) -> None:
+        """`append` of each value to its slot, in order (the case with room in the block inlined:
+        a call per value costs more than the append)."""
+        lengths, starts, classes, data, capacities, append = (self.lengths, self.starts, self.classes, self.data,
+                                                               CAPACITIES, self.append)
+        for s, value in zip(slots, values, strict=True):
+            n = lengths[s]
+            if n and n < capacities[classes[s]]:
+                data[starts[s] + n] = value  # `append` extends `data` in place: this stays the same array
+                lengths[s] = n + 1
+            else:
+                append(s, value)
 
     def remove(self, s: int, value: int) -> None:
         """Remove the first ``value`` from slot ``s``'s list (ValueError if it has none)."""

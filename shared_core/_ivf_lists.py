@@ -5,15 +5,17 @@ faiss keeps a list's vectors in a ``std::vector<uint8_t>`` (inside a ``MaybeOwne
 appends one vector at a time, so a full list doubles: over a namespace's growth about a third
 of the bytes it held for vectors was spare room (``benchmarks/memory_breakdown.py``: 2,321 bytes
 a vector at 10k, where the vector and its label take 1,544). Here, before each add, a list that
-would overflow gets a new buffer of ``need + need // 32 + 2`` entries, swapped in for the old one
-(`reserve`); a list that removals left under half full is given back its spare room the same way
-(`shrink`). A list's id column (8 bytes an entry) is left to ``std::vector``'s doubling and
-modelled (`ListRoom.ids`); it is half a percent of a list's bytes.
+would overflow gets a buffer of ``need + need // 32 + 2`` entries (`reserve`: copied out,
+emptied, resized to that room, which from size 0 allocates exactly that, and refilled); a list
+that removals left under half full is given back its spare room with a new buffer swapped in
+(`shrink`). A list's id column (8 bytes an entry) is grown alike when its codes are, and
+otherwise left to ``std::vector``'s doubling and modelled (`ListRoom.ids`); it is half a percent
+of a list's bytes.
 
 Hand-written because faiss's Python API has no call that sets a list's capacity: ``resize``
 keeps the capacity, and a fresh ``ArrayInvertedLists`` per retrain is a full copy that starts
-doubling again. The swap goes through faiss's own ``UInt8Vector.swap``; the ``MaybeOwnedVector``
-around it caches the data pointer, which its ``resize`` refreshes.
+doubling again. The shrink's swap goes through faiss's own ``UInt8Vector.swap``; the
+``MaybeOwnedVector`` around it caches the data pointer, which its ``resize`` refreshes.
 
 >>> import faiss, numpy as np
 >>> lists = faiss.ArrayInvertedLists(2, 4)
@@ -46,7 +48,8 @@ def room_for(need: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     `ListRoom._move`); a sixteenth plus 4, 63 bytes and 3.0 us; 3/64 plus 2, 47 bytes and 3.9
     us; a thirty-second plus 2, 34 bytes and 4.6 us. faiss's doubling left about 610 bytes spare
     and its copies took about 2.1 us, so this costs about 2.5 us a memory more than doubling at
-    100k for 576 bytes less.
+    100k for 576 bytes less. (Measured with lists grown by `ListRoom._move`; `ListRoom._grow`
+    takes 37 us a grown list at 100k, 174 entries on average, where `_move` took 57.)
 
     >>> room_for(np.array([1, 100, 1000])).tolist()
     [3, 105, 1033]
@@ -95,10 +98,46 @@ class ListRoom:
                 self.codes[lst] = want
             else:
                 moves.append((lst, size, want))
-        self._move(invlists, moves)
+        self._grow(invlists, moves)
         for lst, _, want in moves:
             self.codes[lst] = want
+            self.ids[lst] = max(int(self.ids[lst]), want)
         self.ids = _ids_room(self.ids, need)
+
+    def _grow(self, invlists: Any, moves: list[tuple[int, int, int]]) -> None:
+        """For each ``(list, size, room)``, the room above the list's capacity, through faiss's
+        own ``resize``: the list is cut to ``keep = room // 2`` entries, then resized to
+        ``room``, which makes ``std::vector`` allocate exactly ``keep + max(keep, room - keep)
+        = room`` and move the kept entries itself; the entries past ``keep`` are copied out to a
+        scratch buffer before the cut and back after.
+
+        faiss's calls suffice here, unlike in `_move` (a shrink): a list resized within its
+        capacity keeps its buffer. Against `_move` this permutes no lists: one
+        ``permute_invlists`` rebuilds the table of all lists, 13 us at 632 lists. A grown list
+        took 57 us with `_move`, 45 when copied out whole, 37 with half of it moved by
+        ``std::vector`` (100k memories, 174 entries on average).
+        If an allocation fails, the old buffers are still there, with room for ``size``: the
+        list gets its entries back and the error goes on."""
+        if not moves:
+            return
+        import faiss
+
+        code_size, view = self._code_size, faiss.rev_swig_ptr
+        largest = max(size - min(size, want // 2) for _, size, want in moves)
+        codes = np.empty(largest * code_size, dtype=np.uint8)
+        ids = np.empty(largest, dtype=np.int64)
+        for lst, size, want in moves:
+            keep = min(size, want // 2)
+            rest = size - keep
+            codes[:rest * code_size] = view(invlists.get_codes(lst), size * code_size)[keep * code_size:]
+            ids[:rest] = view(invlists.get_ids(lst), size)[keep:]
+            invlists.resize(lst, keep)
+            try:
+                invlists.resize(lst, want)
+            finally:
+                invlists.resize(lst, size)  # within the capacity: allocates nothing
+                view(invlists.get_codes(lst), size * code_size)[keep * code_size:] = codes[:rest * code_size]
+                view(invlists.get_ids(lst), size)[keep:] = ids[:rest]
 
     def shrink(self, invlists: Any, sizes: npt.NDArray[np.int64], lists: npt.NDArray[np.integer[Any]]) -> None:
         """Give back the spare room of those of ``lists`` that removals left under `SHRINK_BELOW` full."""
@@ -111,7 +150,8 @@ class ListRoom:
 
     def _move(self, invlists: Any, moves: list[tuple[int, int, int]]) -> None:
         """For each ``(list, size, room)``: copy the list's ``size`` codes into a new buffer with
-        the room and swap it in (the old buffer is freed with ``fresh``).
+        the room and swap it in (the old buffer is freed with ``fresh``). Used to shrink a list
+        (`_grow` grows one).
 
         faiss's Python API reaches a list's buffer only as the first element of the lists'
         vector (``codes.data()``; ``codes.at(l)`` returns a copy), so each list is first moved

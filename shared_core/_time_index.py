@@ -44,8 +44,12 @@ class TimeIndex:
         else:
             c = bisect_right(self._firsts, (timestamp, node_id))
             stamps, ids = self._stamps[c], self._ids[c]
-            lo = bisect_left(stamps, timestamp)
-            i = bisect_left(ids, node_id, lo, bisect_right(stamps, timestamp, lo))
+            if stamps and stamps[0] == timestamp == stamps[-1]:  # a chunk of one time (a batch's): by id alone
+                lo, hi = 0, len(stamps)
+            else:
+                lo = bisect_left(stamps, timestamp)
+                hi = bisect_right(stamps, timestamp, lo)
+            i = bisect_left(ids, node_id, lo, hi)
         stamps.insert(i, timestamp)
         ids.insert(i, node_id)
         self._size += 1

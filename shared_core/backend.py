@@ -130,6 +130,17 @@ class InProcessPartition:
         self.sessions.setdefault(session_id, {})[node_id] = None
         self._times.add(timestamp, node_id)
 
+    def track_many(self, node_ids: Sequence[str], session_ids: Sequence[str | None],
+                   timestamps: Sequence[float]) -> None:
+        """`track` of each memory, in order (one call for a written chunk)."""
+        sessions, add = self.sessions, self._times.add
+        for node_id, session_id, timestamp in zip(node_ids, session_ids, timestamps, strict=True):
+            ids = sessions.get(session_id)
+            if ids is None:
+                ids = sessions[session_id] = {}
+            ids[node_id] = None
+            add(timestamp, node_id)
+
     def untrack(self, node_id: str, session_id: str | None, timestamp: float) -> None:
         ids = self.sessions.get(session_id)
         if ids is not None:

@@ -208,22 +208,21 @@ def _insert_chunk(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDArra
     links: list[tuple[str, str, Relation, float]] = []  # (source, target, relation, strength)
     last: dict[str | None, str] = {}  # each session's newest id so far
     similar_to, before, link_temporal = Relation.SIMILAR_TO, Relation.BEFORE, cfg.link_temporal
-    track, add = part.track, links.append
-    for node_id, node, spec, hits in zip(ids, nodes, specs, similar, strict=True):
-        session = node.session_id
+    add, sessions = links.append, [node.session_id for node in nodes]
+    for node_id, session, spec, hits in zip(ids, sessions, specs, similar, strict=True):
         if link_temporal:
             previous = last.get(session)
-            if previous is None:
+            if previous is None:  # the session's newest before this chunk (tracked below: none of the chunk)
                 latest = part.latest(session, 1)
                 previous = latest[0] if latest else None
             if previous is not None:
                 add((previous, node_id, before, 1.0))
             last[session] = node_id
-        track(node_id, session, node.timestamp)
         for other, sim in hits:
             add((node_id, other if isinstance(other, str) else ids[other], similar_to, sim))
         if spec.links:
             links.extend((node_id, target, relation, strength) for target, relation, strength in spec.links)
+    _track(part, ids, sessions, [node.timestamp for node in nodes])
     put_links = getattr(graph, "put_links", None)  # the dict store's batched form: no MemoryEdge per edge
     if put_links is not None:
         put_links(links, created_at=now)
@@ -231,6 +230,16 @@ def _insert_chunk(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDArra
         for source, target, relation, strength in links:
             graph.put_edge(MemoryEdge(source=source, target=target, relation=relation, strength=strength,
                                       created_at=now, metadata=_NO_METADATA))
+
+
+def _track(part: Partition, ids: Sequence[str], sessions: Sequence[str | None], timestamps: Sequence[float]) -> None:
+    """`Partition.track` of each memory, in one call when the partition offers ``track_many``."""
+    track_many = getattr(part, "track_many", None)
+    if track_many is not None:
+        track_many(ids, sessions, timestamps)
+        return
+    for node_id, session, timestamp in zip(ids, sessions, timestamps, strict=True):
+        part.track(node_id, session, timestamp)
 
 
 def _link(part: Partition, ids: Sequence[str], vecs: npt.NDArray[np.float32], cfg: AtlasConfig) -> Links:

@@ -172,3 +172,63 @@ def test_edge_times_come_back_exactly_and_their_table_stays_bounded() -> None:
         g.put_edge(MemoryEdge(source="0", target="1", relation=Relation.BEFORE, created_at=100.0 + t))
     assert len(g._times) <= 2 * g.edge_count() + 1024
     assert {(e.source, e.target): e.created_at for e in g.edges("1")} == {("0", "1"): 5099.0, ("1", "2"): 7.25}
+
+
+LINK = st.tuples(st.sampled_from([*IDS, "x"]), st.sampled_from([*IDS, "x"]), st.sampled_from(RELATIONS),
+                 st.sampled_from([0.25, 0.5, 1.0]))
+BATCH_OPS = st.lists(st.one_of(
+    NODE, EDGE,
+    st.tuples(st.just("links"), st.lists(LINK, max_size=6), st.sampled_from([0.0, 3.5, 3.5, 8.0])),
+    st.tuples(st.just("drop_node"), st.sampled_from(IDS)),
+    st.tuples(st.just("drop_edge"), st.sampled_from(IDS), st.sampled_from(IDS), st.sampled_from(RELATIONS)),
+), max_size=60)
+
+
+def _internals(store: DictGraphStore) -> tuple[object, ...]:
+    columns = tuple(bytes(getattr(store, name)) for name in ("_ends", "_rel", "_strength", "_when", "_times",
+                                                              "_free_rows", "_free_slots"))
+    lists = tuple(bytes(getattr(lists, name)) for lists in (store._out, store._in)
+                  for name in ("data", "starts", "lengths", "classes"))
+    return columns, lists, dict(store._slot), list(store._ids), store._edges, store._meta
+
+
+@settings(max_examples=400, deadline=None)
+@given(ops=BATCH_OPS)
+def test_put_links_is_put_edge_one_by_one(ops: list[tuple[Any, ...]]) -> None:
+    """`put_links` (in one step when no edge can be there yet, else edge by edge) leaves the store
+    exactly as `put_edge` of each link in order: same rows, lists, slots and time table."""
+    batched, single = DictGraphStore(), DictGraphStore()
+    for step, op in enumerate(ops):
+        for store in (batched, single):
+            if op[0] == "node":
+                store.put_node(MemoryNode(id=op[1], content=f"v{op[2]}", namespace="u"))
+            elif op[0] == "edge":
+                store.put_edge(MemoryEdge(source=op[1], target=op[2], relation=op[3], strength=op[4],
+                                          created_at=float(step), metadata=op[5]))
+            elif op[0] == "links" and store is batched:
+                store.put_links(op[1], created_at=op[2])
+            elif op[0] == "links":
+                for source, target, relation, strength in op[1]:
+                    store.put_edge(MemoryEdge(source=source, target=target, relation=relation, strength=strength,
+                                              created_at=op[2]))
+            elif op[0] == "drop_node":
+                store.remove_node(op[1])
+            else:
+                store.remove_edge(op[1], op[2], op[3])
+        assert _internals(batched) == _internals(single)
+        for i in [*IDS, "x"]:
+            assert batched.edges(i) == single.edges(i)
+
+
+def test_put_links_checks_every_link_first() -> None:
+    store = DictGraphStore()
+    for i in IDS[:3]:
+        store.put_node(MemoryNode(id=i, content=i, namespace="u"))
+    before = _internals(store)
+    with pytest.raises(InvalidRelationError):
+        store.put_links([("n0", "n1", Relation.BEFORE, 1.0), ("n1", "n2", "likes", 1.0)],  # type: ignore[list-item]
+                        created_at=1.0)
+    assert _internals(store) == before
+    store.put_links([("n0", "n1", "before", 1.0), ("n1", "n1", Relation.SIMILAR_TO, 0.5)],  # type: ignore[list-item]
+                    created_at=1.0)
+    assert store.links("n1") == [("n1", Relation.SIMILAR_TO, 0.5), ("n0", Relation.BEFORE, 1.0)]

@@ -106,3 +106,45 @@ def test_an_index_grown_and_thinned_answers_as_one_built_at_once() -> None:
     for q in unit_rows(20, seed=2):
         exact = np.argsort(-(matrix @ q), kind="stable")[:10]
         assert [h for h, _ in grown.search(q, 10)] == [live[t] for t in exact]  # all lists probed: exact
+
+
+class FailingLists:
+    """A stand-in for faiss's lists whose allocations fail on demand, as ``std::vector`` behaves:
+    ``resize`` past the capacity allocates (or raises, the vector unchanged), and entries a
+    resize adds are zeros."""
+
+    def __init__(self, codes: npt.NDArray[np.uint8], ids: npt.NDArray[np.int64]) -> None:
+        self.codes, self.ids, self.size, self.fail = codes.copy(), ids.copy(), len(ids), False
+
+    def get_codes(self, lst: int) -> object:
+        return faiss.swig_ptr(self.codes)
+
+    def get_ids(self, lst: int) -> object:
+        return faiss.swig_ptr(self.ids)
+
+    def resize(self, lst: int, n: int) -> None:
+        if n > len(self.ids):
+            if self.fail:
+                raise MemoryError("no room")
+            self.codes = np.concatenate([self.codes, np.zeros((n - len(self.ids)) * 8, dtype=np.uint8)])
+            self.ids = np.concatenate([self.ids, np.zeros(n - len(self.ids), dtype=np.int64)])
+        self.codes[self.size * 8:n * 8] = 0
+        self.ids[self.size:n] = 0
+        self.size = n
+
+
+def test_a_failed_grow_gives_the_list_its_entries_back() -> None:
+    rng = np.random.default_rng(1)
+    codes, ids = rng.integers(1, 255, 5 * 8, dtype=np.uint8), np.arange(10, 15, dtype=np.int64)
+    room = ListRoom(1, code_size=8)
+    for fail in (False, True):
+        lists = FailingLists(codes, ids)
+        lists.fail = fail
+        if fail:
+            with pytest.raises(MemoryError):
+                room._grow(lists, [(0, 5, 9)])
+        else:
+            room._grow(lists, [(0, 5, 9)])
+            assert len(lists.ids) == 9
+        assert lists.size == 5 and lists.codes[:40].tolist() == codes.tolist()
+        assert lists.ids[:5].tolist() == ids.tolist()

@@ -45,3 +45,15 @@ def _check(ops: Ops, window: tuple[float, float]) -> None:
     for ts, node_id in reversed(ref):
         other.add(ts, node_id)
     assert other == index
+
+
+def test_an_emptied_first_chunk_takes_entries_again() -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_time_index, "CHUNK", 2)
+        index = TimeIndex()
+        for node_id in "abc":
+            index.add(1.0, node_id)
+        assert index.remove(1.0, "a")
+        index.add(0.5, "z")
+        index.add(1.0, "a")
+        assert index.between(0.0, 2.0) == ["z", "a", "b", "c"]

@@ -193,3 +193,57 @@ def test_the_collector_is_paused_for_the_whole_write(monkeypatch: pytest.MonkeyP
     assert seen == [("validate", False), ("embed", True), ("account", False), ("embed", True), ("account", False)]
     assert gc.isenabled()
     assert [n.content for n in nodes] == FACTS[:3] and all(n.embedding is not None for n in nodes)
+
+
+def test_a_chunk_is_tracked_alike_with_or_without_track_many(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The partition's sessions (in write order) and time index after a batch are the same
+    whether the write path tracks the chunk in one call or memory by memory (`Partition.track`,
+    as a server partition does)."""
+    from shared_core.backend import InProcessPartition
+
+    items = [{"content": text, "session_id": f"s{i % 3}" if i % 4 else None,
+              "timestamp": 1_600_000_000.0 + (i % 5) * 60.0} for i, text in enumerate(FACTS)]
+    states = []
+    for batched in (True, False):
+        if not batched:
+            monkeypatch.delattr(InProcessPartition, "track_many")
+        atlas = make()
+        atlas.add_memories(items[:3], namespace="u")
+        atlas.add_memories(items[3:], namespace="u")
+        part = atlas.backend.partition("u")
+        assert part is not None
+        by_id = {n.id: n.content for n in atlas.memories(namespace="u")}
+        states.append(({s: [by_id[i] for i in ids] for s, ids in part.sessions.items()},
+                       sorted(by_id[i] for i in part.between(0.0, 2e9)), edges_by_content(atlas, "u")))
+    assert states[0] == states[1]
+    assert set(states[0][0]) == {None, "s0", "s1", "s2"}
+
+
+@pytest.mark.parametrize("where", ["track_many", "put_links"])
+def test_a_failure_while_tracking_or_linking_leaves_the_atlas_as_before(
+        where: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chunk's tracking (half done) or its links (half stored) fail: the write is undone."""
+    from shared_core.backend import InProcessPartition
+
+    atlas = make()
+    atlas.add_memories([{"content": text, "session_id": f"s{i % 2}"} for i, text in enumerate(FACTS[:6])],
+                       namespace="u")
+    before = snapshot(atlas)
+    owner = InProcessPartition if where == "track_many" else DictGraphStore
+    real = getattr(owner, where)
+
+    def half_then_fail(self: object, *columns: object, **kwargs: object) -> None:
+        if where == "track_many":
+            real(self, *(c[:3] for c in columns))  # type: ignore[index]
+        else:
+            real(self, list(columns[0])[:3], **kwargs)  # type: ignore[call-overload]
+        raise MemoryError("no room")
+
+    monkeypatch.setattr(owner, where, half_then_fail)
+    with pytest.raises(MemoryError):
+        atlas.add_memories([{"content": text, "session_id": f"s{i % 3}"} for i, text in enumerate(FACTS[6:])],
+                           namespace="u")
+    monkeypatch.undo()
+    assert snapshot(atlas) == before
+    part = atlas.backend.partition("u")
+    assert part is not None and sum(map(len, part.sessions.values())) == 6 and len(part.between(0.0, 2e9)) == 6
