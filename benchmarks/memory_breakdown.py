@@ -12,7 +12,13 @@ does (same corpus, batches, sessions). Then, per memory:
 - **Python objects** by component: deep sizes (``sys.getsizeof`` rounded to pymalloc's 16-byte
   blocks; each object counted once, in the first component that reaches it, in table order);
 - **native**: glibc's bytes in use released by freeing the faiss index and closing SQLite
-  (``mallinfo2``; exact, where RSS after a free depends on fragmentation).
+  (``mallinfo2``; exact, where RSS after a free depends on fragmentation);
+- **where the rest of RSS goes**: the spare capacity inside the objects counted above (lists and
+  ``array``s past their length, dicts' unused entries; faiss lists' room past their size), and the
+  allocators' slack grown during the build: pymalloc's free blocks and unused pools in its arenas
+  (``sys._debugmallocstats``), and the rest: RSS growth less pymalloc's arenas and the bytes in
+  use in glibc's main arena (``mallinfo2`` sees no other arena), so glibc's free but resident
+  pages, the heaps of other threads' arenas (faiss's OpenMP workers) and BLAS buffers.
 
 ``--capacity`` measures what capacity.py's docstring describes: the resident memory that 20,000
 memories (5 namespaces of 4,000, exact vector search) add to a fresh process, less their texts and
@@ -23,10 +29,14 @@ per memory and per edge.
 from __future__ import annotations
 
 import argparse
+import array
 import ctypes
 import gc
+import os
+import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -48,6 +58,82 @@ def _malloc_in_use() -> int:
     libc.mallinfo2.restype = _MallInfo2
     info = libc.mallinfo2()
     return int(info.uordblks + info.hblkhd)
+
+
+def _pymalloc() -> tuple[int, int]:
+    """(bytes of pymalloc's arenas, bytes free in them: available blocks and unused pools)."""
+    fd = sys.stderr.fileno()
+    with tempfile.TemporaryFile(mode="w+") as out:
+        saved = os.dup(fd)
+        os.dup2(out.fileno(), fd)
+        try:
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, fd)
+            os.close(saved)
+        out.seek(0)
+        text = out.read()
+
+    def number(pattern: str) -> int:
+        found = re.search(pattern, text)
+        return int(found.group(1).replace(",", "")) if found else 0
+    arenas = number(r"arenas \* \d+ bytes/arena\s+=\s+([\d,]+)")
+    free = number(r"# bytes in available blocks\s+=\s+([\d,]+)") + number(r"unused pools \* \d+ bytes\s+=\s+([\d,]+)")
+    return arenas, free
+
+
+def _dict_spare(d: dict[Any, Any]) -> int:
+    """Bytes of a dict's unused entries: CPython 3.11 allocates ``2/3`` of its table size in
+    entries (16 bytes each with only str keys, else 24), and a resize makes room for 3 times
+    the entries in use, so just past a resize about half the entries are empty (the table's
+    index bytes are not counted)."""
+    size, header = sys.getsizeof(d), sys.getsizeof({})
+    entry = 16 if all(type(k) is str for k in d) else 24
+    for log2 in range(3, 40):
+        slots = 1 << log2
+        usable = (2 * slots) // 3
+        index = slots * (1 if slots <= 0x80 else 2 if slots <= 0xFFFF else 4 if slots <= 0xFFFFFFFF else 8)
+        if usable >= len(d) and size - header in range(index + usable * entry - 64, index + usable * entry + 64):
+            return (usable - len(d)) * entry
+    return 0
+
+
+def spare_capacity(obj: object, seen: set[int]) -> int:
+    """Bytes allocated past the length of every list, ``array`` and dict reachable from ``obj``
+    (a dict's unused entries, `_dict_spare`), walking as `deep_size` does; ``seen`` is extended."""
+    empty_list, spare, stack = sys.getsizeof([]), 0, [obj]
+    while stack:
+        o = stack.pop()
+        if id(o) in seen or isinstance(o, (type, str, bytes, int, float)) or o is None:
+            continue
+        seen.add(id(o))
+        if isinstance(o, list):
+            spare += sys.getsizeof(o) - empty_list - 8 * len(o)
+            stack.extend(o)
+        elif isinstance(o, array.array):
+            spare += sys.getsizeof(o) - sys.getsizeof(array.array(o.typecode)) - o.itemsize * len(o)
+        elif isinstance(o, dict):
+            spare += _dict_spare(o)
+            stack.extend(o.keys())
+            stack.extend(o.values())
+        elif isinstance(o, (tuple, set, frozenset)) or type(o).__name__ == "deque":
+            stack.extend(o)  # type: ignore[arg-type]
+        elif type(o).__name__ not in ("ndarray", "module", "function", "method", "builtin_function_or_method",
+                                      "lock", "RLock"):
+            for cls in type(o).__mro__:
+                stack.extend(getattr(o, name) for name in getattr(cls, "__slots__", ()) if hasattr(o, name))
+            if hasattr(o, "__dict__"):
+                stack.append(o.__dict__)
+    return spare
+
+
+def _faiss_spare(impl: Any) -> int:
+    """Bytes the IVF index's lists hold past their entries (codes and ids; 0 without lists)."""
+    room, sizes = getattr(impl, "_room", None), getattr(impl, "_sizes", None)
+    if room is None or sizes is None or len(sizes) == 0:
+        return 0
+    code_size = int(room._code_size)
+    return int((room.codes - sizes).sum()) * code_size + int((room.ids - sizes).sum()) * 8
 
 
 def _rounded(size: int) -> int:
@@ -99,11 +185,12 @@ def breakdown(n: int, *, again: bool = False) -> str:
                        for i, v in enumerate(corpus.vectors[:64])], namespace="warm")
     gc.collect()
     L._trim()
-    base = L._rss()
+    base, (arenas0, pyfree0), malloced0 = L._rss(), _pymalloc(), _malloc_in_use()
     atlas, _, _ = L.build_atlas(_own_texts(corpus), embedder)
     gc.collect()
     L._trim()
-    rss = (L._rss() - base) / n
+    grown, (arenas1, pyfree1), malloced1 = L._rss() - base, _pymalloc(), _malloc_in_use()
+    rss = grown / n
     text = sum(len(t.encode()) for t in corpus.texts) / n
     if again:  # before anything of the first atlas is freed, which the second would reuse
         base = L._rss()
@@ -145,6 +232,16 @@ def breakdown(n: int, *, again: bool = False) -> str:
         lines.append(f"| {name} | {size / n:,.0f} |")
     lines.append(f"| **Python objects, total** | **{sum(size for _, size in rows) / n:,.0f}** |")
     impl = getattr(part.vectors, "_impl", None)
+    spare = spare_capacity(atlas, {id(x) for x in (corpus, embedder, atlas.embedder)})
+    extra = ["", "Where RSS goes beyond the objects and faiss's bytes in use (growth during the build):", "",
+             "| | B/memory |", "|---|---|",
+             "| spare capacity of the objects above (lists, arrays past their length; dicts' unused entries) | "
+             f"{spare / n:,.0f} |",
+             f"| faiss lists' room past their entries (in the faiss line below) | {_faiss_spare(impl) / n:,.0f} |",
+             f"| pymalloc: free blocks and unused pools in its arenas | {(pyfree1 - pyfree0) / n:,.0f} |",
+             "| the rest: glibc's free but resident heap, BLAS buffers (RSS growth less pymalloc's arenas "
+             "and malloc's bytes in use) | "
+             f"{(grown - (arenas1 - arenas0) - (malloced1 - malloced0)) / n:,.0f} |"]
     if impl is not None and getattr(impl, "_index", None) is not None:
         before = _malloc_in_use()
         impl._index = impl._quantizer = None
@@ -155,6 +252,7 @@ def breakdown(n: int, *, again: bool = False) -> str:
         before = _malloc_in_use()
         db.conn.close()
         lines.append(f"| SQLite FTS5, native | {(before - _malloc_in_use()) / n:,.0f} |")
+    lines += extra
     if again:
         lines += ["", second]
     return "\n".join(lines)

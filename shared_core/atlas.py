@@ -22,6 +22,7 @@ import numpy.typing as npt
 from . import _validate as check
 from . import writes
 from ._atlas_mixins import AsyncForms, NotebookViews, Persistence
+from ._directory import Directory
 from .backend import Backend, InProcessBackend, Partition
 from .clock import Clock, SystemClock
 from .compression import CompressionReport
@@ -76,9 +77,12 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
         self._backend: Backend | None = None if backend is None or isinstance(backend, str) else backend
         if isinstance(backend, str):
             self._backend = _backend_from_url(backend, self)
-        # id -> namespace; a shared backend answers for memories that other processes wrote
+        # id -> namespace; a shared backend answers for memories that other processes wrote; in
+        # process, a `Directory` (no entry per memory while they are all in one namespace)
         directory = getattr(self._backend, "directory", None)
-        self._where: MutableMapping[str, str] = directory() if callable(directory) else {}
+        local = self._backend is None or isinstance(self._backend, InProcessBackend)
+        self._where: MutableMapping[str, str] = (directory() if callable(directory)
+                                                 else Directory(lambda: self.backend) if local else {})
         self._life = Lifecycle(self, llm=llm, contradiction_detector=contradiction_detector,
                                write_filter=write_filter, summarizer=summarizer)
 

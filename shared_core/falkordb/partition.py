@@ -16,7 +16,7 @@ Several processes may share a namespace, so nothing here is a process-local cach
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, MutableMapping, MutableSet
+from collections.abc import Collection, Iterable, Iterator, MutableMapping, MutableSet
 from typing import Any
 
 from ..config import AtlasConfig
@@ -32,7 +32,7 @@ _LN2 = math.log(2.0)
 _NO_LIMIT = 2**31 - 1  # larger LIMITs return nothing on FalkorDB 4.16
 
 
-class _Sessions(MutableMapping[str | None, dict[str, None]]):
+class _Sessions(MutableMapping[str | None, Collection[str]]):
     """Session id -> its tracked ids in order (as dict keys); sessions in first-write order."""
 
     def __init__(self, graph: GraphKey) -> None:
@@ -63,7 +63,7 @@ class _Sessions(MutableMapping[str | None, dict[str, None]]):
     def __contains__(self, session: object) -> bool:
         return (session is None or isinstance(session, str)) and bool(self.ids(session, limit=1))
 
-    def __setitem__(self, session: str | None, order: dict[str, None]) -> None:
+    def __setitem__(self, session: str | None, order: Collection[str]) -> None:
         """Reorder a session: its memories take the session's positions in the new order."""
         ids = list(order)
         positions = sorted(int(r[0]) for r in self._g.read(q.SESSION_POSITIONS, {"ids": ids}))
