@@ -49,9 +49,9 @@ import re
 import struct
 import threading
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from itertools import chain
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -73,7 +73,20 @@ _ASCII_FOLD = bytes(c + 32 if 65 <= c <= 90 else c if 48 <= c <= 57 or 97 <= c <
 _STEM_CACHE_MAX = 1 << 14  # words (about 1.2 MB when full), shared by every index of the process
 _stemmer = Stemmer.Stemmer("porter", 0)  # Snowball's Porter, without its own cache (ours is cheaper)
 _stem_lock = threading.Lock()  # a Stemmer object must not be used by two threads at once
-_stems: dict[str, str] = {}
+
+
+class _StemCache(dict[str, str]):
+    """word -> stem, bounded (see `_stem`); a missing word's vocabulary key comes from
+    `__missing__`, so `_keys` maps a text's words through ``__getitem__`` without a Python step
+    per word found (numbers are keyed there each time, never cached)."""
+
+    __slots__ = ()
+
+    def __missing__(self, word: str) -> Term:
+        return _number(word) if word.isdigit() else _stem(word)
+
+
+_stems = _StemCache()
 
 
 # The combining marks unicode61 drops as diacritics; every other mark separates tokens, as in FTS5.
@@ -113,14 +126,18 @@ def _words(text: str) -> list[str]:
 
 def _stem(word: str) -> str:
     """The Porter stem of a word not in the cache. As in FTS5, words under 3 or over 64 bytes stay
-    as they are; so do numbers (no suffix to strip), which are not cached."""
+    as they are; so do numbers (no suffix to strip), which are not cached, nor are the long words.
+    The short words are (a cache hit costs less than this call)."""
     size = len(word) if word.isascii() else len(word.encode())
-    if size < 3 or size > 64 or word.isdigit():
+    if size > 64 or word.isdigit():
         return word
-    with _stem_lock:
-        stem: str = _stemmer.stemWord(word)
-    if stem == word:
-        stem = word  # one string object for both (and for the vocabulary's key)
+    if size < 3:
+        stem = word
+    else:
+        with _stem_lock:
+            stem = _stemmer.stemWord(word)
+        if stem == word:
+            stem = word  # one string object for both (and for the vocabulary's key)
     if len(_stems) >= _STEM_CACHE_MAX:
         _stems.clear()  # bounded; the next texts refill it
     _stems[word] = stem
@@ -150,8 +167,11 @@ def _key(term: str) -> Term:
 
 def _keys(words: list[str]) -> list[Term]:
     """`_stem_all` with numbers as `_key` makes them (numbers are never stemmed or cached)."""
-    cache = _stems
-    return [cache.get(w) or (_number(w) if w.isdigit() else _stem(w)) for w in words]
+    return list(map(_key_of, words))
+
+
+#: a word's vocabulary key: the cache's own lookup, its `_StemCache.__missing__` on a miss
+_key_of = cast(Callable[[str], Term], _stems.__getitem__)
 
 
 def _number(digits: str) -> Term:
