@@ -224,14 +224,8 @@ class DictGraphStore:
         if maybe:
             return False
         if len(s) > 1:
-            slots_now = len(self._ids)  # above every slot number
-            if slots_now * slots_now * len(_RELATIONS) < 1 << 63:  # (source, target, relation) as one int64
-                key = np.sort((s * slots_now + t) * len(_RELATIONS) + code)
-                alike = bool((key[1:] == key[:-1]).any())  # a third of a lexsort's time
-            else:
-                key = np.stack([s, t, code])[:, np.lexsort((code, t, s))]
-                alike = bool((key[:, 1:] == key[:, :-1]).all(axis=0).any())
-            if alike:  # two edges alike
+            key = np.stack([s, t, code])[:, np.lexsort((code, t, s))]
+            if (key[:, 1:] == key[:, :-1]).all(axis=0).any():  # two edges alike
                 return False
         times = self._times
         if not times or times[-1] != created:
