@@ -193,10 +193,10 @@ class DictGraphStore:
             return
         sources, targets, relations, strengths = zip(*rows, strict=True)
         try:
-            codes = [_CODES[relation] for relation in relations]
+            codes = list(map(_CODES.__getitem__, relations))  # (map: no Python step per edge)
         except KeyError:
             codes = [_CODES[Relation.parse(relation)] for relation in relations]  # raises InvalidRelationError
-        floats = [float(strength) for strength in strengths]
+        floats = list(map(float, strengths))
         if not self._append_new(sources, targets, codes, floats, created):
             self._put(zip(sources, targets, codes, floats, repeat(created), repeat(NO_METADATA), strict=False))
 
@@ -211,7 +211,7 @@ class DictGraphStore:
         them was about 9 us a memory at 100k memories, and this takes about half."""
         slots = self._slot
         try:
-            s_list, t_list = [slots[i] for i in sources], [slots[i] for i in targets]
+            s_list, t_list = list(map(slots.__getitem__, sources)), list(map(slots.__getitem__, targets))
         except KeyError:
             return False
         if created == 0.0:  # `_put` keeps each 0.0 apart (0.0 and -0.0)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from shared_core import NetworkXGraphStore
 from shared_core._int_lists import CAPACITIES
 from shared_core.errors import InvalidRelationError
-from shared_core.graph_store import DictGraphStore, GraphStore
+from shared_core.graph_store import _CODES, DictGraphStore, GraphStore
 from shared_core.model import MemoryEdge, MemoryNode, Relation
 
 IDS = [f"n{i}" for i in range(7)]
@@ -232,3 +232,22 @@ def test_put_links_checks_every_link_first() -> None:
     store.put_links([("n0", "n1", "before", 1.0), ("n1", "n1", Relation.SIMILAR_TO, 0.5)],  # type: ignore[list-item]
                     created_at=1.0)
     assert store.links("n1") == [("n1", Relation.SIMILAR_TO, 0.5), ("n0", Relation.BEFORE, 1.0)]
+
+
+def test_the_one_step_append_tells_two_edges_alike_from_different_ones() -> None:
+    """`_append_new` takes new edges in one step, and refuses a batch where two edges share
+    source, target and relation (however far apart their slots), leaving the store as it was."""
+    store = DictGraphStore()
+    for i in range(300):
+        store.put_node(MemoryNode(id=f"n{i}", content="x", namespace="ns"))
+    slot = store._slot
+    far = [("n0", "n299", Relation.SIMILAR_TO), ("n299", "n0", Relation.SIMILAR_TO), ("n0", "n299", Relation.BEFORE),
+           ("n1", "n298", Relation.SIMILAR_TO)]
+    assert store._append_new([a for a, _, _ in far], [b for _, b, _ in far], [_CODES[r] for _, _, r in far],
+                             [0.5] * 4, 2.0)
+    assert store.edge_count() == 4 and slot["n0"] == 0
+    before = _internals(store)
+    twice = [("n5", "n297", Relation.BEFORE), ("n6", "n7", Relation.BEFORE), ("n5", "n297", Relation.BEFORE)]
+    assert not store._append_new([a for a, _, _ in twice], [b for _, b, _ in twice],
+                                 [_CODES[r] for _, _, r in twice], [0.5] * 3, 3.0)
+    assert _internals(store) == before

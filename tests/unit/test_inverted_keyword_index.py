@@ -482,3 +482,56 @@ def test_numbers_are_kept_as_ints_and_found_as_written() -> None:
     assert [i for i, _ in index.search("2023", 5)] == ["a"]
     assert [i for i, _ in index.search("007", 5)] == ["a"] and [i for i, _ in index.search("7", 5)] == ["b"]
     assert [i for i, _ in index.search("٢٠٢٣", 5)] == ["c"] and [i for i, _ in index.search("0", 5)] == ["b"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(text=st.text(alphabet=st.characters(max_codepoint=127), max_size=60))
+def test_ascii_texts_tokenize_as_fts5_does(text: str) -> None:
+    """Every ASCII character (the fast path: a byte table and `str.split`, no regex)."""
+    assert index_terms(text) == _fts5_tokens(text)
+
+
+def test_a_text_that_lowers_to_ascii_tokenizes_as_fts5_does() -> None:
+    text = "\u212aELVIN and \u212a9 RUNS"  # the Kelvin sign lowers to "k"
+    assert index_terms(text) == _fts5_tokens(text) == ["kelvin", "and", "k9", "run"]
+
+
+def _state(index: InvertedKeywordIndex) -> tuple[object, ...]:
+    rows = index._rows
+    return (list(index._vocab.items()), list(index._nums.items()), index._split, list(index._row.items()), rows,
+            index._names[:rows].tolist(), index._length[:rows].tolist(), index._session[:rows].tolist(),
+            index._alive[:rows].tolist(), list(index._sessions.items()), index._tokens, index._dead)
+
+
+@settings(max_examples=40, deadline=None)
+@given(batches=st.lists(st.lists(st.tuples(st.integers(0, 40), _TEXTS, st.sampled_from([None, "s1", "s2"])),
+                                 max_size=12), max_size=6))
+def test_a_batch_leaves_the_index_its_documents_one_by_one_leave(
+        batches: list[list[tuple[int, str, str | None]]]) -> None:
+    """Words stemmed once a batch (words sharing a stem, numbers, repeated words, repeated ids):
+    the same postings, in the same order, as adding the batch's last texts of each id one by one."""
+    many, one = InvertedKeywordIndex(), InvertedKeywordIndex()
+    many.MIN_DEAD = one.MIN_DEAD = 1 << 20  # no compaction: one-by-one adds would take it at other times
+    for batch in batches:
+        rows = [(f"d{i}", f"{text} running runs RUN 007 12 {text}", session) for i, text, session in batch]
+        many.add_many(rows)
+        last = {node_id: (text, session) for node_id, text, session in rows}
+        for node_id, (text, session) in last.items():
+            one.add(node_id, text, session_id=session)
+    assert _state(many) == _state(one)
+
+
+def test_the_stem_cache_keys_words_alike_when_full_or_cleared(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`_keys` through the bounded cache (a miss stems, a full cache is cleared): the same keys
+    whether the cache holds the words or not; numbers are keyed but never cached."""
+    from shared_core import inverted_index as ii
+
+    text = "Running runners ran 2023 007 a an is on ЁЖИК walked walking 12 éclair"
+    want = ["run", "runner", "ran", 2023, "007", "a", "an", "is", "on", "ёжик", "walk", "walk", 12, "eclair"]
+    monkeypatch.setattr(ii, "_STEM_CACHE_MAX", 3)  # cleared again and again within one text
+    ii._stems.clear()
+    assert ii._keys(ii._words(text)) == want
+    assert ii._keys(ii._words(text)) == want  # now from the cache, as far as it holds them
+    assert not any(word.isdigit() for word in ii._stems)
+    monkeypatch.setattr(ii, "_STEM_CACHE_MAX", 1 << 14)
+    assert ii._keys(ii._words(text)) == want and "is" in ii._stems and "2023" not in ii._stems

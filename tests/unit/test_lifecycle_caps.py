@@ -185,3 +185,48 @@ def test_a_failed_write_leaves_the_byte_count_as_it_was(make_atlas: Build) -> No
     assert atlas.stats().bytes_used == before == _accounted(atlas)
     atlas.forget(atlas.memories(namespace="u")[0].id)
     assert atlas.stats().bytes_used == _accounted(atlas) < before
+
+
+def _after_write_one_by_one(life: object, now: float, *, protect: set[str]) -> None:
+    """`Lifecycle.after_write` as it was, memory by memory: the reference for the batched one."""
+    atlas = life.atlas  # type: ignore[attr-defined]
+    for nid in protect:
+        ns = atlas._where.get(nid)
+        part = atlas.backend.partition(ns) if ns is not None else None
+        node = part.graph.get_node(nid) if part is not None else None
+        if part is not None and node is not None:
+            life.account(part, node)  # type: ignore[attr-defined]
+            life._mark(part.namespace, nid)  # type: ignore[attr-defined]
+            life._since_compress[part.namespace] += 1  # type: ignore[attr-defined]
+    life._since_prune += len(protect)  # type: ignore[attr-defined]
+    life.enforce(now, protect=protect)  # type: ignore[attr-defined]
+
+
+def _dirty_texts(atlas: ElasticMemoryAtlas) -> dict[str, list[str] | None]:
+    out: dict[str, list[str] | None] = {}
+    for ns, dirty in atlas._life._dirty.items():
+        part = atlas.backend.partition(ns)
+        assert part is not None
+        out[ns] = None if dirty is None else sorted(n.content for i in dirty if (n := part.graph.get_node(i)))
+    return out
+
+
+def test_after_write_accounts_and_marks_as_memory_by_memory(make_atlas: Build, monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    """Bytes, dirty sets (one namespace's past its limit, so set to "everything"), compression
+    counters: the same whether each memory is settled alone or a write's memories together."""
+    atlases = [make_atlas(), make_atlas()]
+    monkeypatch.setattr(atlases[1]._life, "after_write", _after_write_one_by_one.__get__(atlases[1]._life))
+    for atlas in atlases:
+        atlas.add_memories([f"note {i} on the garden" for i in range(30)], namespace="a", session_id="s")
+        atlas.compress()  # dirty sets start empty: later writes mark their memories
+        atlas.add_memories([{"content": f"fact {i} of {j}", "namespace": ns, "metadata": {"i": i} if i % 3 else None}
+                            for j, ns in enumerate(["a", "b", "a"]) for i in range(40)], namespace="a")
+        atlas.add_memories([f"bulk line {i}" for i in range(4200)], namespace="b")  # over 4,096 and half: None
+    life, reference = atlases[0]._life, atlases[1]._life
+    assert life._node_bytes == reference._node_bytes == _accounted(atlases[0]) - sum(
+        p.graph.edge_count() * EDGE_OVERHEAD + max(0, p.vectors.nbytes() - len(p.vectors) * p.vectors.dim * 4)
+        for ns in atlases[0].backend.namespaces() if (p := atlases[0].backend.partition(ns)) is not None)
+    assert _dirty_texts(atlases[0]) == _dirty_texts(atlases[1])  # (ids are random: compared by text)
+    assert life._dirty.get("b") is None and life._dirty.get("a")
+    assert life._since_compress == reference._since_compress and life._since_prune == reference._since_prune
