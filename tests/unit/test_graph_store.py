@@ -193,11 +193,13 @@ def _internals(store: DictGraphStore) -> tuple[object, ...]:
 
 
 @settings(max_examples=400, deadline=None)
-@given(ops=BATCH_OPS)
-def test_put_links_is_put_edge_one_by_one(ops: list[tuple[Any, ...]]) -> None:
+@given(ops=BATCH_OPS, bulk_links=st.sampled_from([0, 1, 3, DictGraphStore.bulk_links]))
+def test_put_links_is_put_edge_one_by_one(ops: list[tuple[Any, ...]], bulk_links: int) -> None:
     """`put_links` (in one step when no edge can be there yet, else edge by edge) leaves the store
-    exactly as `put_edge` of each link in order: same rows, lists, slots and time table."""
-    batched, single = DictGraphStore(), DictGraphStore()
+    exactly as `put_edge` of each link in order: same rows, lists, slots and time table. The
+    batches here are small, so the one-step threshold is lowered to reach that path too."""
+    lowered = type("LoweredStore", (DictGraphStore,), {"__slots__": (), "bulk_links": bulk_links})
+    batched, single = lowered(), DictGraphStore()
     for step, op in enumerate(ops):
         for store in (batched, single):
             if op[0] == "node":
