@@ -16,12 +16,10 @@ k-means seed (0.92 to 0.99 at 10k), so compare means over several ``--seeds``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as latency.py's --blas-threads 1
 
@@ -35,40 +33,6 @@ from shared_core.ann_index import IVFVectorIndex
 
 BATCH = 1000
 THRESHOLD = 2048
-
-
-def locomo_vectors(path: str) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
-    """The LoCoMo turns and (the first 200) questions embedded with MiniLM, as
-    ``latency.real_recall`` reads them."""
-    from shared_core import MiniLMEmbedder
-
-    texts: list[str] = []
-    questions: list[str] = []
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            for key, bucket in (("text", texts), ("question", questions)):
-                if isinstance(node.get(key), str):
-                    bucket.append(node[key])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(json.loads(Path(path).read_text()))
-    model = MiniLMEmbedder()
-    turns = model.embed(list(dict.fromkeys(texts)))
-    return turns, model.embed(list(dict.fromkeys(questions))[:200])
-
-
-def mixes(turns: npt.NDArray[np.float32], n: int) -> npt.NDArray[np.float32]:
-    """``n`` unit vectors mixed from pairs of turns, as ``latency.real_recall`` makes them."""
-    rng = np.random.default_rng(0)
-    a, b = rng.integers(0, len(turns), (2, n))
-    w = rng.uniform(0.5, 1.0, (n, 1)).astype(np.float32)
-    data = w * turns[a] + (1 - w) * turns[b] + 0.03 * rng.standard_normal((n, turns.shape[1])).astype(np.float32)
-    return (data / np.linalg.norm(data, axis=1, keepdims=True)).astype(np.float32)
 
 
 def grow(data: npt.NDArray[np.float32], queries: npt.NDArray[np.float32], sizes: list[int], seed: int) -> list[str]:
@@ -111,8 +75,8 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     low, _, high = args.seeds.partition("-")
     seeds = list(range(int(low), int(high) + 1)) if high else [int(s) for s in args.seeds.split(",")]
-    turns, queries = locomo_vectors(args.locomo)
-    data = mixes(turns, max(sizes))
+    turns, queries = latency.locomo_vectors(args.locomo)
+    data = latency.mixes(turns, max(sizes), np.random.default_rng(0))
     print("| seed | vectors | lists | probes | trainings | vectors scanned | recall@10 | k=200 search us (CPU) "
           "| growth CPU s |")
     print("|---|---|---|---|---|---|---|---|---|")

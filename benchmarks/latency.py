@@ -516,11 +516,9 @@ def sweep(corpus: Corpus) -> str:
     return "\n".join(lines)
 
 
-def real_recall(path: str, sizes: Sequence[int]) -> str:
-    """recall@10 of the IVF index on real MiniLM vectors: the LoCoMo turns (questions as queries),
-    then ``sizes`` vectors mixed from pairs of turns (``w a + (1 - w) b`` plus a little noise)."""
+def locomo_vectors(path: str) -> tuple[Matrix, Matrix]:
+    """The LoCoMo turns (each text once) and the first 200 questions, embedded with MiniLM."""
     from shared_core import MiniLMEmbedder
-    from shared_core.ann_index import IVFVectorIndex
 
     texts: list[str] = []
     questions: list[str] = []
@@ -537,19 +535,28 @@ def real_recall(path: str, sizes: Sequence[int]) -> str:
                 walk(value)
 
     walk(json.loads(Path(path).read_text()))
-    texts, questions = list(dict.fromkeys(texts)), list(dict.fromkeys(questions))[:200]
     model = MiniLMEmbedder()
-    turns, queries = model.embed(texts), model.embed(questions)
+    return model.embed(list(dict.fromkeys(texts))), model.embed(list(dict.fromkeys(questions))[:200])
+
+
+def mixes(turns: Matrix, n: int, rng: np.random.Generator) -> Matrix:
+    """``n`` unit vectors mixed from pairs of turns: ``w a + (1 - w) b`` plus noise 0.03, w in [0.5, 1]."""
+    a, b = rng.integers(0, len(turns), (2, n))
+    w = rng.uniform(0.5, 1.0, (n, 1)).astype(np.float32)
+    data = w * turns[a] + (1 - w) * turns[b] + 0.03 * rng.standard_normal((n, turns.shape[1])).astype(np.float32)
+    return (data / np.linalg.norm(data, axis=1, keepdims=True)).astype(np.float32)
+
+
+def real_recall(path: str, sizes: Sequence[int]) -> str:
+    """recall@10 of the IVF index on real MiniLM vectors: the LoCoMo turns (questions as queries),
+    then ``sizes`` vectors mixed from pairs of turns (`mixes`)."""
+    from shared_core.ann_index import IVFVectorIndex
+
+    turns, queries = locomo_vectors(path)
     rng = np.random.default_rng(0)
     lines = ["| vectors | lists | probes | recall@10 | search p50 ms |", "|---|---|---|---|---|"]
     for n in [len(turns), *sizes]:
-        if n == len(turns):
-            data = turns
-        else:
-            a, b = rng.integers(0, len(turns), (2, n))
-            w = rng.uniform(0.5, 1.0, (n, 1)).astype(np.float32)
-            data = w * turns[a] + (1 - w) * turns[b] + 0.03 * rng.standard_normal((n, DIM)).astype(np.float32)
-            data = (data / np.linalg.norm(data, axis=1, keepdims=True)).astype(np.float32)
+        data = turns if n == len(turns) else mixes(turns, n, rng)
         exact = np.argsort(-(queries @ data.T), axis=1)[:, :TOP_K]
         index = IVFVectorIndex.build([str(i) for i in range(n)], data)
         hits: list[list[int]] = []

@@ -138,25 +138,14 @@ class InProcessPartition:
         ids = self._sessions.get(session_id)
         if ids is None:
             ids = self._sessions[session_id] = SessionIds()
-        if ids._gone is None:  # no removal marks: the list's own append (no method call)
-            ids._ids.append(node_id)
-        else:
-            ids.append(node_id)
+        ids.append(node_id)
         self._times.add(timestamp, node_id)
 
     def track_many(self, node_ids: Sequence[str], session_ids: Sequence[str | None],
                    timestamps: Sequence[float]) -> None:
         """`track` of each memory, in order (one call for a written chunk)."""
-        sessions, add = self._sessions, self._times.add
         for node_id, session_id, timestamp in zip(node_ids, session_ids, timestamps, strict=True):
-            ids = sessions.get(session_id)
-            if ids is None:
-                ids = sessions[session_id] = SessionIds()
-            if ids._gone is None:  # no removal marks: the list's own append (no method call)
-                ids._ids.append(node_id)
-            else:
-                ids.append(node_id)
-            add(timestamp, node_id)
+            self.track(node_id, session_id, timestamp)
 
     def untrack(self, node_id: str, session_id: str | None, timestamp: float) -> None:
         # `track` puts an id in its session and the time index together (under the memory's
