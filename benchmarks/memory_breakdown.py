@@ -175,14 +175,19 @@ def _shared_numbers() -> object:
     return _ints._table
 
 
-def breakdown(n: int, *, again: bool = False) -> str:
+def breakdown(n: int, *, again: bool = False, held: bool = False) -> str:
     """The table for an atlas of ``n`` memories (run in a fresh interpreter); ``again`` adds the
-    RSS that a second atlas of the same memories adds to the same process."""
+    RSS that a second atlas of the same memories adds to the same process; ``held``: the process
+    first builds and keeps an atlas of ``latency.WARM_ATLAS`` memories, as ``latency.py``'s probe
+    of a process holding an atlas does (the target's figure)."""
     corpus, _ = L.make_corpus(n, 1)
     embedder = corpus.embedder()
-    warm = ElasticMemoryAtlas(config=AtlasConfig(ann_threshold=64), embedder=embedder)  # imports, first-use
-    warm.add_memories([{"content": f"warm {i}", "embedding": v}  # tables (faiss included) outside the count
-                       for i, v in enumerate(corpus.vectors[:64])], namespace="warm")
+    if held:
+        warm = L.build_atlas(L.make_corpus(L.WARM_ATLAS, 1, seed=1)[0])[0]
+    else:
+        warm = ElasticMemoryAtlas(config=AtlasConfig(ann_threshold=64), embedder=embedder)  # imports, first-use
+        warm.add_memories([{"content": f"warm {i}", "embedding": v}  # tables (faiss included) outside the count
+                           for i, v in enumerate(corpus.vectors[:64])], namespace="warm")
     gc.collect()
     L._trim()
     base, (arenas0, pyfree0), malloced0 = L._rss(), _pymalloc(), _malloc_in_use()
@@ -306,11 +311,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--capacity", action="store_true", help="measure NODE_OVERHEAD and EDGE_OVERHEAD")
     parser.add_argument("--again", action="store_true", help="also build a second atlas in the same process")
+    parser.add_argument("--held", action="store_true",
+                        help="in a process that first builds and keeps an atlas (latency.py's warm probe)")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--probe", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
-        print(breakdown(args.one, again=args.again))
+        print(breakdown(args.one, again=args.again, held=args.held))
     elif args.probe is not None:
         print(*capacity_probe(args.probe))
     elif args.capacity:
@@ -320,7 +327,8 @@ def main(argv: Sequence[str] | None = None) -> None:
               f"({n:,} memories with {e1 / n:.2f} and {e2 / n:.2f} edges each)")
     else:
         for n in (int(s) for s in args.sizes.split(",")):
-            print(_fresh("--one", str(n), *(["--again"] if args.again else [])), end="\n\n", flush=True)
+            flags = [flag for flag, on in (("--again", args.again), ("--held", args.held)) if on]
+            print(_fresh("--one", str(n), *flags), end="\n\n", flush=True)
 
 
 if __name__ == "__main__":

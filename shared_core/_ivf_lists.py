@@ -1,5 +1,6 @@
 """`ListRoom`: the room reserved in each inverted list of a faiss ``IndexIVFFlat``, grown by a
-thirty-second instead of doubled.
+thirty-second instead of doubled; `add_mapped` and `remove_mapped`: the index's direct map
+(label -> list and offset) kept in faiss's 8-byte-a-label array map instead of its hashtable.
 
 faiss keeps a list's vectors in a ``std::vector<uint8_t>`` (inside a ``MaybeOwnedVector``) and
 appends one vector at a time, so a full list doubles: over a namespace's growth about a third
@@ -32,7 +33,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["ListRoom", "room_for"]
+__all__ = ["ListRoom", "add_mapped", "place", "remove_mapped", "room_for"]
 
 SHRINK_BELOW = 0.5  # a list filled below this fraction of its room gets the spare room back ...
 SHRINK_MIN = 64  # ... once the spare room is at least this many entries
@@ -210,3 +211,97 @@ def _permute(invlists: Any, identity: npt.NDArray[np.int64], now: int, then: int
     for i in {0, now, then}:
         mapping[i] = swap(now, swap(then, i))
     invlists.permute_invlists(faiss.swig_ptr(mapping))
+
+
+# -- the direct map (label -> list, offset) ----------------------------------------------------
+MAP_SPARE = 8  # the direct map's array grows by an eighth of itself (plus `MAP_MIN_GROWTH`) ...
+MAP_MIN_GROWTH = 1024  # ... when a label past its end comes
+
+
+def _faiss() -> Any:
+    import faiss
+
+    return faiss
+
+
+def place(assign: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Each new entry's ``list << 32 | offset`` when faiss appends the rows of a batch to the lists
+    ``assign`` (in row order) that held ``sizes`` entries: a list's rows go to its end, in order.
+
+    >>> place(np.array([1, 0, 1, 1]), np.array([5, 0])).tolist() == [1 << 32 | 0, 5, 1 << 32 | 1, 1 << 32 | 2]
+    True
+    """
+    order = np.argsort(assign, kind="stable")
+    ranked = assign[order]
+    first = np.searchsorted(ranked, ranked)  # where each row's list starts among the sorted rows
+    offsets = np.empty(len(assign), dtype=np.int64)
+    offsets[order] = sizes[ranked] + np.arange(len(assign)) - first
+    packed: npt.NDArray[np.int64] = (assign.astype(np.int64) << 32) | offsets
+    return packed
+
+
+def add_mapped(index: Any, sizes: npt.NDArray[np.int64], data: npt.NDArray[np.float32],
+               labels: npt.NDArray[np.int64], assign: npt.NDArray[np.int64]) -> None:
+    """``index.add_core`` of ``data`` under ``labels`` into the lists ``assign`` (holding
+    ``sizes``), with the index's direct map of type ``Array`` kept here: ``array[label]`` is the
+    label's ``list << 32 | offset`` (`place`), -1 for a free label.
+
+    Why not faiss's own maps: its ``Hashtable`` map (the one that allows labels of our choosing
+    and removals) is a ``std::unordered_map`` node plus a bucket per vector, about 48 bytes; its
+    ``Array`` map is 8 bytes a label, and faiss reads it the same way (``reconstruct``, which the
+    read path calls for every candidate's cosine), but it takes only labels ``ntotal, ntotal + 1,
+    ...`` and no removals. So faiss adds with no map (the type is ``NoMap`` during ``add_core``,
+    whose map check refuses labels with ``Array``), the entries are written here, and removals
+    go through `remove_mapped`, which moves entries as faiss's hashtable removal does. The array
+    grows by an eighth (`MAP_SPARE`): a ``std::vector`` resized from empty allocates exactly.
+    The caller holds the atlas's lock, so no reader sees the map while its type is switched."""
+    faiss = _faiss()
+    direct = index.direct_map
+    array_type = faiss.DirectMap.Array
+    top = int(labels.max()) + 1 if labels.size else 0
+    if top > direct.array.size():
+        old = direct.array.size()
+        fresh = faiss.Int64Vector()
+        fresh.resize(max(top, old + old // MAP_SPARE + MAP_MIN_GROWTH))
+        table = faiss.rev_swig_ptr(fresh.data(), fresh.size())
+        table[old:] = -1
+        if old:
+            table[:old] = faiss.rev_swig_ptr(direct.array.data(), old)
+        direct.array.swap(fresh)
+    direct.type = faiss.DirectMap.NoMap
+    try:
+        index.add_core(len(labels), faiss.swig_ptr(data), faiss.swig_ptr(labels), faiss.swig_ptr(assign))
+    finally:
+        direct.type = array_type
+    faiss.rev_swig_ptr(direct.array.data(), direct.array.size())[labels] = place(assign, sizes)
+
+
+def remove_mapped(index: Any, invlists: Any, labels: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Remove the entries of ``labels`` (known to the map of `add_mapped`) from ``index``, each
+    as faiss's ``Hashtable`` map removes one: the list's last entry moves into its place and the
+    list is cut by one (so the lists hold what faiss's own removal would leave, in the same
+    order). Returns the list of each label removed (a label given twice is removed once).
+    Hand-written for the reason in `add_mapped`."""
+    faiss = _faiss()
+    direct = index.direct_map
+    table = faiss.rev_swig_ptr(direct.array.data(), direct.array.size())
+    code_size = int(invlists.code_size)
+    lists: list[int] = []
+    for label in labels.tolist():
+        packed = int(table[label])
+        if packed < 0:  # a label given twice: gone already (faiss's removal skips it too)
+            continue
+        lst, offset = packed >> 32, packed & 0xFFFFFFFF
+        lists.append(lst)
+        last = invlists.list_size(lst) - 1
+        table[label] = -1
+        if offset < last:
+            ids = faiss.rev_swig_ptr(invlists.get_ids(lst), last + 1)
+            codes = faiss.rev_swig_ptr(invlists.get_codes(lst), (last + 1) * code_size)
+            moved = int(ids[last])
+            ids[offset] = moved
+            codes[offset * code_size:(offset + 1) * code_size] = codes[last * code_size:]
+            table[moved] = lst << 32 | offset
+        invlists.resize(lst, last)  # smaller: the buffer stays
+    index.ntotal = index.ntotal - len(lists)
+    return np.array(lists, dtype=np.int64)

@@ -2,11 +2,13 @@
 
 Why an inverted file (IVF-Flat) rather than a graph index (HNSW)? A memory takes writes one at a
 time and in batches, deletes, and must answer right after a write. An IVF insert is one nearest
-centroid lookup (one matrix product for a batch) and a delete is O(1) through faiss's hashtable
-direct map; an HNSW insert is a full graph search and faiss's HNSW cannot delete. Measured on
-one core with the 100k vectors of ``benchmarks/latency.py``: this index took 75,000 inserts a
-second (27,000 with the write path's link search; grown from 2,048 to 100k in batches of 1,000
-it now takes 73,000 and 37,000, thread time: 110,000 and 41,000 before `_ivf_lists` reserved
+centroid lookup (one matrix product for a batch) and a delete is O(1) through a direct map
+(label -> list and offset: faiss's array map, kept by `shared_core._ivf_lists.add_mapped`, 8
+bytes a vector where faiss's hashtable map took about 48); an HNSW insert is a full graph search
+and faiss's HNSW cannot delete. Measured on one core with the 100k vectors of
+``benchmarks/latency.py``: this index took 75,000 inserts a second (27,000 with the write path's
+link search; grown from 2,048 to 100k in batches of 1,000 it now takes 73,000 and 37,000, thread
+time: 110,000 and 41,000 before `_ivf_lists` reserved
 the lists' room), answered k=200 in 0.8 ms at recall@10 1.00
 and held 1.66 kB a vector (2.2 kB while faiss doubled its lists: `shared_core._ivf_lists`);
 faiss ``IndexHNSWFlat`` (M=16) took 5,100 a second at efConstruction 100 (11,000 at 40),
@@ -58,7 +60,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._ints import numbers
-from ._ivf_lists import ListRoom
+from ._ivf_lists import ListRoom, add_mapped, remove_mapped
 from ._link_search import best_links, pairs_in_lists, scan_lists
 from .errors import MissingDependencyError
 from .vector_index import Hits, Links, Ranked, Vector, batch_pairs, dot_rows, merge_links
@@ -71,7 +73,6 @@ RETRAIN_GROWTH = 4  # retrain the centroids when the index has grown this many t
 FIRST_RETRAIN_GROWTH = 2  # ... or this many times, after a training too small for its lists (`retrain_due`)
 POINTS_PER_LIST = 39  # lists are trained with at least this many vectors each (faiss's advice)
 TRAIN_ITERATIONS = 3  # k-means iterations (see `training_size`)
-DIRECT_MAP_ENTRY = 48  # bytes per vector of faiss's hashtable direct map (std::unordered_map node + bucket)
 
 
 def ann_available() -> bool:
@@ -267,10 +268,8 @@ class IVFVectorIndex:
         labels = np.fromiter((self._labels[i] for i in ids if i in self._labels), dtype=np.int64)
         if labels.size == 0:
             return
-        faiss = _faiss()
-        find = self._index.direct_map.get  # a label's (list << 32 | offset): no table of our own
-        lists = np.fromiter((find(label) >> 32 for label in labels.tolist()), dtype=np.int64, count=labels.size)
-        self._index.remove_ids(faiss.IDSelectorArray(labels.size, faiss.swig_ptr(labels)))
+        _faiss()
+        lists = remove_mapped(self._index, self._invlists, labels)
         np.subtract.at(self._sizes, lists, 1)
         self._room.shrink(self._invlists, self._sizes, lists)
         self._forget_labels(ids)
@@ -361,7 +360,8 @@ class IVFVectorIndex:
         """Bytes held besides the id tables (which every index keeps, see
         `shared_core.capacity`): the lists' reserved room for vectors and labels (see
         `shared_core._ivf_lists`), faiss's direct map and the centroids."""
-        return self._room.nbytes() + len(self._labels) * DIRECT_MAP_ENTRY + self.lists * 4 * self._dim
+        mapped = 0 if self._index is None else int(self._index.direct_map.array.size())
+        return self._room.nbytes() + 8 * mapped + self.lists * 4 * self._dim
 
     # -- internals ----------------------------------------------------------------------------
     def _check(self, ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
@@ -376,14 +376,14 @@ class IVFVectorIndex:
                 assign: npt.NDArray[np.int64] | None) -> None:
         """File new ids into the lists ``assign`` (None: train first); retrain when grown."""
         labels = self._take_labels(ids)
-        faiss = _faiss()
+        _faiss()
         try:
             if assign is None or retrain_due(len(self._labels), self._trained_on):
                 self._retrain(extra=(labels, data))
                 return
             assign = np.ascontiguousarray(assign, dtype=np.int64)
             self._room.reserve(self._invlists, self._sizes, self._sizes + np.bincount(assign, minlength=self.lists))
-            self._index.add_core(len(ids), faiss.swig_ptr(data), faiss.swig_ptr(labels), faiss.swig_ptr(assign))
+            add_mapped(self._index, self._sizes, data, labels, assign)
         except BaseException:
             self._forget_labels(ids)
             raise
@@ -483,13 +483,14 @@ class IVFVectorIndex:
         quantizer = faiss.IndexFlatIP(self._dim)
         quantizer.add(centroids)
         index = faiss.IndexIVFFlat(quantizer, self._dim, len(centroids), faiss.METRIC_INNER_PRODUCT)
-        index.set_direct_map_type(faiss.DirectMap.Hashtable)  # O(1) remove and reconstruct by id
+        index.set_direct_map_type(faiss.DirectMap.Array)  # label -> (list, offset), kept by `add_mapped`
         _, assign = quantizer.search(data, 1)
         assign = np.ascontiguousarray(assign[:, 0])
         invlists = faiss.downcast_InvertedLists(index.invlists)
         room = ListRoom(lists, code_size=4 * self._dim)  # each list's room, reserved before faiss fills it
-        room.reserve(invlists, np.zeros(lists, dtype=np.int64), np.bincount(assign, minlength=lists))
-        index.add_core(len(labels), faiss.swig_ptr(data), faiss.swig_ptr(labels), faiss.swig_ptr(assign))
+        empty = np.zeros(lists, dtype=np.int64)
+        room.reserve(invlists, empty, np.bincount(assign, minlength=lists))
+        add_mapped(index, empty, data, labels, assign)
         self._index, self._quantizer = index, quantizer  # the index does not own its quantizer
         self._invlists = invlists
         self._params = {}

@@ -148,3 +148,60 @@ def test_a_failed_grow_gives_the_list_its_entries_back() -> None:
             assert len(lists.ids) == 9
         assert lists.size == 5 and lists.codes[:40].tolist() == codes.tolist()
         assert lists.ids[:5].tolist() == ids.tolist()
+
+
+def test_the_kept_direct_map_matches_faiss_hashtable_map_through_adds_and_removals() -> None:
+    """`add_mapped` / `remove_mapped` against faiss's own ``Hashtable`` map doing the same
+    operations on an index with the same centroids: the same entries in every list, in the same
+    order, and ``reconstruct`` finds every live label (random batches, reused labels, labels
+    removed twice in one call)."""
+    from shared_core._ivf_lists import add_mapped, remove_mapped
+
+    rng = np.random.default_rng(7)
+    lists, code_size = 12, 4 * DIM
+    quantizer = faiss.IndexFlatIP(DIM)
+    quantizer.add(unit_rows(lists, seed=3))
+    indexes = []
+    for kind in (faiss.DirectMap.Hashtable, faiss.DirectMap.Array):
+        index = faiss.IndexIVFFlat(quantizer, DIM, lists, faiss.METRIC_INNER_PRODUCT)
+        index.set_direct_map_type(kind)
+        indexes.append(index)
+    ref, ours = indexes
+    invlists = faiss.downcast_InvertedLists(ours.invlists)
+    sizes = np.zeros(lists, dtype=np.int64)
+    live: dict[int, npt.NDArray[np.float32]] = {}
+    free: list[int] = []
+    top = 0
+    for step in range(40):
+        n = int(rng.integers(1, 60))
+        rows = unit_rows(n, seed=100 + step)
+        reused = [free.pop() for _ in range(min(len(free), int(rng.integers(0, n + 1))))]
+        labels = np.array(reused + list(range(top, top + n - len(reused))), dtype=np.int64)
+        top += n - len(reused)
+        assign = np.ascontiguousarray(quantizer.search(rows, 1)[1][:, 0])
+        ref.add_core(n, faiss.swig_ptr(rows), faiss.swig_ptr(labels), faiss.swig_ptr(assign))
+        add_mapped(ours, sizes, rows, labels, assign)
+        np.add.at(sizes, assign, 1)
+        live.update(zip(labels.tolist(), rows, strict=True))
+        if step % 3 == 2:
+            gone = rng.choice(sorted(live), size=min(len(live), int(rng.integers(1, 30))), replace=False)
+            twice = np.concatenate([gone, gone[:2]]).astype(np.int64)
+            ref.remove_ids(faiss.IDSelectorArray(twice.size, faiss.swig_ptr(twice)))
+            removed = remove_mapped(ours, invlists, twice)
+            assert len(removed) == len(gone)
+            np.subtract.at(sizes, removed, 1)
+            for label in gone.tolist():
+                del live[label]
+                free.append(label)
+        assert ours.ntotal == ref.ntotal == len(live) == int(sizes.sum())
+        for lst in range(lists):
+            held = [faiss.rev_swig_ptr(index.invlists.get_ids(lst), index.invlists.list_size(lst)).tolist()
+                    for index in indexes]
+            assert held[0] == held[1]
+            codes = [faiss.rev_swig_ptr(index.invlists.get_codes(lst), len(held[0]) * code_size).tobytes()
+                     for index in indexes]
+            assert codes[0] == codes[1]
+        labels_live = np.array(sorted(live), dtype=np.int64)
+        assert np.array_equal(ours.reconstruct_batch(labels_live), np.stack([live[i] for i in labels_live.tolist()]))
+    table = faiss.rev_swig_ptr(ours.direct_map.array.data(), ours.direct_map.array.size())
+    assert (table[free] == -1).all()
