@@ -6,7 +6,8 @@ faiss keeps a list's vectors in a ``std::vector<uint8_t>`` (inside a ``MaybeOwne
 appends one vector at a time, so a full list doubles: over a namespace's growth about a third
 of the bytes it held for vectors was spare room (``benchmarks/memory_breakdown.py``: 2,321 bytes
 a vector at 10k, where the vector and its label take 1,544). Here, before each add, a list that
-would overflow gets a buffer of ``need + need // 32 + 2`` entries (`reserve`: copied out,
+would overflow gets a buffer of ``need + need // 32 + 2`` entries, without the 2 when the add
+gives it more than 2 (`room_for`; `reserve`: copied out,
 emptied, resized to that room, which from size 0 allocates exactly that, and refilled); a list
 that removals left under half full is given back its spare room with a new buffer swapped in
 (`shrink`). A list's id column (8 bytes an entry) is grown alike when its codes are, and
@@ -21,9 +22,9 @@ doubling again. The shrink's swap goes through faiss's own ``UInt8Vector.swap``;
 >>> import faiss, numpy as np
 >>> lists = faiss.ArrayInvertedLists(2, 4)
 >>> room = ListRoom(2, code_size=4)
->>> room.reserve(lists, np.array([0, 0]), np.array([3, 0]))
+>>> room.reserve(lists, np.array([0, 0]), np.array([2, 0]))
 >>> room.codes.tolist(), lists.list_size(0)
-([5, 0], 0)
+([4, 0], 0)
 """
 
 from __future__ import annotations
@@ -39,8 +40,13 @@ SHRINK_BELOW = 0.5  # a list filled below this fraction of its room gets the spa
 SHRINK_MIN = 64  # ... once the spare room is at least this many entries
 
 
-def room_for(need: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """Entries to reserve for a list that must hold ``need``: a thirty-second more, plus 2.
+FEW = 2  # a list given at most this many entries at once keeps this many spare (`room_for`)
+
+
+def room_for(need: npt.NDArray[np.int64], added: npt.NDArray[np.int64] | None = None) -> npt.NDArray[np.int64]:
+    """Entries to reserve for a list that must hold ``need`` after ``added`` more came at once: a
+    thirty-second more, plus `FEW` (2) if ``added <= FEW`` (or ``added`` is not given):
+    ``need + floor(need / 32) + (2 if added <= 2 else 0)``.
 
     The room is a trade of bytes for copies: a list grown by a factor ``g`` is copied about
     ``1 / (g - 1)`` times over its growth and holds ``(g - 1) / 2`` of it spare on average.
@@ -52,10 +58,19 @@ def room_for(need: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     100k for 576 bytes less. (Measured with lists grown by `ListRoom._move`; `ListRoom._grow`
     takes 37 us a grown list at 100k, 174 entries on average, where `_move` took 57.)
 
-    >>> room_for(np.array([1, 100, 1000])).tolist()
-    [3, 105, 1033]
+    Why the 2 only for lists that took few entries: they spare a list that grows one write at a
+    time two copies in three. A list that took more at once is written in batches larger than
+    the 2 spare entries would hold, so the next such batch copies it whatever it has spare: at
+    10k memories (167 lists) a batch of 1,000 gives a list 6 on average and regrew nearly every
+    list either way, and the spare entries left were 52 of the 73 bytes a memory that the lists
+    held spare (``benchmarks/memory_breakdown.py``).
+
+    >>> room_for(np.array([1, 100, 1000])).tolist(), room_for(np.array([100, 100]), np.array([2, 3])).tolist()
+    ([3, 105, 1033], [105, 103])
     """
-    return need + (need >> 5) + 2
+    spare = (need >> 5) + FEW
+    room: npt.NDArray[np.int64] = need + spare
+    return room if added is None else room - FEW * (added > spare)
 
 
 def _ids_room(room: npt.NDArray[np.int64], need: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -89,7 +104,7 @@ class ListRoom:
         """Room for ``need[l]`` entries in each list ``l`` of ``invlists`` (a faiss
         ``ArrayInvertedLists`` holding ``sizes[l]``), before faiss appends to them."""
         short = np.flatnonzero(need > self.codes)
-        target = room_for(need[short])
+        target = room_for(need[short], need[short] - sizes[short])
         moves = []
         for lst, size, want in zip(short.tolist(), sizes[short].tolist(), target.tolist(), strict=True):
             if size == 0:  # an empty list: resizing from nothing allocates exactly (ids too)

@@ -205,3 +205,21 @@ def test_the_kept_direct_map_matches_faiss_hashtable_map_through_adds_and_remova
         assert np.array_equal(ours.reconstruct_batch(labels_live), np.stack([live[i] for i in labels_live.tolist()]))
     table = faiss.rev_swig_ptr(ours.direct_map.array.data(), ours.direct_map.array.size())
     assert (table[free] == -1).all()
+
+
+def test_a_list_that_takes_more_than_its_spare_at_once_gets_no_fixed_spare() -> None:
+    """`room_for`: 2 spare entries beyond a 32nd for a list grown a few entries at a time (one
+    write after another), none for one that took more at once than that spare would hold; and
+    `ListRoom.reserve` applies it (the capacity faiss really has)."""
+    need = np.array([60, 60, 60, 200, 200])
+    added = np.array([1, 3, 4, 8, 9])
+    assert room_for(need, added).tolist() == [63, 63, 61, 208, 206]
+    invlists = faiss.ArrayInvertedLists(2, 8)
+    room = ListRoom(2, code_size=8)
+    room.reserve(invlists, np.array([0, 0]), np.array([60, 1]))  # empty lists: no entries to keep
+    assert room.codes.tolist() == [61, 3]
+    code = np.zeros(8, dtype=np.uint8)
+    for _ in range(60):
+        invlists.add_entry(0, 0, faiss.swig_ptr(code))
+    room.reserve(invlists, np.array([60, 0]), np.array([62, 1]))  # 2 more: grown with the fixed spare
+    assert room.codes.tolist() == [62 + 1 + 2, 3] and capacity(invlists, 0, 60, 8) == 65
