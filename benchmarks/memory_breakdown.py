@@ -183,7 +183,7 @@ def breakdown(n: int, *, again: bool = False, held: bool = False) -> str:
     corpus, _ = L.make_corpus(n, 1)
     embedder = corpus.embedder()
     if held:
-        warm = L.build_atlas(L.make_corpus(L.WARM_ATLAS, 1, seed=1)[0])[0]
+        warm = L.build_atlas(L.make_corpus(L.WARM_ATLAS, 1, seed=1)[0], step=L.warm_batch(n))[0]
     else:
         warm = ElasticMemoryAtlas(config=AtlasConfig(ann_threshold=64), embedder=embedder)  # imports, first-use
         warm.add_memories([{"content": f"warm {i}", "embedding": v}  # tables (faiss included) outside the count
