@@ -1,6 +1,6 @@
 """`ListRoom`: the room reserved in each inverted list of a faiss ``IndexIVFFlat``, grown by a
-thirty-second instead of doubled; `add_mapped` and `remove_mapped`: the index's direct map
-(label -> list and offset) kept in faiss's 8-byte-a-label array map instead of its hashtable.
+thirty-second instead of doubled; `DirectMap`: the index's direct map (label -> list and
+offset) kept in faiss's 8-byte-a-label array map instead of its hashtable.
 
 faiss keeps a list's vectors in a ``std::vector<uint8_t>`` (inside a ``MaybeOwnedVector``) and
 appends one vector at a time, so a full list doubles: over a namespace's growth about a third
@@ -34,19 +34,20 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["ListRoom", "add_mapped", "place", "remove_mapped", "room_for"]
+__all__ = ["DirectMap", "ListRoom", "place", "room_for"]
 
 SHRINK_BELOW = 0.5  # a list filled below this fraction of its room gets the spare room back ...
 SHRINK_MIN = 64  # ... once the spare room is at least this many entries
 
 
-FEW = 2  # a list given at most this many entries at once keeps this many spare (`room_for`)
+FEW = 2  # entries of spare room beyond a 32nd, for lists not written in large batches (`room_for`)
 
 
 def room_for(need: npt.NDArray[np.int64], added: npt.NDArray[np.int64] | None = None) -> npt.NDArray[np.int64]:
     """Entries to reserve for a list that must hold ``need`` after ``added`` more came at once: a
-    thirty-second more, plus `FEW` (2) if ``added <= FEW`` (or ``added`` is not given):
-    ``need + floor(need / 32) + (2 if added <= 2 else 0)``.
+    thirty-second more, plus `FEW` (2) unless ``added`` exceeds that spare room:
+    ``spare = floor(need / 32) + 2``; ``need + spare`` if ``added <= spare`` (or ``added`` is not
+    given), else ``need + spare - 2``.
 
     The room is a trade of bytes for copies: a list grown by a factor ``g`` is copied about
     ``1 / (g - 1)`` times over its growth and holds ``(g - 1) / 2`` of it spare on average.
@@ -58,14 +59,14 @@ def room_for(need: npt.NDArray[np.int64], added: npt.NDArray[np.int64] | None = 
     100k for 576 bytes less. (Measured with lists grown by `ListRoom._move`; `ListRoom._grow`
     takes 37 us a grown list at 100k, 174 entries on average, where `_move` took 57.)
 
-    Why the 2 only for lists that took few entries: they spare a list that grows one write at a
-    time two copies in three. A list that took more at once is written in batches larger than
-    the 2 spare entries would hold, so the next such batch copies it whatever it has spare: at
-    10k memories (167 lists) a batch of 1,000 gives a list 6 on average and regrew nearly every
-    list either way, and the spare entries left were 52 of the 73 bytes a memory that the lists
-    held spare (``benchmarks/memory_breakdown.py``).
+    Why not the 2 for a list that took more at once than its spare room would hold: it is
+    written in batches larger than that room, so the next such batch copies it whatever it has
+    spare. At 10k memories (167 lists) a batch of 1,000 gives a list 6 on average and regrew
+    nearly every list either way, and the 2 entries were 31 of the 72 bytes a memory that the
+    lists held spare; a list written one memory at a time keeps them (two copies in three
+    spared).
 
-    >>> room_for(np.array([1, 100, 1000])).tolist(), room_for(np.array([100, 100]), np.array([2, 3])).tolist()
+    >>> room_for(np.array([1, 100, 1000])).tolist(), room_for(np.array([100, 100]), np.array([5, 6])).tolist()
     ([3, 105, 1033], [105, 103])
     """
     spare = (need >> 5) + FEW
@@ -104,21 +105,24 @@ class ListRoom:
         """Room for ``need[l]`` entries in each list ``l`` of ``invlists`` (a faiss
         ``ArrayInvertedLists`` holding ``sizes[l]``), before faiss appends to them."""
         short = np.flatnonzero(need > self.codes)
-        target = room_for(need[short], need[short] - sizes[short])
-        moves = []
-        for lst, size, want in zip(short.tolist(), sizes[short].tolist(), target.tolist(), strict=True):
-            if size == 0:  # an empty list: resizing from nothing allocates exactly (ids too)
-                invlists.resize(lst, want)
-                invlists.resize(lst, 0)
-                self.ids[lst] = max(int(self.ids[lst]), want)
+        if short.size:  # (most single adds find room: no numpy call on an empty selection then)
+            target = room_for(need[short], need[short] - sizes[short])
+            moves = []
+            for lst, size, want in zip(short.tolist(), sizes[short].tolist(), target.tolist(), strict=True):
+                if size == 0:  # an empty list: resizing from nothing allocates exactly (ids too)
+                    invlists.resize(lst, want)
+                    invlists.resize(lst, 0)
+                    self.ids[lst] = max(int(self.ids[lst]), want)
+                    self.codes[lst] = want
+                else:
+                    moves.append((lst, size, want))
+            self._grow(invlists, moves)
+            for lst, _, want in moves:
                 self.codes[lst] = want
-            else:
-                moves.append((lst, size, want))
-        self._grow(invlists, moves)
-        for lst, _, want in moves:
-            self.codes[lst] = want
-            self.ids[lst] = max(int(self.ids[lst]), want)
-        self.ids = _ids_room(self.ids, need)
+                self.ids[lst] = max(int(self.ids[lst]), want)
+        short = np.flatnonzero(need > self.ids)
+        if short.size:
+            self.ids[short] = _ids_room(self.ids[short], need[short])
 
     def _grow(self, invlists: Any, moves: list[tuple[int, int, int]]) -> None:
         """For each ``(list, size, room)``, the room above the list's capacity, through faiss's
@@ -231,6 +235,7 @@ def _permute(invlists: Any, identity: npt.NDArray[np.int64], now: int, then: int
 # -- the direct map (label -> list, offset) ----------------------------------------------------
 MAP_SPARE = 8  # the direct map's array grows by an eighth of itself (plus `MAP_MIN_GROWTH`) ...
 MAP_MIN_GROWTH = 1024  # ... when a label past its end comes
+FEW_ROWS = 16  # batches up to this many rows are placed by a Python loop (numpy's calls cost more)
 
 
 def _faiss() -> Any:
@@ -255,68 +260,112 @@ def place(assign: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64]) -> npt.ND
     return packed
 
 
-def add_mapped(index: Any, sizes: npt.NDArray[np.int64], data: npt.NDArray[np.float32],
-               labels: npt.NDArray[np.int64], assign: npt.NDArray[np.int64]) -> None:
-    """``index.add_core`` of ``data`` under ``labels`` into the lists ``assign`` (holding
-    ``sizes``), with the index's direct map of type ``Array`` kept here: ``array[label]`` is the
-    label's ``list << 32 | offset`` (`place`), -1 for a free label.
+def _place_few(assign: list[int], sizes: npt.NDArray[np.int64]) -> list[int]:
+    """`place` for a few rows, as a loop.
+
+    >>> _place_few([1, 0, 1, 1], np.array([5, 0])) == place(np.array([1, 0, 1, 1]), np.array([5, 0])).tolist()
+    True
+    """
+    taken: dict[int, int] = {}
+    packed = []
+    for lst in assign:
+        offset = taken.get(lst)
+        if offset is None:
+            offset = int(sizes[lst])
+        taken[lst] = offset + 1
+        packed.append(lst << 32 | offset)
+    return packed
+
+
+class DirectMap:
+    """An ``IndexIVFFlat``'s direct map (label -> list and offset) kept in faiss's ``Array`` map:
+    ``table[label]`` is the label's ``list << 32 | offset``, -1 for a free label.
 
     Why not faiss's own maps: its ``Hashtable`` map (the one that allows labels of our choosing
     and removals) is a ``std::unordered_map`` node plus a bucket per vector, about 48 bytes; its
     ``Array`` map is 8 bytes a label, and faiss reads it the same way (``reconstruct``, which the
     read path calls for every candidate's cosine), but it takes only labels ``ntotal, ntotal + 1,
     ...`` and no removals. So faiss adds with no map (the type is ``NoMap`` during ``add_core``,
-    whose map check refuses labels with ``Array``), the entries are written here, and removals
-    go through `remove_mapped`, which moves entries as faiss's hashtable removal does. The array
-    grows by an eighth (`MAP_SPARE`): a ``std::vector`` resized from empty allocates exactly.
-    The caller holds the atlas's lock, so no reader sees the map while its type is switched."""
-    faiss = _faiss()
-    direct = index.direct_map
-    array_type = faiss.DirectMap.Array
-    top = int(labels.max()) + 1 if labels.size else 0
-    if top > direct.array.size():
-        old = direct.array.size()
+    whose map check refuses labels with ``Array``), the entries are written here (`add`), and
+    removals move entries as faiss's hashtable removal does (`remove`). The array grows by an
+    eighth (`MAP_SPARE`): a ``std::vector`` resized from empty allocates exactly. The caller
+    holds the atlas's lock, so no reader sees the map while its type is switched.
+    """
+
+    __slots__ = ("_array", "_index", "_map", "_types", "table")
+
+    def __init__(self, index: Any) -> None:
+        """Take over the map of ``index`` (empty), setting its type to ``Array``."""
+        faiss = _faiss()
+        index.set_direct_map_type(faiss.DirectMap.Array)
+        self._index = index
+        self._map = index.direct_map  # proxies of the index's own members, fetched once
+        self._array = self._map.array
+        self._types = (int(faiss.DirectMap.NoMap), int(faiss.DirectMap.Array))
+        self.table: npt.NDArray[np.int64] = np.empty(0, dtype=np.int64)
+
+    def add(self, sizes: npt.NDArray[np.int64], data: npt.NDArray[np.float32], labels: npt.NDArray[np.int64],
+            assign: npt.NDArray[np.int64]) -> None:
+        """``add_core`` of ``data`` under ``labels`` into the lists ``assign`` (which held
+        ``sizes``), and their entries in the map. A few rows (`FEW_ROWS`, such as one
+        ``add_memory``'s) go through Python loops: numpy's calls on one row cost more."""
+        faiss = _faiss()
+        n = len(labels)
+        few = labels.tolist() if n <= FEW_ROWS else None
+        top = (max(few) if few else -1) if few is not None else int(labels.max())
+        if top >= len(self.table):
+            self._grow(top + 1)
+        direct, (no_map, array_map) = self._map, self._types
+        direct.type = no_map
+        try:
+            self._index.add_core(n, faiss.swig_ptr(data), faiss.swig_ptr(labels), faiss.swig_ptr(assign))
+        finally:
+            direct.type = array_map
+        if few is None:
+            self.table[labels] = place(assign, sizes)
+        else:
+            table = self.table
+            for label, packed in zip(few, _place_few(assign.tolist(), sizes), strict=True):
+                table[label] = packed
+
+    def _grow(self, top: int) -> None:
+        faiss = _faiss()
+        old = len(self.table)
         fresh = faiss.Int64Vector()
         fresh.resize(max(top, old + old // MAP_SPARE + MAP_MIN_GROWTH))
         table = faiss.rev_swig_ptr(fresh.data(), fresh.size())
         table[old:] = -1
-        if old:
-            table[:old] = faiss.rev_swig_ptr(direct.array.data(), old)
-        direct.array.swap(fresh)
-    direct.type = faiss.DirectMap.NoMap
-    try:
-        index.add_core(len(labels), faiss.swig_ptr(data), faiss.swig_ptr(labels), faiss.swig_ptr(assign))
-    finally:
-        direct.type = array_type
-    faiss.rev_swig_ptr(direct.array.data(), direct.array.size())[labels] = place(assign, sizes)
+        table[:old] = self.table
+        self._array.swap(fresh)  # the old buffer goes with `fresh`
+        self.table = table
 
+    def remove(self, invlists: Any, labels: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """Remove the entries of ``labels`` from the index's lists ``invlists``, each as faiss's
+        ``Hashtable`` map removes one: the list's last entry moves into its place and the list is
+        cut by one (so the lists hold what faiss's own removal would leave, in the same order).
+        Returns the list of each label removed (a label given twice is removed once)."""
+        faiss = _faiss()
+        table, view = self.table, faiss.rev_swig_ptr
+        code_size = int(invlists.code_size)
+        lists: list[int] = []
+        for label in labels.tolist():
+            packed = int(table[label])
+            if packed < 0:  # a label given twice: gone already (faiss's removal skips it too)
+                continue
+            lst, offset = packed >> 32, packed & 0xFFFFFFFF
+            lists.append(lst)
+            last = invlists.list_size(lst) - 1
+            table[label] = -1
+            if offset < last:
+                ids = view(invlists.get_ids(lst), last + 1)
+                codes = view(invlists.get_codes(lst), (last + 1) * code_size)
+                moved = int(ids[last])
+                ids[offset] = moved
+                codes[offset * code_size:(offset + 1) * code_size] = codes[last * code_size:]
+                table[moved] = lst << 32 | offset
+            invlists.resize(lst, last)  # smaller: the buffer stays
+        self._index.ntotal = self._index.ntotal - len(lists)
+        return np.array(lists, dtype=np.int64)
 
-def remove_mapped(index: Any, invlists: Any, labels: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """Remove the entries of ``labels`` (known to the map of `add_mapped`) from ``index``, each
-    as faiss's ``Hashtable`` map removes one: the list's last entry moves into its place and the
-    list is cut by one (so the lists hold what faiss's own removal would leave, in the same
-    order). Returns the list of each label removed (a label given twice is removed once).
-    Hand-written for the reason in `add_mapped`."""
-    faiss = _faiss()
-    direct = index.direct_map
-    table = faiss.rev_swig_ptr(direct.array.data(), direct.array.size())
-    code_size = int(invlists.code_size)
-    lists: list[int] = []
-    for label in labels.tolist():
-        packed = int(table[label])
-        if packed < 0:  # a label given twice: gone already (faiss's removal skips it too)
-            continue
-        lst, offset = packed >> 32, packed & 0xFFFFFFFF
-        lists.append(lst)
-        last = invlists.list_size(lst) - 1
-        table[label] = -1
-        if offset < last:
-            ids = faiss.rev_swig_ptr(invlists.get_ids(lst), last + 1)
-            codes = faiss.rev_swig_ptr(invlists.get_codes(lst), (last + 1) * code_size)
-            moved = int(ids[last])
-            ids[offset] = moved
-            codes[offset * code_size:(offset + 1) * code_size] = codes[last * code_size:]
-            table[moved] = lst << 32 | offset
-        invlists.resize(lst, last)  # smaller: the buffer stays
-    index.ntotal = index.ntotal - len(lists)
-    return np.array(lists, dtype=np.int64)
+    def nbytes(self) -> int:
+        return 8 * len(self.table)

@@ -3,7 +3,7 @@
 Why an inverted file (IVF-Flat) rather than a graph index (HNSW)? A memory takes writes one at a
 time and in batches, deletes, and must answer right after a write. An IVF insert is one nearest
 centroid lookup (one matrix product for a batch) and a delete is O(1) through a direct map
-(label -> list and offset: faiss's array map, kept by `shared_core._ivf_lists.add_mapped`, 8
+(label -> list and offset: faiss's array map, kept by `shared_core._ivf_lists.DirectMap`, 8
 bytes a vector where faiss's hashtable map took about 48); an HNSW insert is a full graph search
 and faiss's HNSW cannot delete. Measured on one core with the 100k vectors of
 ``benchmarks/latency.py``: this index took 75,000 inserts a second (27,000 with the write path's
@@ -60,7 +60,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._ints import numbers
-from ._ivf_lists import ListRoom, add_mapped, remove_mapped
+from ._ivf_lists import DirectMap, ListRoom
 from ._link_search import best_links, pairs_in_lists, scan_lists
 from .errors import MissingDependencyError
 from .vector_index import Hits, Links, Ranked, Vector, batch_pairs, dot_rows, merge_links
@@ -187,6 +187,7 @@ class IVFVectorIndex:
         self._sizes = np.zeros(0, dtype=np.int64)  # entries per list now
         self._room = ListRoom(0, code_size=4 * dim)  # entries each list has room for
         self._index: Any = None
+        self._map: DirectMap | None = None  # the index's direct map (label -> list, offset)
         self._invlists: Any = None  # the index's ArrayInvertedLists (owned by the index)
         self._quantizer: Any = None
         self._params: dict[int, Any] = {}  # nprobe -> reusable search parameters (no selector)
@@ -269,7 +270,7 @@ class IVFVectorIndex:
         if labels.size == 0:
             return
         _faiss()
-        lists = remove_mapped(self._index, self._invlists, labels)
+        lists = self._direct().remove(self._invlists, labels)
         np.subtract.at(self._sizes, lists, 1)
         self._room.shrink(self._invlists, self._sizes, lists)
         self._forget_labels(ids)
@@ -360,8 +361,8 @@ class IVFVectorIndex:
         """Bytes held besides the id tables (which every index keeps, see
         `shared_core.capacity`): the lists' reserved room for vectors and labels (see
         `shared_core._ivf_lists`), faiss's direct map and the centroids."""
-        mapped = 0 if self._index is None else int(self._index.direct_map.array.size())
-        return self._room.nbytes() + 8 * mapped + self.lists * 4 * self._dim
+        mapped = 0 if self._map is None else self._map.nbytes()
+        return self._room.nbytes() + mapped + self.lists * 4 * self._dim
 
     # -- internals ----------------------------------------------------------------------------
     def _check(self, ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
@@ -383,11 +384,17 @@ class IVFVectorIndex:
                 return
             assign = np.ascontiguousarray(assign, dtype=np.int64)
             self._room.reserve(self._invlists, self._sizes, self._sizes + np.bincount(assign, minlength=self.lists))
-            add_mapped(self._index, self._sizes, data, labels, assign)
+            self._direct().add(self._sizes, data, labels, assign)
         except BaseException:
             self._forget_labels(ids)
             raise
         self._file(assign)
+
+    def _direct(self) -> DirectMap:
+        """The direct map of the trained index."""
+        if self._map is None:
+            raise RuntimeError("the index is not trained yet")
+        return self._map
 
     def _file(self, assign: npt.NDArray[np.int64]) -> None:
         """Count the vectors filed into the lists ``assign``."""
@@ -483,15 +490,15 @@ class IVFVectorIndex:
         quantizer = faiss.IndexFlatIP(self._dim)
         quantizer.add(centroids)
         index = faiss.IndexIVFFlat(quantizer, self._dim, len(centroids), faiss.METRIC_INNER_PRODUCT)
-        index.set_direct_map_type(faiss.DirectMap.Array)  # label -> (list, offset), kept by `add_mapped`
+        direct = DirectMap(index)  # label -> (list, offset)
         _, assign = quantizer.search(data, 1)
         assign = np.ascontiguousarray(assign[:, 0])
         invlists = faiss.downcast_InvertedLists(index.invlists)
         room = ListRoom(lists, code_size=4 * self._dim)  # each list's room, reserved before faiss fills it
         empty = np.zeros(lists, dtype=np.int64)
         room.reserve(invlists, empty, np.bincount(assign, minlength=lists))
-        add_mapped(index, empty, data, labels, assign)
-        self._index, self._quantizer = index, quantizer  # the index does not own its quantizer
+        direct.add(empty, data, labels, assign)
+        self._index, self._quantizer, self._map = index, quantizer, direct  # the index does not own its quantizer
         self._invlists = invlists
         self._params = {}
         self._sizes = np.zeros(lists, dtype=np.int64)

@@ -151,22 +151,22 @@ def test_a_failed_grow_gives_the_list_its_entries_back() -> None:
 
 
 def test_the_kept_direct_map_matches_faiss_hashtable_map_through_adds_and_removals() -> None:
-    """`add_mapped` / `remove_mapped` against faiss's own ``Hashtable`` map doing the same
+    """`DirectMap` against faiss's own ``Hashtable`` map doing the same
     operations on an index with the same centroids: the same entries in every list, in the same
     order, and ``reconstruct`` finds every live label (random batches, reused labels, labels
     removed twice in one call)."""
-    from shared_core._ivf_lists import add_mapped, remove_mapped
+    from shared_core._ivf_lists import DirectMap
 
     rng = np.random.default_rng(7)
     lists, code_size = 12, 4 * DIM
     quantizer = faiss.IndexFlatIP(DIM)
     quantizer.add(unit_rows(lists, seed=3))
     indexes = []
-    for kind in (faiss.DirectMap.Hashtable, faiss.DirectMap.Array):
-        index = faiss.IndexIVFFlat(quantizer, DIM, lists, faiss.METRIC_INNER_PRODUCT)
-        index.set_direct_map_type(kind)
-        indexes.append(index)
+    for _ in range(2):
+        indexes.append(faiss.IndexIVFFlat(quantizer, DIM, lists, faiss.METRIC_INNER_PRODUCT))
     ref, ours = indexes
+    ref.set_direct_map_type(faiss.DirectMap.Hashtable)
+    direct = DirectMap(ours)
     invlists = faiss.downcast_InvertedLists(ours.invlists)
     sizes = np.zeros(lists, dtype=np.int64)
     live: dict[int, npt.NDArray[np.float32]] = {}
@@ -180,14 +180,14 @@ def test_the_kept_direct_map_matches_faiss_hashtable_map_through_adds_and_remova
         top += n - len(reused)
         assign = np.ascontiguousarray(quantizer.search(rows, 1)[1][:, 0])
         ref.add_core(n, faiss.swig_ptr(rows), faiss.swig_ptr(labels), faiss.swig_ptr(assign))
-        add_mapped(ours, sizes, rows, labels, assign)
+        direct.add(sizes, rows, labels, assign)
         np.add.at(sizes, assign, 1)
         live.update(zip(labels.tolist(), rows, strict=True))
         if step % 3 == 2:
             gone = rng.choice(sorted(live), size=min(len(live), int(rng.integers(1, 30))), replace=False)
             twice = np.concatenate([gone, gone[:2]]).astype(np.int64)
             ref.remove_ids(faiss.IDSelectorArray(twice.size, faiss.swig_ptr(twice)))
-            removed = remove_mapped(ours, invlists, twice)
+            removed = direct.remove(invlists, twice)
             assert len(removed) == len(gone)
             np.subtract.at(sizes, removed, 1)
             for label in gone.tolist():
@@ -204,7 +204,7 @@ def test_the_kept_direct_map_matches_faiss_hashtable_map_through_adds_and_remova
         labels_live = np.array(sorted(live), dtype=np.int64)
         assert np.array_equal(ours.reconstruct_batch(labels_live), np.stack([live[i] for i in labels_live.tolist()]))
     table = faiss.rev_swig_ptr(ours.direct_map.array.data(), ours.direct_map.array.size())
-    assert (table[free] == -1).all()
+    assert np.array_equal(table, direct.table) and (table[free] == -1).all()
 
 
 def test_a_list_that_takes_more_than_its_spare_at_once_gets_no_fixed_spare() -> None:
