@@ -3,9 +3,12 @@
     .venv/bin/python benchmarks/memory_breakdown.py                     # 10k and 100k (~3 min)
     .venv/bin/python benchmarks/memory_breakdown.py --capacity          # NODE_OVERHEAD / EDGE_OVERHEAD
     .venv/bin/python benchmarks/memory_breakdown.py --sizes 10000 --again   # and a second atlas's cost
+    .venv/bin/python benchmarks/memory_breakdown.py --sizes 10000 --held    # in a process holding an atlas
 
 Each size runs in a fresh interpreter and builds the atlas exactly as ``latency.py``'s memory probe
-does (same corpus, batches, sessions). Then, per memory:
+does (same corpus, batches, sessions); with ``--held``, after first building and keeping another
+atlas as the probe's "process holding an atlas" column does (``latency.warm_batch``). Then, per
+memory:
 
 - **RSS**: growth of resident memory while the atlas takes the memories (after ``malloc_trim``),
   and the "overhead" beyond the 1,536-byte embedding and the text's UTF-8 bytes (the target);
@@ -250,6 +253,8 @@ def breakdown(n: int, *, again: bool = False, held: bool = False) -> str:
     if impl is not None and getattr(impl, "_index", None) is not None:
         before = _malloc_in_use()
         impl._index = impl._quantizer = None
+        if hasattr(impl, "_map"):  # the direct map holds the index too (trees since it)
+            impl._map = None
         freed = (before - _malloc_in_use()) / n
         lines.append(f"| faiss index, native (the vector and its label: 1,544) | {freed:,.0f} |")
     db = getattr(atlas.backend, "_db", None)
