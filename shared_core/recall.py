@@ -33,7 +33,7 @@ from ._fusion import cosine_scale, fuse
 from .config import AtlasConfig
 from .decay import decayed_weight, recency_score, rich_weight
 from .filters import Predicate
-from .model import MemoryNode, Relation, ScoredMemory
+from .model import MemoryNode, Relation, ScoredMemory, scored_of
 from .scoring import (
     _Desc,
     linear_score,
@@ -272,7 +272,7 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
                                for p in paths if p != "graph"})
         components.update(factors)
         other = req.session_id is not None and node.session_id != req.session_id
-        hits.append(ScoredMemory(node, score, components, paths, other))
+        hits.append(scored_of(node, score, components, paths, other))
     return hits
 
 
