@@ -658,7 +658,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     peers = [p for p in args.peers.split(",") if p]
     load = os.getloadavg()[0]
-    print(f"# {os.cpu_count()} cores, load {load:.2f}, {blas()}, python {sys.version.split()[0]}", flush=True)
+    print(f"# {os.cpu_count()} cores, load {load:.2f}, {blas()}, python {sys.version.split()[0]} ({sys.executable})",
+          flush=True)
     if args.report:
         runs = [json.loads(Path(f).read_text()) for f in args.report]
         merged = median_of(runs)

@@ -33,7 +33,7 @@ from .errors import InvalidInputError, MemoryNotFoundError, NamespaceViolationEr
 from .events import AtlasEvent, EventLog
 from .filters import compile_filters
 from .lifecycle import AtlasStats, Lifecycle
-from .model import Context, MemoryEdge, MemoryNode, Relation, ScoredMemory, with_embedding
+from .model import Context, MemoryEdge, MemoryNode, Relation, ScoredMemory, scored_of, with_embedding
 from .recall import RecallRequest, recall
 from .tokens import TokenCounter, as_token_counter
 from .vector_index import vectors_of
@@ -441,7 +441,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
             nodes = self._reinforce(part, hits, now) if reinforce else [h.node for h in hits]
             self._life.recalled(part, hits, now, via="retrieve")
             vectors = vectors_of(part.vectors, [n.id for n in nodes])  # one index call for all
-            return [ScoredMemory(with_embedding(n, v), h.score, h.components, h.paths, h.other_session)
+            return [scored_of(with_embedding(n, v), h.score, h.components, h.paths, h.other_session)
                     for h, n, v in zip(hits, nodes, vectors, strict=True)]
 
     def _reinforce(self, part: Partition, hits: Sequence[ScoredMemory], now: float) -> list[MemoryNode]:

@@ -70,12 +70,15 @@ def normalize_rows(matrix: npt.ArrayLike, *, dim: int | None = None) -> Matrix:
         raise InvalidEmbeddingError(f"embedding must be a vector or a matrix, got shape {arr.shape}")
     if dim is not None and arr.shape[1] != dim:
         raise InvalidEmbeddingError(f"embedding has dimension {arr.shape[1]}, the atlas uses {dim}")
-    if not np.isfinite(arr).all():
-        raise InvalidEmbeddingError("embedding contains NaN or infinite values")
     wide = arr.astype(np.float64)
-    norms = np.sqrt(np.einsum("ij,ij->i", wide, wide))[:, None]
-    if (norms == 0).any():
+    squares = np.einsum("ij,ij->i", wide, wide)
+    # a row holds a NaN or an infinity exactly when its sum of squares is not finite (a float32
+    # squared cannot overflow a float64): one check on the sums instead of one on every value
+    if not np.isfinite(squares.sum()):
+        raise InvalidEmbeddingError("embedding contains NaN or infinite values")
+    if not squares.all():
         raise InvalidEmbeddingError("embedding is the zero vector")
+    norms = np.sqrt(squares)[:, None]
     np.divide(wide, norms, out=wide)  # the float64 quotient arr / norms gives, without a second widening
     return wide.astype(np.float32)
 

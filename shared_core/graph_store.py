@@ -114,8 +114,8 @@ class DictGraphStore:
     #: 1,000 memories (about 4,000 links) takes half the time. Both ways leave identical stores.
     bulk_links = 64
 
-    __slots__ = ("_edges", "_ends", "_free_rows", "_free_slots", "_ids", "_in", "_meta", "_node", "_nodes", "_out",
-                 "_rel", "_slot", "_strength", "_times", "_used", "_when")
+    __slots__ = ("_bounded", "_edges", "_ends", "_free_rows", "_free_slots", "_ids", "_in", "_meta", "_node", "_nodes",
+                 "_out", "_rel", "_slot", "_strength", "_times", "_used", "_when")
 
     def __init__(self) -> None:
         # a slot per id that is a node or an end of an edge
@@ -127,6 +127,7 @@ class DictGraphStore:
         self._free_slots: array[int] = array("i")
         self._used = 0  # slots handed out (the lists above have room for a few more)
         self._nodes = 0
+        self._bounded = 0  # nodes with an expiry or an end of validity (`bounded_nodes`)
         # an edge per row
         self._ends: array[int] = array("i")  # source slot ^ target slot
         self._rel: array[int] = array("b")  # index in _RELATIONS; -1: a free row
@@ -145,8 +146,13 @@ class DictGraphStore:
         elif self._node[s] is None:  # an id that edges named first: `nodes` lists it from now
             del self._slot[node.id]
             self._slot[node.id] = s
-        if self._node[s] is None:
+        old = self._node[s]
+        if old is None:
             self._nodes += 1
+        elif old.expires_at is not None or old.valid_to is not None:
+            self._bounded -= 1
+        if node.expires_at is not None or node.valid_to is not None:
+            self._bounded += 1
         self._node[s] = node
 
     def get_node(self, node_id: str) -> MemoryNode | None:
@@ -169,6 +175,9 @@ class DictGraphStore:
                 self._free_row(e)
             self._edges -= len(rows)
             own.clear(s)
+        node = self._node[s]
+        if node is not None and (node.expires_at is not None or node.valid_to is not None):
+            self._bounded -= 1
         self._node[s] = None
         self._nodes -= 1
         self._release(s)
@@ -180,6 +189,13 @@ class DictGraphStore:
 
     def node_count(self) -> int:
         return self._nodes
+
+    @property
+    def bounded_nodes(self) -> int:
+        """How many nodes may stop being current (`MemoryNode.is_current`): those with an
+        ``expires_at`` or a ``valid_to``. While there are none, every node is current at any
+        time, which lets the read path admit a memory without fetching its node."""
+        return self._bounded
 
     # -- edges --------------------------------------------------------------------------------
     def put_edge(self, edge: MemoryEdge) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import heapq
+import itertools
 import math
 import operator
 from collections.abc import Callable, Iterator, Mapping
@@ -32,7 +33,7 @@ from ._fusion import cosine_scale, fuse
 from .config import AtlasConfig
 from .decay import decayed_weight, recency_score, rich_weight
 from .filters import Predicate
-from .model import MemoryNode, Relation, ScoredMemory
+from .model import MemoryNode, Relation, ScoredMemory, scored_of
 from .scoring import (
     _Desc,
     linear_score,
@@ -170,9 +171,12 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
 
     overfetch = k if req.include_history or subset is not None else k + min(len(part.inactive), 4 * k)
     raw: dict[str, dict[str, float]] = {}  # path -> node id -> the path's own value
-    allowed = _admission(part, req, subset, admissible)
+    allowed, every = _admission(part, req, subset, admissible)
 
     def keep(pairs: Iterator[tuple[str, float]] | list[tuple[str, float]], path: str, limit: int) -> None:
+        if every:  # the partition's indexes hold only its memories, and each of them is admissible
+            raw[path] = dict(itertools.islice(pairs, limit))
+            return
         values: dict[str, float] = {}
         for node_id, value in pairs:
             if allowed(node_id):
@@ -268,7 +272,7 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
                                for p in paths if p != "graph"})
         components.update(factors)
         other = req.session_id is not None and node.session_id != req.session_id
-        hits.append(ScoredMemory(node, score, components, paths, other))
+        hits.append(scored_of(node, score, components, paths, other))
     return hits
 
 
@@ -283,11 +287,26 @@ def _relevances(ids: list[str], fused: npt.NDArray[np.float64] | float, boosts: 
 
 
 def _admission(part: Partition, req: RecallRequest, subset: set[str] | None,
-               admissible: Callable[[MemoryNode | None], bool]) -> Callable[[str], bool]:
+               admissible: Callable[[MemoryNode | None], bool]) -> tuple[Callable[[str], bool], bool]:
     """Whether a memory may be recalled (in ``subset`` when there is one, and ``admissible``),
-    remembered per id for the call: the paths and the walk ask about the same memories."""
+    remembered per id for the call: the paths and the walk ask about the same memories; and
+    whether every memory of the partition may be (then the check is only that the node exists).
+
+    Every memory may be recalled when nothing narrows the call (no filter, no session scope,
+    history or not) and nothing in the partition can be out of date: no superseded or retired
+    memory (``inactive``) and no node with an expiry or an end of validity (the graph store's
+    ``bounded_nodes``; a store that does not count them is asked node by node). That is the
+    common case, where a recall then fetches no node to admit its few dozen candidates.
+    """
     cache: dict[str, bool] = {}
     get_node = part.graph.get_node
+    if subset is None and req.predicate is None and (req.include_history or (
+            not part.inactive and getattr(part.graph, "bounded_nodes", None) == 0)):
+
+        def exists(node_id: str) -> bool:
+            return get_node(node_id) is not None
+
+        return exists, True
     if subset is None and not req.include_history:  # no filter, no session scope: the common case
         inactive, now = part.inactive, req.now
 
@@ -298,7 +317,7 @@ def _admission(part: Partition, req: RecallRequest, subset: set[str] | None,
                 ok = cache[node_id] = node is not None and node_id not in inactive and node.is_current(now)
             return ok
 
-        return current
+        return current, False
 
     def allowed(node_id: str) -> bool:
         ok = cache.get(node_id)
@@ -306,7 +325,7 @@ def _admission(part: Partition, req: RecallRequest, subset: set[str] | None,
             ok = cache[node_id] = (subset is None or node_id in subset) and admissible(get_node(node_id))
         return ok
 
-    return allowed
+    return allowed, False
 
 
 def _rank(part: Partition, relevance: Mapping[str, float], pending: Mapping[str, float],

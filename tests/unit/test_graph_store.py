@@ -253,3 +253,22 @@ def test_the_one_step_append_tells_two_edges_alike_from_different_ones() -> None
     assert not store._append_new([a for a, _, _ in twice], [b for _, b, _ in twice],
                                  [_CODES[r] for _, _, r in twice], [0.5] * 3, 3.0)
     assert _internals(store) == before
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["put", "remove"]), st.sampled_from("abcdef"),
+                          st.sampled_from([None, 5.0]), st.sampled_from([None, 7.0])), max_size=40))
+def test_bounded_nodes_counts_the_nodes_that_can_stop_being_current(
+        ops: list[tuple[str, str, float | None, float | None]]) -> None:
+    """`DictGraphStore.bounded_nodes` (the read path's licence to admit without fetching nodes)
+    is the number of stored nodes with an expiry or an end of validity, through inserts,
+    replacements either way, removals and edges naming ids before their nodes exist."""
+    g = DictGraphStore()
+    g.put_edge(MemoryEdge(source="a", target="f", relation=Relation.BEFORE))  # "a" and "f" exist as ends first
+    for op, node_id, expires_at, valid_to in ops:
+        if op == "put":
+            g.put_node(MemoryNode(id=node_id, content=node_id, namespace="u", expires_at=expires_at,
+                                  valid_to=valid_to))
+        else:
+            g.remove_node(node_id)
+        assert g.bounded_nodes == sum(n.expires_at is not None or n.valid_to is not None for n in g.nodes())

@@ -441,3 +441,44 @@ def test_the_walk_weighs_edges_alike_with_or_without_the_stores_weighted_links()
         assert fast(name) == same_store(name)  # same order too
         assert sorted(fast(name)) == sorted(slow(name))
         assert all(other != name for other, _ in fast(name))
+
+
+def test_admitting_without_fetching_nodes_answers_as_asking_node_by_node(
+        make_atlas: Make, clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While nothing in a namespace can be out of date, recall admits the candidates its indexes
+    return without fetching their nodes (`_admission`'s second value). The answers must be those
+    of the node-by-node check, and the shortcut must stop as soon as one memory can expire or
+    has been superseded."""
+    from shared_core.graph_store import DictGraphStore
+    from shared_core.recall import RecallRequest, _admission
+
+    atlas = make_atlas()
+    atlas.add_memories([f"Note {i}: {text}" for i, text in enumerate(FILLER * 8)], namespace="u", session_id="s")
+    part = atlas.backend.partition("u")
+    assert part is not None
+
+    def shortcut() -> bool:
+        req = RecallRequest(query="q", vector=atlas.embedder.embed(["q"])[0], now=clock.now())
+        return _admission(part, req, None, lambda n: n is not None)[1]
+
+    def answers() -> list[list[tuple[str, float, tuple[str, ...]]]]:
+        return [[(h.node.id, h.score, h.paths) for h in atlas.retrieve(q, namespace="u", top_k=k, reinforce=False,
+                                                                       include_history=history)]
+                for q in ("train late", "kitchen walls", "Note 7 football") for k in (1, 5, 30)
+                for history in (False, True)]
+
+    assert shortcut()
+    fast = answers()
+    with monkeypatch.context() as m:  # a store that does not count bounded nodes: asked node by node
+        m.setattr(DictGraphStore, "bounded_nodes", property(lambda self: None))
+        assert not shortcut() and answers() == fast
+    brief = atlas.add_memory("The train strike is only today", namespace="u", ttl=30)
+    assert not shortcut()
+    clock.advance(60)
+    assert brief.id not in ids(atlas.retrieve("train strike today", namespace="u", top_k=10, reinforce=False))
+    atlas.forget(brief.id)
+    assert shortcut()
+    old = next(iter(part.graph.nodes()))
+    atlas.update_memory(old.id, "Note 0 corrected")
+    assert not shortcut()
+    assert old.id not in ids(atlas.retrieve(old.content, namespace="u", top_k=10, reinforce=False))
