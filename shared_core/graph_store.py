@@ -247,12 +247,12 @@ class DictGraphStore:
         rel.frombytes(code[k:].astype(np.int8).tobytes())
         strength.fromlist(list(strengths[k:]))
         when.frombytes(np.full(n - k, at, dtype=np.int32).tobytes())
-        rows = reused + list(range(first, first + n - k))
-        self._out.append_each(s_list, rows)
-        if (s == t).any():  # a self-loop is an out-edge only
-            rows_in = [(b, e) for a, b, e in zip(s_list, t_list, rows, strict=True) if a != b]
-            t_list, rows = [b for b, _ in rows_in], [e for _, e in rows_in]
-        self._in.append_each(t_list, rows)
+        rows = np.concatenate([np.array(reused, dtype=np.int64), np.arange(first, first + n - k, dtype=np.int64)])
+        self._out.append_each(s, rows)  # arrays: IntLists.append_each takes them without a conversion
+        loop = s == t
+        if loop.any():  # a self-loop is an out-edge only
+            t, rows = t[~loop], rows[~loop]
+        self._in.append_each(t, rows)
         self._edges += n
         if len(times) > 2 * self._edges + 1024:
             self._compact_times()
