@@ -50,7 +50,7 @@ import struct
 import threading
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
-from itertools import chain
+from itertools import chain, count
 from typing import Any, cast
 
 import numpy as np
@@ -361,7 +361,9 @@ class InvertedKeywordIndex:
         # a text's words are dropped as soon as they are stemmed (stems are shared strings): a
         # batch's worth of word strings at once fragmented the heap (1.4 MB more RSS per 20k
         # memories; again 70 B a memory at 10k when a batch's distinct words were stemmed once each)
-        terms = [_keys(_words(text)) for text, _ in last.values()]
+        fold, key_of = _ASCII_FOLD, _key_of  # `_keys(_words(text))`, inlined for ASCII text
+        terms = [list(map(key_of, text.encode().translate(fold).decode().split())) if text.isascii()
+                 else _keys(_words(text)) for text, _ in last.values()]
         with self._lock:
             self._room(len(last))
             for node_id in last:
@@ -394,16 +396,17 @@ class InvertedKeywordIndex:
         """New rows: their (term, row) counts with one `np.unique`, then each term's postings
         appended in one piece."""
         flat = list(chain.from_iterable(terms))
-        names = list(dict.fromkeys(flat))
-        local = dict(zip(names, range(len(names)), strict=True))
+        # each term numbered by its first place in `flat`, in one pass (`setdefault` keeps the first)
+        local: dict[Term, int] = {}
+        term_ids = np.fromiter(map(local.setdefault, flat, count()), dtype=np.int64, count=len(flat))
+        names = list(local)  # in first-place order, as the numbers ascend
         lengths = [len(doc) for doc in terms]
         n, first = len(ids), self._rows
-        term_ids = np.fromiter(map(local.__getitem__, flat), dtype=np.int64, count=len(flat))
         keys, tf = np.unique(term_ids * n + np.repeat(np.arange(n, dtype=np.int64), lengths),
                              return_counts=True)  # ordered by term, then row
         term_of, rows = keys // n, keys % n + first
         if len(tf) and tf.max() > _TF_CAP:  # rare: split those counts over several postings
-            self._split.update(names[t] for t in np.unique(term_of[tf > _TF_CAP]).tolist())
+            self._split.update(flat[t] for t in np.unique(term_of[tf > _TF_CAP]).tolist())
             pieces = -(-tf // _TF_CAP)
             spread = np.repeat(np.arange(len(tf)), pieces)
             counts = np.full(len(spread), _TF_CAP)
