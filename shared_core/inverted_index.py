@@ -421,15 +421,20 @@ class InvertedKeywordIndex:
         end = first + n
         row_numbers = numbers(first, end)
         words, nums, one = self._vocab, self._nums, _POSTING.itemsize
+        pack, small = _pack, _SMALL
         for term, lo, hi, row in zip(names, (starts * one).tolist(), (stops * one).tolist(), lone, strict=True):
             vocab: dict[Any, Postings] = nums if type(term) is int else words
             postings = vocab.get(term)
-            if postings is None and row >= 0:  # a new term once in one row: `_merged`'s number, inlined
-                vocab[term] = row_numbers[row]
-            elif type(postings) is bytearray:
+            if type(postings) is bytearray:
                 postings += blob[lo:hi]
-            else:
-                vocab[term] = _merged(postings, blob[lo:hi])
+            elif postings is None:
+                if row >= 0:  # a new term once in one row: `_merged`'s number, inlined
+                    vocab[term] = row_numbers[row]
+                else:  # in several rows, or more than once (`_merged`, inlined: as below)
+                    vocab[term] = chunk if len(chunk := blob[lo:hi]) <= small else bytearray(chunk)
+            else:  # `_merged`, inlined: bytes (or a row's number) joined, a bytearray past `_SMALL`
+                joined = (postings if type(postings) is bytes else pack(cast(int, postings) << _TF_BITS)) + blob[lo:hi]
+                vocab[term] = joined if len(joined) <= small else bytearray(joined)
         self._length[first:end] = lengths
         codes = {s: self._session_code(s) for s in dict.fromkeys(sessions)}  # a batch has few sessions
         self._session[first:end] = list(map(codes.__getitem__, sessions))
