@@ -102,9 +102,13 @@ class TimeIndex:
             lo = bisect_left(chunk_stamps, t)
             hi = bisect_right(chunk_stamps, t, lo)
         at = [bisect_left(chunk_ids, node_id, lo, hi) for node_id in ids]  # on the chunk before any insert
-        for i, node_id, stamp in zip(reversed(at), reversed(ids), reversed(stamps), strict=True):
-            chunk_ids.insert(i, node_id)  # from the last: the earlier places stay right
-            chunk_stamps.insert(i, stamp)
+        if at[0] == at[-1]:  # all in one place (after the chunk's entries when time moves on): one move
+            chunk_ids[at[0]:at[0]] = ids
+            chunk_stamps[at[0]:at[0]] = array("d", stamps)
+        else:
+            for i, node_id, stamp in zip(reversed(at), reversed(ids), reversed(stamps), strict=True):
+                chunk_ids.insert(i, node_id)  # from the last: the earlier places stay right
+                chunk_stamps.insert(i, stamp)
         self._size += len(ids)
         added, k = 0, c
         while k <= c + added:  # halves until every piece is at most CHUNK
