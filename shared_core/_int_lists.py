@@ -20,12 +20,24 @@ of what a memory's edge lists take. (Numpy's ragged-array idioms rebuild on ever
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import numpy.typing as npt
 
 __all__ = ["CAPACITIES", "IntLists"]
 
 CAPACITIES: tuple[int, ...] = tuple(int(4 * 1.5 ** k + 0.5) for k in range(48))
+_CAPACITY: npt.NDArray[np.int64] = np.array(CAPACITIES, dtype=np.int64)
+BULK = 2048  # `IntLists.append_each` takes this many values or more with numpy (fewer: one by one is faster)
+_INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1  # what an array('i') holds
 _ZEROS: tuple[array[int], ...] = tuple(array("i", [0]) * c for c in CAPACITIES[:16])  # new blocks, to copy
+
+
+def _lists(slots: Sequence[int] | npt.NDArray[np.int64], values: Sequence[int] | npt.NDArray[np.int64]
+           ) -> tuple[list[int], list[int]]:
+    return (slots.tolist() if isinstance(slots, np.ndarray) else list(slots),
+            values.tolist() if isinstance(values, np.ndarray) else list(values))
 
 
 class IntLists:
@@ -77,7 +89,73 @@ class IntLists:
         data[b + n] = value
         self.lengths[s] = n + 1
 
-    def append_each(self, slots: Iterable[int], values: Iterable[int]) -> None:
+    def append_each(self, slots: Sequence[int] | npt.NDArray[np.int64],
+                    values: Sequence[int] | npt.NDArray[np.int64]) -> None:
+        """`append` of each value to its slot, in order; the same lists and blocks as that.
+
+        From `BULK` values on, only the values that take a block (a list's first, or one that
+        finds its block full) go one by one, in order, so blocks are taken and freed in the
+        same order as one by one; the others are written with numpy: those before their list's
+        first block change into the block it has, and, for a list whose block changes once,
+        those after the change into the new block (a list whose block changes twice goes one
+        by one from the first change). In a write of 1,000 memories about two thirds of the
+        8,000 values go with numpy: a new memory's lists take a block for their first value and
+        then have room for three more. Given as int64 arrays, that took 2.1 us a memory at 90k to
+        100k memories against 2.7 one by one, 1.8 against 2.0 at 5k to 10k (CPU, medians of five
+        or seven, interleaved); given as lists, their conversion ate the gain. Below `BULK`
+        values one by one is faster: the 280 values of a batch of 100 memories took 3.1 us a
+        memory with numpy against 1.5.
+        """
+        m = len(slots)
+        if m != len(values):
+            raise ValueError(f"{m} slots for {len(values)} values")
+        if m < max(BULK, 1):
+            self._append_loop(*_lists(slots, values))
+            return
+        s = np.asarray(slots, dtype=np.int64)
+        v = np.asarray(values, dtype=np.int64)
+        if (int(s.min()) < 0 or int(s.max()) >= len(self.lengths) or int(v.min()) < _INT_MIN
+                or int(v.max()) > _INT_MAX):
+            self._append_loop(*_lists(slots, values))  # raises as `append` would (or wraps a negative slot alike)
+            return
+        order = np.argsort(s, kind="stable")
+        grouped = s[order]
+        first = np.empty(m, dtype=bool)
+        first[0] = True
+        np.not_equal(grouped[1:], grouped[:-1], out=first[1:])
+        run = np.flatnonzero(first)
+        counts = np.diff(np.append(run, m))
+        rank = np.empty(m, dtype=np.int64)
+        rank[order] = np.arange(m) - np.repeat(run, counts)  # the value's place among its slot's values
+        count = np.empty(m, dtype=np.int64)
+        count[order] = np.repeat(counts, counts)  # its slot's values in all
+        lengths = np.frombuffer(self.lengths, dtype=np.int32)
+        starts = np.frombuffer(self.starts, dtype=np.int32)
+        classes = np.frombuffer(self.classes, dtype=np.int8)
+        n0 = lengths[s].astype(np.int64)
+        k0 = classes[s].astype(np.int64)
+        full = _CAPACITY[np.maximum(k0, 0)]
+        # the rank of each slot's first block change (a list's first value, or its block full),
+        # and of its second (the new block full)
+        change = np.where(n0 == 0, 0, full - n0)
+        second = np.where(n0 == 0, CAPACITIES[0], change + _CAPACITY[np.minimum(k0 + 1, len(CAPACITIES) - 1)] - full)
+        before = rank < change
+        once = count <= second
+        after = (rank > change) & once
+        at = np.flatnonzero(~(before | after))  # one by one, in order
+        data = np.frombuffer(self.data, dtype=np.int32)
+        data[starts[s[before]] + n0[before] + rank[before]] = v[before]
+        del data  # `_append_loop` may extend the array: no view may be held then
+        ahead = np.minimum(count, change)
+        lengths[s] = n0 + ahead  # (a slot's every entry writes the same length)
+        self._append_loop(s[at].tolist(), v[at].tolist())
+        data = np.frombuffer(self.data, dtype=np.int32)
+        data[starts[s[after]] + n0[after] + rank[after]] = v[after]
+        del data
+        done = once & (count > change)
+        lengths[s[done]] = (n0 + count)[done]
+
+    def _append_loop(self, slots: Iterable[int], values: Iterable[int]) -> None:
         """`append` of each value to its slot, in order (the case with room in the block inlined:
         a call per value costs more than the append)."""
         lengths, starts, classes, data, capacities, append = (self.lengths, self.starts, self.classes, self.data,

@@ -247,14 +247,18 @@ class IVFVectorIndex:
             return merge_links(empty, *batch_pairs(data, min_similarity), k) if k > 0 else [[] for _ in ids]
         if any(i in self._labels for i in ids):
             raise ValueError("add_and_link takes new ids only")
-        _faiss()
+        faiss = _faiss()
         probes = min(self.link_probes, self.lists)
-        dist, assign = self._quantizer.search(data, probes)
+        dist = np.empty((len(ids), probes), dtype=np.float32)
+        assign = np.empty((len(ids), probes), dtype=np.int64)
+        # the raw call: faiss's Python `search` wrapper only allocates these two and checks shapes,
+        # which cost about as much as the search itself for the one row of an `add_memory`
+        self._quantizer.search_c(len(ids), faiss.swig_ptr(data), probes, faiss.swig_ptr(dist), faiss.swig_ptr(assign))
         home = assign[:, 0].copy()
         assign[dist < dist[:, :1] - self.link_margin] = -1  # lists much farther than the closest: skipped
         if len(ids) > ROW_BY_ROW and self._labels:  # list by list, merged as flat arrays (see _link_search)
             want = min(k, len(self._labels))
-            candidates = scan_lists(_faiss(), self._index, self._search_params(1), data, assign, dist, want,
+            candidates = scan_lists(faiss, self._index, self._search_params(1), data, assign, dist, want,
                                     min_similarity)
             links = best_links(len(ids), k, candidates, self._ids, pairs_in_lists(data, assign, min_similarity))
             self._insert(ids, data, home)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import repeat
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -74,6 +75,7 @@ class GraphStore(Protocol):
 
 _RELATIONS: tuple[Relation, ...] = tuple(Relation)
 # by member and by value: an Enum member hashes as its name, so "before" and Relation.BEFORE differ
+_COLUMNS = tuple(itemgetter(i) for i in range(4))  # a link's source, target, relation, strength
 _CODES: dict[str, int] = {**{r: i for i, r in enumerate(_RELATIONS)}, **{r.value: i for i, r in enumerate(_RELATIONS)}}
 
 
@@ -213,7 +215,12 @@ class DictGraphStore:
         rows = list(links)
         if not rows:
             return
-        sources, targets, relations, strengths = zip(*rows, strict=True)
+        columns: Sequence[Sequence[Any]]  # one C pass a column: 0.2-0.3 ms for 4,000 links, zip(*rows) 1.1-1.5
+        if set(map(type, rows)) == {tuple} and set(map(len, rows)) == {4}:
+            columns = [list(map(column, rows)) for column in _COLUMNS]
+        else:
+            columns = list(zip(*rows, strict=True))
+        sources, targets, relations, strengths = columns
         try:
             codes = list(map(_CODES.__getitem__, relations))  # (map: no Python step per edge)
         except KeyError:
@@ -263,12 +270,12 @@ class DictGraphStore:
         rel.frombytes(code[k:].astype(np.int8).tobytes())
         strength.fromlist(list(strengths[k:]))
         when.frombytes(np.full(n - k, at, dtype=np.int32).tobytes())
-        rows = reused + list(range(first, first + n - k))
-        self._out.append_each(s_list, rows)
-        if (s == t).any():  # a self-loop is an out-edge only
-            rows_in = [(b, e) for a, b, e in zip(s_list, t_list, rows, strict=True) if a != b]
-            t_list, rows = [b for b, _ in rows_in], [e for _, e in rows_in]
-        self._in.append_each(t_list, rows)
+        rows = np.concatenate([np.array(reused, dtype=np.int64), np.arange(first, first + n - k, dtype=np.int64)])
+        self._out.append_each(s, rows)  # arrays: IntLists.append_each takes them without a conversion
+        loop = s == t
+        if loop.any():  # a self-loop is an out-edge only
+            t, rows = t[~loop], rows[~loop]
+        self._in.append_each(t, rows)
         self._edges += n
         if len(times) > 2 * self._edges + 1024:
             self._compact_times()

@@ -50,7 +50,7 @@ import struct
 import threading
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
-from itertools import chain
+from itertools import chain, count
 from typing import Any, cast
 
 import numpy as np
@@ -361,7 +361,9 @@ class InvertedKeywordIndex:
         # a text's words are dropped as soon as they are stemmed (stems are shared strings): a
         # batch's worth of word strings at once fragmented the heap (1.4 MB more RSS per 20k
         # memories; again 70 B a memory at 10k when a batch's distinct words were stemmed once each)
-        terms = [_keys(_words(text)) for text, _ in last.values()]
+        fold, key_of = _ASCII_FOLD, _key_of  # `_keys(_words(text))`, inlined for ASCII text
+        terms = [list(map(key_of, text.encode().translate(fold).decode().split())) if text.isascii()
+                 else _keys(_words(text)) for text, _ in last.values()]
         with self._lock:
             self._room(len(last))
             for node_id in last:
@@ -394,16 +396,17 @@ class InvertedKeywordIndex:
         """New rows: their (term, row) counts with one `np.unique`, then each term's postings
         appended in one piece."""
         flat = list(chain.from_iterable(terms))
-        names = list(dict.fromkeys(flat))
-        local = dict(zip(names, range(len(names)), strict=True))
+        # each term numbered by its first place in `flat`, in one pass (`setdefault` keeps the first)
+        local: dict[Term, int] = {}
+        term_ids = np.fromiter(map(local.setdefault, flat, count()), dtype=np.int64, count=len(flat))
+        names = list(local)  # in first-place order, as the numbers ascend
         lengths = [len(doc) for doc in terms]
         n, first = len(ids), self._rows
-        term_ids = np.fromiter(map(local.__getitem__, flat), dtype=np.int64, count=len(flat))
         keys, tf = np.unique(term_ids * n + np.repeat(np.arange(n, dtype=np.int64), lengths),
                              return_counts=True)  # ordered by term, then row
         term_of, rows = keys // n, keys % n + first
         if len(tf) and tf.max() > _TF_CAP:  # rare: split those counts over several postings
-            self._split.update(names[t] for t in np.unique(term_of[tf > _TF_CAP]).tolist())
+            self._split.update(flat[t] for t in np.unique(term_of[tf > _TF_CAP]).tolist())
             pieces = -(-tf // _TF_CAP)
             spread = np.repeat(np.arange(len(tf)), pieces)
             counts = np.full(len(spread), _TF_CAP)
@@ -418,15 +421,20 @@ class InvertedKeywordIndex:
         end = first + n
         row_numbers = numbers(first, end)
         words, nums, one = self._vocab, self._nums, _POSTING.itemsize
+        pack, small = _pack, _SMALL
         for term, lo, hi, row in zip(names, (starts * one).tolist(), (stops * one).tolist(), lone, strict=True):
             vocab: dict[Any, Postings] = nums if type(term) is int else words
             postings = vocab.get(term)
-            if postings is None and row >= 0:  # a new term once in one row: `_merged`'s number, inlined
-                vocab[term] = row_numbers[row]
-            elif type(postings) is bytearray:
+            if type(postings) is bytearray:
                 postings += blob[lo:hi]
-            else:
-                vocab[term] = _merged(postings, blob[lo:hi])
+            elif postings is None:
+                if row >= 0:  # a new term once in one row: `_merged`'s number, inlined
+                    vocab[term] = row_numbers[row]
+                else:  # in several rows, or more than once (`_merged`, inlined: as below)
+                    vocab[term] = chunk if len(chunk := blob[lo:hi]) <= small else bytearray(chunk)
+            else:  # `_merged`, inlined: bytes (or a row's number) joined, a bytearray past `_SMALL`
+                joined = (postings if type(postings) is bytes else pack(cast(int, postings) << _TF_BITS)) + blob[lo:hi]
+                vocab[term] = joined if len(joined) <= small else bytearray(joined)
         self._length[first:end] = lengths
         codes = {s: self._session_code(s) for s in dict.fromkeys(sessions)}  # a batch has few sessions
         self._session[first:end] = list(map(codes.__getitem__, sessions))

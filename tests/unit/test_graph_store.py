@@ -236,6 +236,23 @@ def test_put_links_checks_every_link_first() -> None:
     assert store.links("n1") == [("n1", Relation.SIMILAR_TO, 0.5), ("n0", Relation.BEFORE, 1.0)]
 
 
+def test_put_links_takes_any_rows_of_four_and_refuses_others() -> None:
+    """Tuples of four go by columns; other rows (lists here) through zip, with the same result."""
+    stores = [DictGraphStore(), DictGraphStore()]
+    for store in stores:
+        for i in IDS[:3]:
+            store.put_node(MemoryNode(id=i, content=i, namespace="u"))
+    links = [("n0", "n1", Relation.BEFORE, 1.0), ("n1", "n2", Relation.SIMILAR_TO, 0.75)]
+    stores[0].put_links(links, created_at=1.0)
+    stores[1].put_links([list(link) for link in links], created_at=1.0)  # type: ignore[misc]
+    assert _internals(stores[0]) == _internals(stores[1])
+    before = _internals(stores[0])
+    for bad in ([("n0", "n2", Relation.BEFORE)], [("n0", "n2", Relation.BEFORE, 1.0), ("n2", "n0")]):
+        with pytest.raises(ValueError):
+            stores[0].put_links(bad, created_at=2.0)  # type: ignore[arg-type]
+    assert _internals(stores[0]) == before
+
+
 def test_the_one_step_append_tells_two_edges_alike_from_different_ones() -> None:
     """`_append_new` takes new edges in one step, and refuses a batch where two edges share
     source, target and relation (however far apart their slots), leaving the store as it was."""

@@ -535,3 +535,15 @@ def test_the_stem_cache_keys_words_alike_when_full_or_cleared(monkeypatch: pytes
     assert not any(word.isdigit() for word in ii._stems)
     monkeypatch.setattr(ii, "_STEM_CACHE_MAX", 1 << 14)
     assert ii._keys(ii._words(text)) == want and "is" in ii._stems and "2023" not in ii._stems
+
+
+def test_a_batch_with_counts_over_a_posting_leaves_what_one_by_one_leaves() -> None:
+    """Counts past 16 (several postings of a row) for terms first met anywhere in the batch."""
+    rows = [("a", "tea and 7 cakes", None), ("b", "cakes " + "coffee " * 17 + "7 " * 20, "s1"),
+            ("c", "coffee tea " + "tea " * 33, None), ("d", "milk", "s1")]
+    many, one = InvertedKeywordIndex(), InvertedKeywordIndex()
+    many.add_many(rows)
+    for node_id, text, session in rows:
+        one.add(node_id, text, session_id=session)
+    assert _state(many) == _state(one)
+    assert many._split == {"coffe", 7, "tea"}
