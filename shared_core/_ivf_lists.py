@@ -124,6 +124,15 @@ class ListRoom:
         if short.size:
             self.ids[short] = _ids_room(self.ids[short], need[short])
 
+    def reserve_one(self, invlists: Any, sizes: npt.NDArray[np.int64], lst: int) -> None:
+        """`reserve` for one entry more in list ``lst``: nothing to do (and no numpy call over
+        the lists) while the list has room for it in both columns, as most single adds find."""
+        need = int(sizes[lst]) + 1
+        if need > self.codes[lst] or need > self.ids[lst]:
+            more = sizes.copy()
+            more[lst] = need
+            self.reserve(invlists, sizes, more)
+
     def _grow(self, invlists: Any, moves: list[tuple[int, int, int]]) -> None:
         """For each ``(list, size, room)``, the room above the list's capacity, through faiss's
         own ``resize``: the list is cut to ``keep = room // 2`` entries, then resized to

@@ -387,7 +387,10 @@ class IVFVectorIndex:
                 self._retrain(extra=(labels, data))
                 return
             assign = np.ascontiguousarray(assign, dtype=np.int64)
-            self._room.reserve(self._invlists, self._sizes, self._sizes + np.bincount(assign, minlength=self.lists))
+            if len(assign) == 1:  # one add_memory's row: Python ints, no array over the lists
+                self._room.reserve_one(self._invlists, self._sizes, int(assign[0]))
+            else:
+                self._room.reserve(self._invlists, self._sizes, self._sizes + np.bincount(assign, minlength=self.lists))
             self._direct().add(self._sizes, data, labels, assign)
         except BaseException:
             self._forget_labels(ids)
@@ -402,7 +405,10 @@ class IVFVectorIndex:
 
     def _file(self, assign: npt.NDArray[np.int64]) -> None:
         """Count the vectors filed into the lists ``assign``."""
-        np.add.at(self._sizes, assign, 1)
+        if len(assign) == 1:  # (``np.add.at`` costs a few us on one row)
+            self._sizes[assign[0]] += 1
+        else:
+            np.add.at(self._sizes, assign, 1)
 
     def _take_labels(self, ids: Sequence[str]) -> npt.NDArray[np.int64]:
         """Labels for new ids: freed ones first, then new ones at the end of the tables."""

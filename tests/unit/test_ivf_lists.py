@@ -223,3 +223,35 @@ def test_a_list_that_takes_more_than_its_spare_at_once_gets_no_fixed_spare() -> 
         invlists.add_entry(0, 0, faiss.swig_ptr(code))
     room.reserve(invlists, np.array([60, 0]), np.array([62, 1]))  # 2 more: grown with the fixed spare
     assert room.codes.tolist() == [62 + 1 + 2, 3] and capacity(invlists, 0, 60, 8) == 65
+
+
+def test_reserve_one_leaves_the_room_reserve_would() -> None:
+    """Single entries filed with `ListRoom.reserve_one` before each: the same room (codes and ids)
+    and the same list contents as with `ListRoom.reserve` of the one-entry need."""
+    lists, code_size = 5, 4
+    rng = np.random.default_rng(3)
+    codes = rng.integers(0, 255, (400, code_size), dtype=np.uint8)
+    assign = rng.integers(0, lists, 400)
+    made = []
+    for one in (True, False):
+        invlists = faiss.ArrayInvertedLists(lists, code_size)
+        room = ListRoom(lists, code_size=code_size)
+        sizes = np.zeros(lists, dtype=np.int64)
+        rooms = []
+        for i in range(400):
+            lst = int(assign[i])
+            if one:
+                room.reserve_one(invlists, sizes, lst)
+            else:
+                room.reserve(invlists, sizes, sizes + np.bincount(assign[i:i + 1], minlength=lists))
+            invlists.add_entry(lst, i, faiss.swig_ptr(codes[i]))
+            sizes[lst] += 1
+            rooms.append((room.codes.tolist(), room.ids.tolist()))
+        for lst in range(lists):  # the room is what faiss holds
+            assert capacity(invlists, lst, int(sizes[lst]), code_size) == room.codes[lst]
+        contents = [(faiss.rev_swig_ptr(invlists.get_ids(lst), int(sizes[lst])).tolist(),
+                     faiss.rev_swig_ptr(invlists.get_codes(lst), int(sizes[lst]) * code_size).tobytes())
+                    for lst in range(lists)]
+        made.append((rooms, contents))
+    assert made[0] == made[1]
+    assert len({tuple(r[0]) for r in made[0][0]}) > lists  # lists grew many times over the run
