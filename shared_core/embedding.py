@@ -13,6 +13,7 @@ An embedder turns texts into unit-length float32 vectors. The atlas accepts:
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -72,6 +73,14 @@ def normalize_rows(matrix: npt.ArrayLike, *, dim: int | None = None) -> Matrix:
         raise InvalidEmbeddingError(f"embedding has dimension {arr.shape[1]}, the atlas uses {dim}")
     wide = arr.astype(np.float64)
     squares = np.einsum("ij,ij->i", wide, wide)
+    if len(squares) == 1:  # one row (an add_memory's): the same checks and quotient on a Python float
+        square = float(squares[0])
+        if not math.isfinite(square):
+            raise InvalidEmbeddingError("embedding contains NaN or infinite values")
+        if not square:
+            raise InvalidEmbeddingError("embedding is the zero vector")
+        np.divide(wide, math.sqrt(square), out=wide)  # (IEEE sqrt and quotient, as numpy's)
+        return wide.astype(np.float32)
     # a row holds a NaN or an infinity exactly when its sum of squares is not finite (a float32
     # squared cannot overflow a float64): one check on the sums instead of one on every value
     if not np.isfinite(squares.sum()):

@@ -203,3 +203,22 @@ def test_normalize_rows_is_the_float64_quotient_rounded_once() -> None:
         expected = (narrow / np.sqrt(np.einsum("ij,ij->i", wide, wide))[:, None]).astype(np.float32)
         out = normalize_rows(rows, dim=24)
         assert out.dtype == np.float32 and out.flags["C_CONTIGUOUS"] and out.tobytes() == expected.tobytes()
+
+
+def test_normalize_rows_of_one_row_is_that_row_of_a_matrix() -> None:
+    """The one-row path (Python float checks) gives each row bit for bit as the matrix path does,
+    and rejects the same rows."""
+    from shared_core.embedding import normalize_rows
+    from shared_core.errors import InvalidEmbeddingError
+
+    rng = np.random.default_rng(2)
+    rows = (rng.standard_normal((300, 384)) * rng.uniform(1e-20, 1e20, (300, 1))).astype(np.float32)
+    whole = normalize_rows(rows, dim=384)
+    for i, row in enumerate(rows):
+        for one in (row, row[None, :], row.astype(np.float64)):
+            out = normalize_rows(one, dim=384)
+            assert out.shape == (1, 384) and out.dtype == np.float32 and out.tobytes() == whole[i].tobytes()
+    for bad, message in ((np.zeros(384), "zero vector"), (np.full(384, np.nan), "NaN"),
+                         (np.r_[np.inf, np.ones(383)], "NaN or infinite")):
+        with pytest.raises(InvalidEmbeddingError, match=message):
+            normalize_rows(bad, dim=384)
