@@ -40,13 +40,15 @@ def lists_state(atlas: Any, queries: list[str]) -> tuple[Any, ...]:
 
     part = atlas.backend.partition("bench")
     impl = part.vectors._impl
+    answers = [part.keywords.search(q, 10) for q in queries]
+    if not hasattr(impl, "_invlists"):  # still the exact index (small atlases): its ids and vectors
+        return (impl.ids(), impl.matrix().tobytes()), None, answers
     invlists, sizes = impl._invlists, impl._sizes
     code_size = int(invlists.code_size)
     lists = [(faiss.rev_swig_ptr(invlists.get_ids(lst), int(n)).tolist(),
               faiss.rev_swig_ptr(invlists.get_codes(lst), int(n) * code_size).tobytes())
              for lst, n in enumerate(sizes.tolist())]
     room = (impl._room.codes.tolist(), impl._room.ids.tolist())
-    answers = [part.keywords.search(q, 10) for q in queries]
     return lists, room, answers
 
 
