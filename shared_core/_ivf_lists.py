@@ -321,7 +321,7 @@ class DirectMap:
         faiss = _faiss()
         n = len(labels)
         few = labels.tolist() if n <= FEW_ROWS else None
-        top = (max(few) if few else -1) if few is not None else int(labels.max())
+        top = max(few, default=-1) if few is not None else int(labels.max())
         if top >= len(self.table):
             self._grow(top + 1)
         direct, (no_map, array_map) = self._map, self._types

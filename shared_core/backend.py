@@ -135,10 +135,7 @@ class InProcessPartition:
         return first
 
     def track(self, node_id: str, session_id: str | None, timestamp: float) -> None:
-        ids = self._sessions.get(session_id)
-        if ids is None:
-            ids = self._sessions[session_id] = SessionIds()
-        ids.append(node_id)
+        self._session_ids(session_id).append(node_id)
         self._times.add(timestamp, node_id)
 
     def track_many(self, node_ids: Sequence[str], session_ids: Sequence[str | None],
@@ -146,12 +143,15 @@ class InProcessPartition:
         """`track` of each memory, in order (one call for a written chunk; the time index takes
         the chunk in one `TimeIndex.add_many`, before the sessions, as `track` does each)."""
         self._times.add_many(timestamps, node_ids)
-        sessions = self._sessions
         for node_id, session_id in zip(node_ids, session_ids, strict=True):
-            ids = sessions.get(session_id)
-            if ids is None:
-                ids = sessions[session_id] = SessionIds()
-            ids.append(node_id)
+            self._session_ids(session_id).append(node_id)
+
+    def _session_ids(self, session_id: str | None) -> SessionIds:
+        """The ids of a session, a new empty list the first time it is named."""
+        ids = self._sessions.get(session_id)
+        if ids is None:
+            ids = self._sessions[session_id] = SessionIds()
+        return ids
 
     def untrack(self, node_id: str, session_id: str | None, timestamp: float) -> None:
         # `track` puts an id in its session and the time index together (under the memory's

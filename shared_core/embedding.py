@@ -73,21 +73,22 @@ def normalize_rows(matrix: npt.ArrayLike, *, dim: int | None = None) -> Matrix:
         raise InvalidEmbeddingError(f"embedding has dimension {arr.shape[1]}, the atlas uses {dim}")
     wide = arr.astype(np.float64)
     squares = np.einsum("ij,ij->i", wide, wide)
-    if len(squares) == 1:  # one row (an add_memory's): the same checks and quotient on a Python float
-        square = float(squares[0])
-        if not math.isfinite(square):
-            raise InvalidEmbeddingError("embedding contains NaN or infinite values")
-        if not square:
-            raise InvalidEmbeddingError("embedding is the zero vector")
-        np.divide(wide, math.sqrt(square), out=wide)  # (IEEE sqrt and quotient, as numpy's)
-        return wide.astype(np.float32)
     # a row holds a NaN or an infinity exactly when its sum of squares is not finite (a float32
-    # squared cannot overflow a float64): one check on the sums instead of one on every value
-    if not np.isfinite(squares.sum()):
+    # squared cannot overflow a float64): one check on the sums instead of one on every value.
+    # One row (an add_memory's) is checked and divided on a Python float: numpy's calls on a
+    # one-element array cost more (IEEE sqrt and quotient either way, so the rows are the same)
+    norms: float | npt.NDArray[np.float64]
+    if len(squares) == 1:
+        square = float(squares[0])
+        finite, nonzero = math.isfinite(square), square != 0.0
+        norms = math.sqrt(square)
+    else:
+        finite, nonzero = bool(np.isfinite(squares.sum())), bool(squares.all())
+        norms = np.sqrt(squares)[:, None]
+    if not finite:
         raise InvalidEmbeddingError("embedding contains NaN or infinite values")
-    if not squares.all():
+    if not nonzero:
         raise InvalidEmbeddingError("embedding is the zero vector")
-    norms = np.sqrt(squares)[:, None]
     np.divide(wide, norms, out=wide)  # the float64 quotient arr / norms gives, without a second widening
     return wide.astype(np.float32)
 

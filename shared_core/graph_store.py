@@ -79,6 +79,12 @@ _COLUMNS = tuple(itemgetter(i) for i in range(4))  # a link's source, target, re
 _CODES: dict[str, int] = {**{r: i for i, r in enumerate(_RELATIONS)}, **{r.value: i for i, r in enumerate(_RELATIONS)}}
 
 
+def _bounded(node: MemoryNode) -> bool:
+    """Whether a node may stop being current (`MemoryNode.is_current`): it has an expiry or an
+    end of validity (`DictGraphStore.bounded_nodes` counts these)."""
+    return node.expires_at is not None or node.valid_to is not None
+
+
 class DictGraphStore:
     """Nodes in a dict, edges as rows of typed arrays; at most one edge per (source, target, relation).
 
@@ -151,9 +157,9 @@ class DictGraphStore:
         old = self._node[s]
         if old is None:
             self._nodes += 1
-        elif old.expires_at is not None or old.valid_to is not None:
+        elif _bounded(old):
             self._bounded -= 1
-        if node.expires_at is not None or node.valid_to is not None:
+        if _bounded(node):
             self._bounded += 1
         self._node[s] = node
 
@@ -178,7 +184,7 @@ class DictGraphStore:
             self._edges -= len(rows)
             own.clear(s)
         node = self._node[s]
-        if node is not None and (node.expires_at is not None or node.valid_to is not None):
+        if node is not None and _bounded(node):
             self._bounded -= 1
         self._node[s] = None
         self._nodes -= 1
