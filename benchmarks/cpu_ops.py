@@ -38,9 +38,9 @@ def median_us(call: Callable[[int], object], count: int) -> float:
     return float(np.median(samples) * 1e6)
 
 
-def row(n: int) -> str:
+def row(n: int, config: AtlasConfig) -> str:
     corpus, extra = latency.make_corpus(n, 200, extra=200)
-    atlas = ElasticMemoryAtlas(config=AtlasConfig(), embedder=corpus.embedder(), clock=ManualClock(1_700_000_000.0))
+    atlas = ElasticMemoryAtlas(config=config, embedder=corpus.embedder(), clock=ManualClock(1_700_000_000.0))
     step = latency.batch_size(n)
     per_memory: list[float] = []
     for s in range(0, n, step):
@@ -61,12 +61,15 @@ def row(n: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="10000")
+    parser.add_argument("--vector-dtype", choices=("float16", "float32"), default=None,
+                        help="AtlasConfig.ann_vector_dtype (default: the config's default)")
     args = parser.parse_args()
-    print(f"# {sys.executable}")
+    config = AtlasConfig() if args.vector_dtype is None else AtlasConfig(ann_vector_dtype=args.vector_dtype)
+    print(f"# {sys.executable}, ann_vector_dtype {getattr(config, 'ann_vector_dtype', 'float32 (no such field)')}")
     print("| memories | python | `add_memories` us a memory | `add_memory` us | `retrieve` us | `build_context` us |")
     print("|---|---|---|---|---|---|")
     for n in (int(s) for s in args.sizes.split(",")):
-        print(row(n), flush=True)
+        print(row(n, config), flush=True)
 
 
 if __name__ == "__main__":

@@ -377,6 +377,22 @@ def _rss() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+def embedding_bytes(n: int, config: AtlasConfig | None = None) -> float:
+    """The bytes the vector index stores one memory's embedding in, in an atlas of ``n``: 4 a
+    dimension in the exact index (below ``ann_threshold``), 2 in a float16 approximate one
+    (``AtlasConfig.ann_vector_dtype``, the default). The probes' "overhead beyond the embedding
+    and the text" subtracts this: subtracting 4 a dimension from an approximate atlas would
+    flatter its overhead by 768 bytes a memory at 384 dimensions.
+
+    >>> embedding_bytes(1000), embedding_bytes(10_000), embedding_bytes(10_000, AtlasConfig(ann_vector_dtype="float32"))
+    (1536.0, 768.0, 1536.0)
+    """
+    cfg = config or AtlasConfig()
+    approximate = cfg.ann_threshold is not None and n >= cfg.ann_threshold
+    dtype = getattr(cfg, "ann_vector_dtype", "float32")  # (a config from before the field: float32)
+    return float((2 if approximate and dtype == "float16" else 4) * DIM)
+
+
 def run_memory_probe(n: int, *, traced: bool = True) -> dict[str, float]:
     """The probes, each in a fresh interpreter (tracemalloc's own bookkeeping would inflate RSS):
     RSS cold and warm (see `memory_probe`), and tracemalloc cold; ``traced=False`` skips the slow
@@ -388,8 +404,9 @@ def run_memory_probe(n: int, *, traced: bool = True) -> dict[str, float]:
     corpus, _ = make_corpus(n, 1)
     text = float(np.mean([len(t.encode()) for t in corpus.texts]))
     rss, warm = probe("--rss-probe"), probe("--warm", "--rss-probe")
+    embedding = embedding_bytes(n)
     return {"rss": rss, "rss_warm": warm, "traced": probe("--traced-probe") if traced else math.nan, "text": text,
-            "embedding": 4.0 * DIM, "overhead": rss - 4.0 * DIM - text, "overhead_warm": warm - 4.0 * DIM - text}
+            "embedding": embedding, "overhead": rss - embedding - text, "overhead_warm": warm - embedding - text}
 
 
 # -- report -------------------------------------------------------------------------------------

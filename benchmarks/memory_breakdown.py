@@ -11,7 +11,9 @@ atlas as the probe's "process holding an atlas" column does (``latency.warm_batc
 memory:
 
 - **RSS**: growth of resident memory while the atlas takes the memories (after ``malloc_trim``),
-  and the "overhead" beyond the 1,536-byte embedding and the text's UTF-8 bytes (the target);
+  and the "overhead" beyond the embedding as stored (1,536 bytes in the exact index, 768 in the
+  float16 approximate one from ``ann_threshold`` memories: ``latency.embedding_bytes``) and the
+  text's UTF-8 bytes (the target);
 - **Python objects** by component: deep sizes (``sys.getsizeof`` rounded to pymalloc's 16-byte
   blocks; each object counted once, in the first component that reaches it, in table order);
 - **native**: glibc's bytes in use released by freeing the faiss index and closing SQLite
@@ -200,6 +202,7 @@ def breakdown(n: int, *, again: bool = False, held: bool = False) -> str:
     grown, (arenas1, pyfree1), malloced1 = L._rss() - base, _pymalloc(), _malloc_in_use()
     rss = grown / n
     text = sum(len(t.encode()) for t in corpus.texts) / n
+    embedding = L.embedding_bytes(n, atlas.config)
     if again:  # before anything of the first atlas is freed, which the second would reuse
         base = L._rss()
         kept = L.build_atlas(_own_texts(corpus), embedder)  # noqa: F841 (held while measuring)
@@ -207,14 +210,14 @@ def breakdown(n: int, *, again: bool = False, held: bool = False) -> str:
         L._trim()
         rss2 = (L._rss() - base) / n
         second = (f"A second atlas of the same memories adds RSS {rss2:,.0f} B/memory (overhead "
-                  f"{rss2 - 1536 - text:,.0f}): the first one's extra {rss - rss2:,.0f} is paid once per process "
+                  f"{rss2 - embedding - text:,.0f}): the first one's extra {rss - rss2:,.0f} is paid once per process "
                   "(code pages, BLAS work buffers, allocator pools left by the write path's temporaries, and the "
                   "stemmed words both atlases index).")
     part: Any = atlas.backend.partition("bench")
     graph = part.graph
     nodes = list(graph.nodes())
-    lines = [f"{n:,} memories, {graph.edge_count() / n:.2f} edges each: RSS {rss:,.0f} B/memory = embedding 1,536"
-             f" + text {text:,.0f} + overhead **{rss - 1536 - text:,.0f}**", "",
+    lines = [f"{n:,} memories, {graph.edge_count() / n:.2f} edges each: RSS {rss:,.0f} B/memory = embedding "
+             f"{embedding:,.0f} + text {text:,.0f} + overhead **{rss - embedding - text:,.0f}**", "",
              "| component | B/memory |", "|---|---|"]
     seen = {id(x) for x in (corpus, embedder, nodes, atlas, atlas.backend, part, atlas.config, atlas.clock,
                             atlas.embedder)}

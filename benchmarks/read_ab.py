@@ -14,6 +14,10 @@ ids. Two checks, then the timing:
 - CPU time (``time.thread_time``) of ``retrieve`` (top 10) and ``build_context`` (400 tokens,
   bullets) per call, base and this tree interleaved query by query, medians over ``--rounds``
   passes: on a shared machine the CPU time of one thread is far steadier than the wall clock.
+
+``--vector-dtype float32|float16`` sets this tree's ``AtlasConfig.ann_vector_dtype`` (the base
+keeps its own defaults; ``write_ab.py`` and ``single_ab.py`` take the flag too): float32 must
+give the same answers as a base without the field.
 """
 
 from __future__ import annotations
@@ -38,6 +42,23 @@ import latency
 import shared_core
 
 ROOT = Path(__file__).resolve().parent.parent
+THIS_TREE: dict[str, Any] = {}  # AtlasConfig fields given to this tree's atlases only (`tree_options`)
+
+
+def config(pkg: Any) -> Any:
+    """``pkg``'s default ``AtlasConfig``, with `THIS_TREE`'s fields for this tree's package."""
+    return pkg.AtlasConfig(**THIS_TREE) if pkg is shared_core else pkg.AtlasConfig()
+
+
+def add_tree_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--vector-dtype", choices=("float16", "float32"), default=None,
+                        help="this tree's AtlasConfig.ann_vector_dtype (default: its default)")
+
+
+def tree_options(args: argparse.Namespace) -> None:
+    """Set `THIS_TREE` from the options `add_tree_options` added."""
+    if args.vector_dtype is not None:
+        THIS_TREE["ann_vector_dtype"] = args.vector_dtype
 
 
 def base_package(ref: str, into: Path) -> Any:
@@ -70,7 +91,7 @@ def fixed_ids() -> Iterator[None]:
 
 def build(pkg: Any, corpus: latency.Corpus) -> Any:
     with fixed_ids():
-        atlas = pkg.ElasticMemoryAtlas(config=pkg.AtlasConfig(), embedder=corpus.embedder(),
+        atlas = pkg.ElasticMemoryAtlas(config=config(pkg), embedder=corpus.embedder(),
                                        clock=pkg.ManualClock(1_700_000_000.0))
         step = latency.batch_size(len(corpus.texts))
         for s in range(0, len(corpus.texts), step):
@@ -142,10 +163,12 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=4)
+    add_tree_options(parser)
     args = parser.parse_args()
+    tree_options(args)
     with tempfile.TemporaryDirectory() as tmp:
         base = base_package(args.base, Path(tmp))
-        print(f"base {args.base}, this tree: shared_core at {Path(shared_core.__file__).parent}")
+        print(f"base {args.base}, this tree: shared_core at {Path(shared_core.__file__).parent} {THIS_TREE}")
         print("| memories | recall differing | answers differing | op | base CPU ms | this tree CPU ms | ratio |")
         print("|---|---|---|---|---|---|---|")
         for n in (int(s) for s in args.sizes.split(",")):

@@ -26,7 +26,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import latency
-from read_ab import base_package
+from read_ab import add_tree_options, base_package, config, tree_options
 from write_ab import PARTS, state
 
 import shared_core
@@ -54,7 +54,7 @@ def lists_state(atlas: Any, queries: list[str]) -> tuple[Any, ...]:
 
 def compare(base: Any, n: int, adds: int) -> None:
     corpus, extra = latency.make_corpus(n, 0, extra=adds)
-    atlases = [pkg.ElasticMemoryAtlas(config=pkg.AtlasConfig(), embedder=corpus.embedder(),
+    atlases = [pkg.ElasticMemoryAtlas(config=config(pkg), embedder=corpus.embedder(),
                                       clock=pkg.ManualClock(1_700_000_000.0)) for pkg in (base, shared_core)]
     ids = [np.random.default_rng(1), np.random.default_rng(1)]  # the same ids in both
     real = os.urandom
@@ -91,13 +91,16 @@ def main() -> None:
     parser.add_argument("--base", default="main", help="the commit to compare with (default: main)")
     parser.add_argument("--sizes", default="10000")
     parser.add_argument("--adds", type=int, default=1000)
+    add_tree_options(parser)
     args = parser.parse_args()
+    tree_options(args)
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(1)
     with tempfile.TemporaryDirectory() as tmp:
         base = base_package(args.base, Path(tmp))
-        print(f"base {args.base}, this tree: shared_core at {Path(shared_core.__file__).parent}")
+        print(f"base {args.base}, this tree: shared_core at {Path(shared_core.__file__).parent}, "
+              f"ann_vector_dtype {config(shared_core).ann_vector_dtype}")
         print("| memories | single adds | differing | base CPU us p50 | this tree | base mean | this tree |")
         print("|---|---|---|---|---|---|---|")
         for n in (int(s) for s in args.sizes.split(",")):

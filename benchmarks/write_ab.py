@@ -9,7 +9,7 @@ same memory ids, batch by batch as ``latency.py`` builds (1,000 memories a batch
 
 - the stores are compared: every node, every edge (ends, relation, strength, time, metadata)
   in the order the store lists them, the graph's row columns and adjacency lists, the time
-  index, the sessions, and the vector index's labels and list sizes;
+  index, the sessions, the vector index's labels and list sizes, and its vectors as stored;
 - CPU time (``time.process_time``) per memory, the median over the batches of each half of the
   build (the second half is where a large atlas's costs show).
 """
@@ -17,6 +17,7 @@ same memory ids, batch by batch as ``latency.py`` builds (1,000 memories a batch
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import sys
 import tempfile
@@ -28,11 +29,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 import latency
-from read_ab import base_package
+from read_ab import add_tree_options, base_package, config, tree_options
 
 import shared_core
 
-PARTS = ("nodes", "edges", "graph rows", "adjacency lists", "time index", "sessions", "vector labels")
+PARTS = ("nodes", "edges", "graph rows", "adjacency lists", "time index", "sessions", "vector labels", "vectors")
 
 
 def state(atlas: Any) -> tuple[Any, ...]:
@@ -48,12 +49,14 @@ def state(atlas: Any) -> tuple[Any, ...]:
     vectors = part.vectors._impl
     labels = (dict(vectors._labels), vectors._sizes.tolist()) if hasattr(vectors, "_sizes") else None
     sessions = {k: list(v) for k, v in part.sessions.items()}
-    return nodes, edges, rows, lists, part._times._flat(), sessions, labels
+    ids, matrix = vectors.vectors() if hasattr(vectors, "_sizes") else (vectors.ids(), vectors.matrix())
+    stored = hashlib.sha256(matrix.tobytes()).hexdigest(), list(ids)  # the vectors as stored
+    return nodes, edges, rows, lists, part._times._flat(), sessions, labels, stored
 
 
 def compare(base: Any, n: int) -> None:
     corpus, _ = latency.make_corpus(n, 0)
-    atlases = [pkg.ElasticMemoryAtlas(config=pkg.AtlasConfig(), embedder=corpus.embedder(),
+    atlases = [pkg.ElasticMemoryAtlas(config=config(pkg), embedder=corpus.embedder(),
                                       clock=pkg.ManualClock(1_700_000_000.0)) for pkg in (base, shared_core)]
     ids = [np.random.default_rng(1), np.random.default_rng(1)]  # the same ids in both
     cpu: tuple[list[float], list[float]] = ([], [])
@@ -83,13 +86,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", default="main", help="the commit to compare with (default: main)")
     parser.add_argument("--sizes", default="12000")
+    add_tree_options(parser)
     args = parser.parse_args()
+    tree_options(args)
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(1)
     with tempfile.TemporaryDirectory() as tmp:
         base = base_package(args.base, Path(tmp))
-        print(f"base {args.base}, this tree: shared_core at {Path(shared_core.__file__).parent}")
+        print(f"base {args.base}, this tree: shared_core at {Path(shared_core.__file__).parent}, "
+              f"ann_vector_dtype {config(shared_core).ann_vector_dtype}")
         print("| memories | differing | first half: base CPU us/memory | this tree | ratio "
               "| second half: base | this tree | ratio |")
         print("|---|---|---|---|---|---|---|---|")

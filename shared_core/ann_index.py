@@ -53,8 +53,8 @@ batch of 1,000 reaches nearly every list, so each batch reads the whole index on
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Sequence
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -62,10 +62,11 @@ import numpy.typing as npt
 from ._ints import numbers
 from ._ivf_lists import DirectMap, ListRoom
 from ._link_search import best_links, pairs_in_lists, scan_lists
-from .errors import MissingDependencyError
+from .errors import InvalidInputError, MissingDependencyError
 from .vector_index import Hits, Links, Ranked, Vector, batch_pairs, dot_rows, merge_links
 
-__all__ = ["IVFVectorIndex", "ann_available", "list_count", "retrain_due", "train_centroids", "training_size"]
+__all__ = ["IVFVectorIndex", "VectorDtype", "ann_available", "list_count", "retrain_due", "train_centroids",
+           "training_size"]
 
 EXACT_SUBSET = 2048  # a subset this small is searched exactly: faster than probing, and exact
 ROW_BY_ROW = 16  # add_and_link searches up to this many rows one by one, more list by list
@@ -73,6 +74,9 @@ RETRAIN_GROWTH = 4  # retrain the centroids when the index has grown this many t
 FIRST_RETRAIN_GROWTH = 2  # ... or this many times, after a training too small for its lists (`retrain_due`)
 POINTS_PER_LIST = 39  # lists are trained with at least this many vectors each (faiss's advice)
 TRAIN_ITERATIONS = 3  # k-means iterations (see `training_size`)
+
+VectorDtype = Literal["float16", "float32"]  # how the lists store a vector (`IVFVectorIndex`)
+BYTES_PER_COMPONENT: dict[str, int] = {"float16": 2, "float32": 4}
 
 
 def ann_available() -> bool:
@@ -165,16 +169,27 @@ def train_centroids(sample: npt.NDArray[np.float32], lists: int, *, seed: int) -
 
 
 class IVFVectorIndex:
-    """Approximate search: faiss ``IndexIVFFlat`` over inner product, ids mapped to int labels.
+    """Approximate search: a faiss inverted file over inner product, ids mapped to int labels.
 
-    Build it with `IVFVectorIndex.build` from the vectors it should start with (it trains on
-    them). Labels are reused after deletes, so the id tables stay as large as the index.
+    ``vector_dtype`` "float16" (the default) stores each vector as float16 in an
+    ``IndexIVFScalarQuantizer`` (``QT_fp16``, not by residual), "float32" as is in an
+    ``IndexIVFFlat``. With "float16" every vector read back (`get`, `get_many`, `vectors`,
+    `similarities`, the exact searches of a small ``subset``) is the stored one, rounded to
+    float16 (a relative error below 2**-11 a component), and the scans compare the float32
+    query with the rounded vectors. Build it with `IVFVectorIndex.build` from the vectors it
+    should start with (it trains on them). Labels are reused after deletes, so the id tables
+    stay as large as the index.
     """
 
     def __init__(self, dim: int, *, probe_fraction: float = 0.08, min_probes: int = 24, link_probes: int = 4,
-                 link_margin: float = 0.1, seed: int = 1234) -> None:
+                 link_margin: float = 0.1, seed: int = 1234, vector_dtype: VectorDtype = "float16") -> None:
         if not 0 < probe_fraction <= 1:
             raise ValueError(f"probe_fraction must be in (0, 1], got {probe_fraction!r}")
+        if vector_dtype not in BYTES_PER_COMPONENT:
+            raise InvalidInputError(f"vector_dtype must be 'float16' or 'float32', got {vector_dtype!r}")
+        self.vector_dtype: VectorDtype = vector_dtype
+        self._code_size = BYTES_PER_COMPONENT[vector_dtype] * dim  # bytes a stored vector takes in a list
+        self._codec: Any = None  # a faiss fp16 ScalarQuantizer (`_stored`), made when first needed
         self._dim = dim
         self.probe_fraction = probe_fraction
         self.min_probes = max(1, min_probes)
@@ -185,7 +200,7 @@ class IVFVectorIndex:
         self._ids: list[str | None] = []  # label -> id (None: a free label)
         self._free: list[int] = []
         self._sizes = np.zeros(0, dtype=np.int64)  # entries per list now
-        self._room = ListRoom(0, code_size=4 * dim)  # entries each list has room for
+        self._room = ListRoom(0, code_size=self._code_size)  # entries each list has room for
         self._index: Any = None
         self._map: DirectMap | None = None  # the index's direct map (label -> list, offset)
         self._invlists: Any = None  # the index's ArrayInvertedLists (owned by the index)
@@ -260,14 +275,15 @@ class IVFVectorIndex:
             want = min(k, len(self._labels))
             candidates = scan_lists(faiss, self._index, self._search_params(1), data, assign, dist, want,
                                     min_similarity)
-            links = best_links(len(ids), k, candidates, self._ids, pairs_in_lists(data, assign, min_similarity))
+            pairs = pairs_in_lists(data, assign, min_similarity, stored=self._rounding())
+            links = best_links(len(ids), k, candidates, self._ids, pairs)
             self._insert(ids, data, home)
             return links
         found = self._search_rows(data, assign, dist, k, min_similarity) if self._labels else [[] for _ in ids]
         self._insert(ids, data, home)
         if len(ids) == 1:
             return [[*found[0]]]
-        return merge_links(found, *pairs_in_lists(data, assign, min_similarity), k)
+        return merge_links(found, *pairs_in_lists(data, assign, min_similarity, stored=self._rounding()), k)
 
     def remove(self, ids: Sequence[str]) -> None:
         labels = np.fromiter((self._labels[i] for i in ids if i in self._labels), dtype=np.int64)
@@ -364,7 +380,8 @@ class IVFVectorIndex:
     def nbytes(self) -> int:
         """Bytes held besides the id tables (which every index keeps, see
         `shared_core.capacity`): the lists' reserved room for vectors and labels (see
-        `shared_core._ivf_lists`), faiss's direct map and the centroids."""
+        `shared_core._ivf_lists`: 2 or 4 bytes a component, by ``vector_dtype``), faiss's direct
+        map and the centroids (float32)."""
         mapped = 0 if self._map is None else self._map.nbytes()
         return self._room.nbytes() + mapped + self.lists * 4 * self._dim
 
@@ -376,6 +393,32 @@ class IVFVectorIndex:
         if len(set(ids)) != n:
             raise ValueError("duplicate ids in one add")
         return np.ascontiguousarray(vectors, dtype=np.float32)
+
+    def _rounding(self) -> Callable[[npt.NDArray[np.float32]], npt.NDArray[np.float32]] | None:
+        """What `_link_search.pairs_in_lists` maps rows with to their stored form (None: as given)."""
+        return None if self.vector_dtype == "float32" else self._stored
+
+    def _stored(self, rows: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """``rows`` as a float16 index stores and reads them back, through faiss's own fp16 codec
+        (it rounds ties away from zero where numpy's ``astype(np.float16)`` rounds them to even,
+        about 1 component in 10,000)."""
+        if self._codec is None:
+            self._codec = _faiss().ScalarQuantizer(self._dim, _faiss().ScalarQuantizer.QT_fp16)
+        decoded: npt.NDArray[np.float32] = self._codec.decode(self._codec.compute_codes(rows))
+        return decoded
+
+    def _new_index(self, quantizer: Any, lists: int) -> Any:
+        """An empty faiss inverted file over ``quantizer``'s ``lists`` centroids, storing vectors
+        as ``vector_dtype``."""
+        faiss = _faiss()
+        if self.vector_dtype == "float32":
+            return faiss.IndexIVFFlat(quantizer, self._dim, lists, faiss.METRIC_INNER_PRODUCT)
+        index = faiss.IndexIVFScalarQuantizer(quantizer, self._dim, lists, faiss.ScalarQuantizer.QT_fp16,
+                                              faiss.METRIC_INNER_PRODUCT, False)
+        # the quantizer is trained (so faiss leaves it be) and fp16 codes need no training, but
+        # faiss's constructor marks the index untrained: its train() on a few rows sets the flag
+        index.train(np.ascontiguousarray(quantizer.reconstruct_n(0, min(lists, 16)), dtype=np.float32))
+        return index
 
     def _insert(self, ids: Sequence[str], data: npt.NDArray[np.float32],
                 assign: npt.NDArray[np.int64] | None) -> None:
@@ -499,12 +542,12 @@ class IVFVectorIndex:
         centroids = train_centroids(sample, lists, seed=self._seed)
         quantizer = faiss.IndexFlatIP(self._dim)
         quantizer.add(centroids)
-        index = faiss.IndexIVFFlat(quantizer, self._dim, len(centroids), faiss.METRIC_INNER_PRODUCT)
+        index = self._new_index(quantizer, len(centroids))
         direct = DirectMap(index)  # label -> (list, offset)
         _, assign = quantizer.search(data, 1)
         assign = np.ascontiguousarray(assign[:, 0])
         invlists = faiss.downcast_InvertedLists(index.invlists)
-        room = ListRoom(lists, code_size=4 * self._dim)  # each list's room, reserved before faiss fills it
+        room = ListRoom(lists, code_size=self._code_size)  # each list's room, reserved before faiss fills it
         empty = np.zeros(lists, dtype=np.int64)
         room.reserve(invlists, empty, np.bincount(assign, minlength=lists))
         direct.add(empty, data, labels, assign)

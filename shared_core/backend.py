@@ -23,7 +23,7 @@ import numpy.typing as npt
 
 from ._sessions import SessionIds, SessionMap
 from ._time_index import TimeIndex
-from .ann_index import IVFVectorIndex, ann_available
+from .ann_index import IVFVectorIndex, VectorDtype, ann_available
 from .config import AtlasConfig
 from .decay import reinforced_weight
 from .graph_store import DictGraphStore, GraphStore
@@ -211,7 +211,10 @@ class TieredVectorIndex:
     `IVFVectorIndex` (trained on them); a remove that leaves fewer than ``threshold // 2`` moves
     them back, so a namespace hovering at the threshold does not flip on every write. Without
     faiss installed it stays exact and logs a warning once. `add_and_link` (the write path's
-    batched neighbour search and add) goes to the current index.
+    batched neighbour search and add) goes to the current index. ``vector_dtype`` is how the
+    approximate index stores vectors (`IVFVectorIndex`): with "float16" the vectors read back
+    (`get`, `get_many`, `similarities`, and those moved back to the exact index) are the stored
+    ones, rounded to float16.
 
     >>> import numpy as np
     >>> index = TieredVectorIndex(4, threshold=64)
@@ -222,10 +225,12 @@ class TieredVectorIndex:
 
     _warned = False
 
-    def __init__(self, dim: int, *, threshold: int | None = 2048, probe_fraction: float = 0.08) -> None:
+    def __init__(self, dim: int, *, threshold: int | None = 2048, probe_fraction: float = 0.08,
+                 vector_dtype: VectorDtype = "float16") -> None:
         self._dim = dim
         self.threshold = threshold
         self.probe_fraction = probe_fraction
+        self.vector_dtype: VectorDtype = vector_dtype
         self._impl: NumpyVectorIndex | IVFVectorIndex = NumpyVectorIndex(dim)
 
     @property
@@ -295,13 +300,15 @@ class TieredVectorIndex:
             return
         exact = self._impl
         assert isinstance(exact, NumpyVectorIndex)
-        self._impl = IVFVectorIndex.build(exact.ids(), exact.matrix(), probe_fraction=self.probe_fraction)
+        self._impl = IVFVectorIndex.build(exact.ids(), exact.matrix(), probe_fraction=self.probe_fraction,
+                                          vector_dtype=self.vector_dtype)
 
 
 class InProcessBackend:
     """Dict graph + tiered numpy/faiss vectors + in-memory BM25 keywords, all in this process.
 
-    ``config`` supplies the vector index's ``ann_threshold`` and ``ann_probe_fraction``.
+    ``config`` supplies the vector index's ``ann_threshold``, ``ann_probe_fraction`` and
+    ``ann_vector_dtype``.
     """
 
     def __init__(self, *, dim: int, config: AtlasConfig | None = None) -> None:
@@ -309,13 +316,15 @@ class InProcessBackend:
         cfg = config or AtlasConfig()
         self.ann_threshold = cfg.ann_threshold
         self.ann_probe_fraction = cfg.ann_probe_fraction
+        self.ann_vector_dtype = cfg.ann_vector_dtype
         self._partitions: dict[str, InProcessPartition] = {}
 
     def partition(self, namespace: str, *, create: bool = False) -> InProcessPartition | None:
         part = self._partitions.get(namespace)
         if part is None and create:
             vectors = TieredVectorIndex(self.dim, threshold=self.ann_threshold,
-                                        probe_fraction=self.ann_probe_fraction)
+                                        probe_fraction=self.ann_probe_fraction,
+                                        vector_dtype=self.ann_vector_dtype)
             part = InProcessPartition(namespace, DictGraphStore(), vectors, InvertedKeywordIndex())
             self._partitions[namespace] = part
         return part

@@ -450,7 +450,8 @@ class Lifecycle:
             victim = owner.graph.get_node(node_id) if owner else None
             if owner is None or victim is None:
                 continue
-            # its vector row stays allocated (as spare capacity) until the index shrinks
+            # its vector row stays allocated (as spare capacity) until the index shrinks (counted
+            # as 4 bytes a dimension, which is over for a float16 approximate index: see _vector_slack)
             row = owner.vectors.dim * 4 if callable(getattr(owner.vectors, "nbytes", None)) else 0
             used -= self.size(owner, victim) - row + owner.graph.degree(node_id) * EDGE_OVERHEAD
             self.remove(owner, victim, kind="evict", reason=f"{reason}; value {value:.3f}")
@@ -506,7 +507,15 @@ class Lifecycle:
 
 
 def _vector_slack(part: Partition) -> int:
-    """Bytes the vector index holds beyond its rows (a growing matrix's spare capacity)."""
+    """Bytes the vector index holds beyond its rows (a growing matrix's spare capacity).
+
+    A row is counted as 4 bytes a dimension (`shared_core.capacity.node_bytes`) even where the
+    approximate index stores it as float16 (``AtlasConfig.ann_vector_dtype``): there a row, its
+    label and its direct-map entry take ``2 dim + 16`` bytes, plus a 32nd of spare room and the
+    centroids' share (about 60 bytes a memory at 384 dimensions and 10k), so the rows' count
+    covers the index's bytes and this is 0 at such sizes. The accounting then overstates what
+    the vectors hold, never understates it (the index's bytes are ``max`` of the two), so
+    ``max_bytes`` holds."""
     nbytes = getattr(part.vectors, "nbytes", None)
     if not callable(nbytes):
         return 0

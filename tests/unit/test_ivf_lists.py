@@ -11,7 +11,9 @@ import pytest
 faiss = pytest.importorskip("faiss")
 
 from shared_core._ivf_lists import ListRoom, room_for  # noqa: E402
-from shared_core.ann_index import IVFVectorIndex  # noqa: E402
+from shared_core.ann_index import IVFVectorIndex, VectorDtype  # noqa: E402
+
+from ._fp16 import as_stored  # noqa: E402
 
 DIM = 16
 
@@ -83,17 +85,20 @@ def test_reserve_and_shrink_keep_the_contents() -> None:
         assert capacity(invlists, lst, int(kept[lst]), code_size) == room.codes[lst]
 
 
-def test_an_index_grown_and_thinned_answers_as_one_built_at_once() -> None:
-    vectors = unit_rows(6000, seed=1)
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_an_index_grown_and_thinned_answers_as_one_built_at_once(dtype: VectorDtype) -> None:
+    given = unit_rows(6000, seed=1)
+    # the index is exact about the vectors it holds: rounded to float16 by a float16 index
+    vectors = as_stored(given, dtype)
     ids = [f"m{i}" for i in range(6000)]
-    grown = IVFVectorIndex(DIM, probe_fraction=1.0)
+    grown = IVFVectorIndex(DIM, probe_fraction=1.0, vector_dtype=dtype)
     for start in range(0, 3000, 250):  # trains on the first batch, then files batch by batch
-        grown.add(ids[start:start + 250], vectors[start:start + 250])
-    grown.add(ids[3000:3400], vectors[3000:3400])
+        grown.add(ids[start:start + 250], given[start:start + 250])
+    grown.add(ids[3000:3400], given[3000:3400])
     gone = ids[:3000:2]
     grown.remove(gone)
     for i in range(3400, 3600):  # one by one: lists grow a vector at a time
-        grown.add([ids[i]], vectors[i:i + 1])
+        grown.add([ids[i]], given[i:i + 1])
     live = [i for i in ids[:3600] if i not in set(gone)]
     assert len(grown) == len(live) == int(grown._sizes.sum())
     for lst in range(grown.lists):  # every list is back under its own number, with its room

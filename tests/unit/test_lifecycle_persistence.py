@@ -29,6 +29,7 @@ from shared_core import (
 )
 from shared_core.embedding import CallableEmbedder
 
+from ._fp16 import as_stored
 from ._state import snapshot
 
 TEXTS = ["User lives in Paris", "User lives in Berlin", "ok thanks!", "The meeting is at 3pm",
@@ -315,3 +316,46 @@ def test_a_file_saved_with_the_older_hex_ids_loads_and_takes_new_memories(saved:
     assert len(fresh.id) == 24 and loaded.retrieve("Lisbon", namespace="u", top_k=1)[0].id == fresh.id
     loaded.forget(hit.id, namespace="u")
     assert {n.id for n in loaded.memories(namespace="u")} == before - {hit.id} | {fresh.id}
+
+
+def _vectors(atlas: ElasticMemoryAtlas, ids: list[str]) -> np.ndarray[Any, Any]:
+    part = atlas.backend.partition("u")
+    assert part is not None and part.vectors.approximate  # type: ignore[attr-defined]
+    return np.stack(part.vectors.get_many(ids))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_an_approximate_atlas_round_trips_its_stored_vectors(tmp_path: Path, dtype: str) -> None:
+    """A save holds the vectors as the approximate index stores them (rounded to float16 by
+    default, `AtlasConfig.ann_vector_dtype`); a load files them again unchanged (rounding a
+    rounded vector changes nothing), so searches answer the same."""
+    texts = [f"fact {i} about topic {i % 11} and colour {i % 7}" for i in range(200)]
+    exact = ElasticMemoryAtlas(config=AtlasConfig(ann_threshold=64, ann_vector_dtype="float32"),
+                               embedder=HashingEmbedder(dim=32), clock=ManualClock(1_700_000_000.0))
+    ids = [n.id for n in exact.add_memories(texts, namespace="u")]
+    atlas = ElasticMemoryAtlas(config=AtlasConfig(ann_threshold=64, ann_vector_dtype=dtype),  # type: ignore[arg-type]
+                               embedder=HashingEmbedder(dim=32), clock=ManualClock(1_700_000_000.0))
+    mine = [n.id for n in atlas.add_memories(texts, namespace="u")]
+    held = _vectors(atlas, mine)
+    assert held.tobytes() == as_stored(_vectors(exact, ids), dtype).tobytes()
+    loaded = ElasticMemoryAtlas.load(atlas.save(tmp_path / "a.atlas"), clock=ManualClock(1_700_000_000.0))
+    assert loaded.config.ann_vector_dtype == dtype and _vectors(loaded, mine).tobytes() == held.tobytes()
+    for query in ("fact 17 about topic 6", "colour 3"):
+        assert [(h.node.id, h.score) for h in loaded.retrieve(query, namespace="u", reinforce=False)] == \
+            [(h.node.id, h.score) for h in atlas.retrieve(query, namespace="u", reinforce=False)]
+
+
+def test_a_file_saved_before_ann_vector_dtype_loads_with_float16(tmp_path: Path) -> None:
+    """Files saved before the field existed have float32 vectors and no ``ann_vector_dtype``:
+    they load with the default, the vectors rounded to float16 as they are filed."""
+    texts = [f"fact {i} about topic {i % 11}" for i in range(150)]
+    old = ElasticMemoryAtlas(config=AtlasConfig(ann_threshold=64, ann_vector_dtype="float32"),
+                             embedder=HashingEmbedder(dim=32), clock=ManualClock(1_700_000_000.0))
+    ids = [n.id for n in old.add_memories(texts, namespace="u")]
+    path = old.save(tmp_path / "old.atlas")
+    _rewrite(path, lambda state, arrays: state["config"].pop("ann_vector_dtype"))
+    loaded = ElasticMemoryAtlas.load(path)
+    assert loaded.config.ann_vector_dtype == "float16"
+    got, given = _vectors(loaded, ids), _vectors(old, ids)
+    assert got.tobytes() == as_stored(given).tobytes()
+    np.testing.assert_allclose(got, given, rtol=0, atol=1e-3)
