@@ -585,21 +585,24 @@ def mixes(turns: Matrix, n: int, rng: np.random.Generator) -> Matrix:
 
 def real_recall(path: str, sizes: Sequence[int]) -> str:
     """recall@10 of the IVF index on real MiniLM vectors: the LoCoMo turns (questions as queries),
-    then ``sizes`` vectors mixed from pairs of turns (`mixes`)."""
+    then ``sizes`` vectors mixed from pairs of turns (`mixes`); for each ``vector_dtype``
+    (float32, and float16 as the atlas's default stores them), against exact float32 search."""
     from shared_core.ann_index import IVFVectorIndex
 
     turns, queries = locomo_vectors(path)
     rng = np.random.default_rng(0)
-    lines = ["| vectors | lists | probes | recall@10 | search p50 ms |", "|---|---|---|---|---|"]
+    lines = ["| vectors | lists | probes | dtype | recall@10 | search p50 ms |", "|---|---|---|---|---|---|"]
     for n in [len(turns), *sizes]:
         data = turns if n == len(turns) else mixes(turns, n, rng)
         exact = np.argsort(-(queries @ data.T), axis=1)[:, :TOP_K]
-        index = IVFVectorIndex.build([str(i) for i in range(n)], data)
-        hits: list[list[int]] = []
-        samples = timed(lambda i, index=index, hits=hits: hits.append(
-            [int(h) for h, _ in index.search(queries[i], TOP_K)]), len(queries), warmup=0)
-        recall = np.mean([len(set(h) & set(e.tolist())) / TOP_K for h, e in zip(hits, exact, strict=True)])
-        lines.append(f"| {n:,} | {index.lists} | {index.probes} | {recall:.3f} | {pcts(samples)[0]:.3f} |")
+        for dtype in ("float32", "float16"):
+            index = IVFVectorIndex.build([str(i) for i in range(n)], data, vector_dtype=dtype)
+            hits: list[list[int]] = []
+            samples = timed(lambda i, index=index, hits=hits: hits.append(
+                [int(h) for h, _ in index.search(queries[i], TOP_K)]), len(queries), warmup=0)
+            recall = np.mean([len(set(h) & set(e.tolist())) / TOP_K for h, e in zip(hits, exact, strict=True)])
+            lines.append(f"| {n:,} | {index.lists} | {index.probes} | {dtype} | {recall:.3f} | "
+                         f"{pcts(samples)[0]:.3f} |")
     return "\n".join(lines)
 
 

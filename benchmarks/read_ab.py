@@ -119,11 +119,14 @@ def same_recall(base: Any, atlas: Any, corpus: latency.Corpus) -> tuple[int, int
     return bad, total
 
 
-def same_answers(old: Any, new: Any, corpus: latency.Corpus) -> tuple[int, int]:
-    """(differing, compared) answers of two atlases built alike, asked the same in lockstep."""
-    bad = 0
+def same_answers(old: Any, new: Any, corpus: latency.Corpus) -> tuple[int, int, int, int]:
+    """(differing, compared) answers of two atlases built alike, asked the same in lockstep; then
+    (retrieves whose hit ids differ, contexts whose text differs): where the answers differ only in
+    scores and embeddings (a float16 index's rounding), these say whether what was found changed."""
+    bad = ids = texts = 0
     for text in corpus.queries:
         a, b = (x.retrieve(text, namespace="bench", top_k=10) for x in (old, new))
+        ids += [h.node.id for h in a] != [h.node.id for h in b]
         bad += [(h.node.id, h.score, h.node.weight, h.node.access_count) for h in a] != \
             [(h.node.id, h.score, h.node.weight, h.node.access_count) for h in b]
         bad += not all(np.array_equal(x.node.embedding, y.node.embedding) for x, y in zip(a, b, strict=True))
@@ -132,7 +135,8 @@ def same_answers(old: Any, new: Any, corpus: latency.Corpus) -> tuple[int, int]:
                     for x in (old, new))
             bad += (c.text, c.tokens, [m.node.id for m in c.memories]) != \
                 (d.text, d.tokens, [m.node.id for m in d.memories])
-    return bad, 4 * len(corpus.queries)
+            texts += c.text != d.text
+    return bad, 4 * len(corpus.queries), ids, texts
 
 
 def cpu_ms(old: Any, new: Any, call: Callable[[Any, int], object], n: int, rounds: int) -> tuple[float, float]:
@@ -169,13 +173,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         base = base_package(args.base, Path(tmp))
         print(f"base {args.base}, this tree: shared_core at {Path(shared_core.__file__).parent} {THIS_TREE}")
-        print("| memories | recall differing | answers differing | op | base CPU ms | this tree CPU ms | ratio |")
-        print("|---|---|---|---|---|---|---|")
+        print("| memories | recall differing | answers differing | retrieve ids differing | context texts differing "
+              "| op | base CPU ms | this tree CPU ms | ratio |")
+        print("|---|---|---|---|---|---|---|---|---|")
         for n in (int(s) for s in args.sizes.split(",")):
             corpus, _ = latency.make_corpus(n, args.queries)
             old, new = build(base, corpus), build(shared_core, corpus)
             recall_diff = "{} of {}".format(*same_recall(base, new, corpus))
-            answer_diff = "{} of {}".format(*same_answers(old, new, corpus))
+            bad, total, ids, texts = same_answers(old, new, corpus)
+            answer_diff = f"{bad} of {total} | {ids} of {len(corpus.queries)} | {texts} of {2 * len(corpus.queries)}"
             gc.collect()
             for name, call in ops(corpus.queries).items():
                 b, t = cpu_ms(old, new, call, len(corpus.queries), args.rounds)

@@ -1,6 +1,7 @@
-"""`ListRoom`: the room reserved in each inverted list of a faiss ``IndexIVFFlat``, grown by a
-thirty-second instead of doubled; `DirectMap`: the index's direct map (label -> list and
-offset) kept in faiss's 8-byte-a-label array map instead of its hashtable.
+"""`ListRoom`: the room reserved in each inverted list of the approximate index (a faiss
+``IndexIVFScalarQuantizer`` storing float16, 2 bytes a component, or an ``IndexIVFFlat``, 4:
+``code_size``), grown by a thirty-second instead of doubled; `DirectMap`: the index's direct
+map (label -> list and offset) kept in faiss's 8-byte-a-label array map instead of its hashtable.
 
 faiss keeps a list's vectors in a ``std::vector<uint8_t>`` (inside a ``MaybeOwnedVector``) and
 appends one vector at a time, so a full list doubles: over a namespace's growth about a third
@@ -287,7 +288,7 @@ def _place_few(assign: list[int], sizes: npt.NDArray[np.int64]) -> list[int]:
 
 
 class DirectMap:
-    """An ``IndexIVFFlat``'s direct map (label -> list and offset) kept in faiss's ``Array`` map:
+    """An IVF index's direct map (label -> list and offset) kept in faiss's ``Array`` map:
     ``table[label]`` is the label's ``list << 32 | offset``, -1 for a free label.
 
     Why not faiss's own maps: its ``Hashtable`` map (the one that allows labels of our choosing
