@@ -17,6 +17,33 @@ Compressed scans were tried for the write path's neighbour search and rejected:
 a 64- or 96-dimensional PCA sketch or 4-bit PQ fast-scan kept only 0.2 to 0.7 of the exact top
 3 neighbours even after re-ranking 8 to 32 candidates exactly, and fast-scan cannot delete.
 
+Vectors are stored as float16 by default (``vector_dtype``, ``AtlasConfig.ann_vector_dtype``):
+faiss ``IndexIVFScalarQuantizer`` with ``QT_fp16``, not by residual, so a list holds 2 bytes a
+component (776 bytes an entry with its label at 384 dimensions, against 1,544) and a scan reads
+half the memory; "float32" keeps ``IndexIVFFlat`` and gives bit for bit the answers, links and
+lists it gave before the option (``benchmarks/read_ab.py --vector-dtype float32`` against
+main: 0 of 800 answers and 0 of 1,000 recalls differing at 10k and 100k; ``write_ab.py``: no
+stored part differing at 12k and 100k; ``single_ab.py``: none at 10k). The stored vectors are
+the given ones rounded to nearest float16 (faiss rounds ties away from zero): everything read
+back (`get`, `get_many`, `vectors`, `similarities`, the exact search of a small subset) is the
+rounded vector, and the scans compare the float32 query with it. The index held 833 bytes a
+vector at 10k and 806 at 100k (grown in batches of 1,000 from 2,048, as an atlas grows; 1,623
+and 1,590 with float32). Measured (one thread; MiniLM vectors of ``latency.py --real-recall``):
+a k=10 search took 0.058 ms instead of 0.094 at 10k (200 lists, 24 probes) and 0.344 instead of
+0.778 at 100k (632 lists, 51 probes), at the same recall@10 (0.968, 0.981 and 0.988 at 2.8k,
+10k and 100k for both; 1.000 for both on the synthetic corpus at 10k and 100k). In the atlas
+(interleaved thread CPU against main): ``retrieve`` 0.85 to 0.87 of main's time at 100k and 0.99
+to 1.00 at 10k, ``build_context`` 0.89 to 0.92 and 0.99 to 1.01, ``add_memories`` at 100k 58.0
+us a memory instead of 61.5 (second half of the build), ``add_memory`` 247 us instead of 259.
+At 10k the saved scan time (search_ranked k=200: 96 us instead of 108 to 142) is spent again
+reading vectors back: faiss reconstructs a scalar-quantized vector through a fresh decoder,
+1.35 us a vector where ``IndexIVFFlat`` copies one in 0.4 (`similarities` of 200 ids: 277 us
+against 82); a decoder in numpy (views of the lists' buffers through the direct map) was no
+faster (224 us: the per-row loop and numpy's float16 conversion). Answers move a little: of 200
+queries, the top 10 ids of 1 (10k) and 5 (100k) differed from float32's, and of 400 contexts 1
+and 3. Links within one ``add_memories`` batch compare the new row with the earlier one as
+stored, as a one-by-one insert would (`_link_search.pairs_in_lists`).
+
 ``lists`` (k-means centroids) is about ``2 sqrt(n)`` (`list_count`), trained on a sample
 (`training_size`) when the index is built and retrained when it has grown four times since
 (`RETRAIN_GROWTH`; twice after the first, small training: `retrain_due`), so over a
