@@ -29,13 +29,14 @@ import numpy.typing as npt
 sys.path.insert(0, str(Path(__file__).parent))
 import latency
 
-from shared_core.ann_index import IVFVectorIndex
+from shared_core.ann_index import IVFVectorIndex, VectorDtype
 
 BATCH = 1000
 THRESHOLD = 2048
 
 
-def grow(data: npt.NDArray[np.float32], queries: npt.NDArray[np.float32], sizes: list[int], seed: int) -> list[str]:
+def grow(data: npt.NDArray[np.float32], queries: npt.NDArray[np.float32], sizes: list[int], seed: int,
+         dtype: VectorDtype = "float16") -> list[str]:
     """Table rows for one training seed."""
     ids = [str(i) for i in range(len(data))]
     index: IVFVectorIndex | None = None
@@ -47,7 +48,7 @@ def grow(data: npt.NDArray[np.float32], queries: npt.NDArray[np.float32], sizes:
         if index is not None:
             index.add(ids[n:n + step], data[n:n + step])
         elif n + step >= THRESHOLD:
-            index = IVFVectorIndex.build(ids[:n + step], data[:n + step], seed=seed)
+            index = IVFVectorIndex.build(ids[:n + step], data[:n + step], seed=seed, vector_dtype=dtype)
         cpu += time.process_time() - start
         n += step
         if index is None or n not in sizes:
@@ -71,6 +72,8 @@ def main() -> None:
     parser.add_argument("locomo", help="the LoCoMo file (locomo_dev.json)")
     parser.add_argument("--sizes", default="3000,5000,7000,10000,12000", help="checkpoints (multiples of 1,000)")
     parser.add_argument("--seeds", default="1234", help="k-means seeds: 1,2,3 or 1-10")
+    parser.add_argument("--vector-dtype", choices=("float16", "float32"), default="float16",
+                        help="how the index stores vectors (AtlasConfig.ann_vector_dtype; default float16)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     low, _, high = args.seeds.partition("-")
@@ -82,7 +85,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|")
     recalls: dict[int, list[float]] = {}
     for seed in seeds:
-        for row in grow(data, queries, sizes, seed):
+        for row in grow(data, queries, sizes, seed, args.vector_dtype):
             print(row, flush=True)
             cells = row.split("|")
             recalls.setdefault(int(cells[2].replace(",", "")), []).append(float(cells[7]))

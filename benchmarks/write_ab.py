@@ -74,9 +74,12 @@ def compare(base: Any, n: int) -> None:
                 os.urandom = real
     old, new = state(atlases[0]), state(atlases[1])
     differing = [name for name, a, b in zip(PARTS, old, new, strict=True) if a != b]
-    if "edges" in differing:  # how many memories' edge lists differ (a float16 index links a few differently)
+    if "edges" in differing:  # how many memories' edge lists differ: a float16 index's cosines (the
+        # similar_to strengths) differ in the last digits, and a few links go to other memories
         changed = sum(a != b for a, b in zip(old[1], new[1], strict=True))
-        differing[differing.index("edges")] = f"edges ({changed:,} of {len(old[1]):,} memories' lists)"
+        ends = sum([e[:3] for e in a] != [e[:3] for e in b] for a, b in zip(old[1], new[1], strict=True))
+        differing[differing.index("edges")] = (f"edges ({changed:,} of {len(old[1]):,} memories' lists, "
+                                               f"{ends:,} in their ends or relations)")
     half = len(cpu[0]) // 2
     cells = []
     for lo, hi in ((0, half), (half, len(cpu[0]))):
