@@ -230,3 +230,22 @@ def test_after_write_accounts_and_marks_as_memory_by_memory(make_atlas: Build, m
     assert _dirty_texts(atlases[0]) == _dirty_texts(atlases[1])  # (ids are random: compared by text)
     assert life._dirty.get("b") is None and life._dirty.get("a")
     assert life._since_compress == reference._since_compress and life._since_prune == reference._since_prune
+
+
+def test_the_byte_cap_holds_with_float16_approximate_indexes(clock: ManualClock) -> None:
+    """Past ``ann_threshold`` a namespace's vectors are stored as float16 (2 bytes a component)
+    while the accounting counts 4 a row (`capacity.node_bytes`) or the index's own bytes when
+    they are more (`lifecycle._vector_slack`; at this small size the lists' room, the direct
+    map's 1,024-label growth and the centroids are): the cap holds through evictions."""
+    cap = 600_000
+    atlas = ElasticMemoryAtlas(config=AtlasConfig(max_bytes=cap, eviction_batch=0.1, ann_threshold=64),
+                               embedder=HashingEmbedder(dim=64), clock=clock)
+    for start in range(0, 4000, 200):
+        atlas.add_memories([f"stream item {i} about topic {i % 17}, colour {i % 7}" for i in range(start, start + 200)],
+                           namespace=f"ns{start // 200 % 2}", session_id="s")
+        clock.advance(30)
+        assert atlas.stats().bytes_used <= cap
+    stats = atlas.stats()
+    parts = [atlas.backend.partition(ns) for ns in ("ns0", "ns1")]
+    assert all(p is not None and p.vectors._impl.vector_dtype == "float16" for p in parts)  # type: ignore[union-attr]
+    assert stats.evictions > 0 and stats.bytes_used == _accounted(atlas) > cap * 0.8
