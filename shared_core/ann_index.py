@@ -31,18 +31,24 @@ vector at 10k and 806 at 100k (grown in batches of 1,000 from 2,048, as an atlas
 and 1,590 with float32). Measured (one thread; MiniLM vectors of ``latency.py --real-recall``):
 a k=10 search took 0.058 ms instead of 0.094 at 10k (200 lists, 24 probes) and 0.344 instead of
 0.778 at 100k (632 lists, 51 probes), at the same recall@10 (0.968, 0.981 and 0.988 at 2.8k,
-10k and 100k for both; 1.000 for both on the synthetic corpus at 10k and 100k). In the atlas
-(interleaved thread CPU against main): ``retrieve`` 0.85 to 0.87 of main's time at 100k and 0.99
-to 1.00 at 10k, ``build_context`` 0.89 to 0.92 and 0.99 to 1.01, ``add_memories`` at 100k 58.0
-us a memory instead of 61.5 (second half of the build), ``add_memory`` 247 us instead of 259.
+10k and 100k for both; 1.000 for both on the synthetic corpus at 10k and 100k; grown like an
+atlas, ``benchmarks/ivf_growth.py`` seeds 1 to 3: 0.972 against 0.973 at 10k). In the atlas
+(interleaved CPU against main, ``benchmarks/read_ab.py`` and ``write_ab.py``): ``retrieve``
+0.85 to 0.87 of main's time at 100k and 0.99 to 1.00 at 10k, ``build_context`` 0.89 to 0.92
+and 0.99 to 1.01; ``add_memories`` at 100k 0.94 to 0.95 of main's CPU a memory in the second
+half of the build (three runs, e.g. 50.3 us against 53.6; 1.04 in a fourth run beside other
+work, where an A/A run of identical trees gave 1.03); ``add_memory`` at 100k 247 us against
+259 (``single_ab.py``).
 At 10k the saved scan time (search_ranked k=200: 96 us instead of 108 to 142) is spent again
 reading vectors back: faiss reconstructs a scalar-quantized vector through a fresh decoder,
 1.35 us a vector where ``IndexIVFFlat`` copies one in 0.4 (`similarities` of 200 ids: 277 us
 against 82); a decoder in numpy (views of the lists' buffers through the direct map) was no
 faster (224 us: the per-row loop and numpy's float16 conversion). Answers move a little: of 200
 queries, the top 10 ids of 1 (10k) and 5 (100k) differed from float32's, and of 400 contexts 1
-and 3. Links within one ``add_memories`` batch compare the new row with the earlier one as
-stored, as a one-by-one insert would (`_link_search.pairs_in_lists`).
+and 3; of the links the write path made, those of 45 of 12,000 memories and 788 of 100,000 went
+to other memories (all strengths, the cosines, differ in the last digits). Links within one
+``add_memories`` batch compare the new row with the earlier one as stored, as a one-by-one
+insert would (`_link_search.pairs_in_lists`).
 
 ``lists`` (k-means centroids) is about ``2 sqrt(n)`` (`list_count`), trained on a sample
 (`training_size`) when the index is built and retrained when it has grown four times since
