@@ -73,12 +73,14 @@ def test_add_many_leaves_what_adds_one_by_one_leave(batches: list[tuple[bool, li
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(_time_index, "CHUNK", chunk)
         bulk, single = TimeIndex(), TimeIndex()
+        twins = False  # an id held twice at once: a removal may then take either entry (0.0 or -0.0)
         for remove_some, batch in batches:
             bulk.add_many([ts for ts, _ in batch], [node_id for _, node_id in batch])
             for ts, node_id in batch:
                 single.add(ts, node_id)
             assert bulk._flat() == single._flat()
-            if len(set(single._flat()[1])) == len(single):  # no id twice: the very same floats (-0.0 too)
+            twins = twins or len(set(single._flat()[1])) < len(single)
+            if not twins:  # no id twice so far: the very same floats (-0.0 too)
                 assert [str(ts) for ts in bulk._flat()[0]] == [str(ts) for ts in single._flat()[0]]
             assert len(bulk) == len(single)
             assert all(len(ids) <= chunk for ids in bulk._ids) and all(bulk._ids[1:])
