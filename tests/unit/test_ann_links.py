@@ -11,15 +11,9 @@ import numpy.typing as npt
 import pytest
 
 from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, InvalidMemoryError, ManualClock, ann_index
+from shared_core._ivf_training import FIRST_RETRAIN_GROWTH, RETRAIN_GROWTH
 from shared_core._link_search import best_links, scan_lists
-from shared_core.ann_index import (
-    FIRST_RETRAIN_GROWTH,
-    RETRAIN_GROWTH,
-    IVFVectorIndex,
-    VectorDtype,
-    list_count,
-    training_size,
-)
+from shared_core.ann_index import IVFVectorIndex, VectorDtype, list_count, training_size
 from shared_core.backend import TieredVectorIndex
 from shared_core.vector_index import NumpyVectorIndex, add_and_link, merge_links
 from shared_core.writes import build_spec, specs_from_items
