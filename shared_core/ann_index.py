@@ -1,6 +1,6 @@
 """`IVFVectorIndex`: approximate cosine search for large namespaces, on faiss's inverted file.
 
-Why an inverted file (IVF-Flat) rather than a graph index (HNSW)? A memory takes writes one at a
+Why an inverted file (IVF) rather than a graph index (HNSW)? A memory takes writes one at a
 time and in batches, deletes, and must answer right after a write. An IVF insert is one nearest
 centroid lookup (one matrix product for a batch) and a delete is O(1) through a direct map
 (label -> list and offset: faiss's array map, kept by `shared_core._ivf_lists.DirectMap`, 8
