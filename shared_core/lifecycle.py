@@ -450,8 +450,9 @@ class Lifecycle:
             victim = owner.graph.get_node(node_id) if owner else None
             if owner is None or victim is None:
                 continue
-            # its vector row stays allocated (as spare capacity) until the index shrinks (counted
-            # as 4 bytes a dimension, which is over for a float16 approximate index: see _vector_slack)
+            # its vector row stays allocated (as spare capacity) until the index shrinks: the
+            # index's bytes do not change, and its rows' count falls by 4 bytes a dimension
+            # (`_vector_slack`)
             row = owner.vectors.dim * 4 if callable(getattr(owner.vectors, "nbytes", None)) else 0
             used -= self.size(owner, victim) - row + owner.graph.degree(node_id) * EDGE_OVERHEAD
             self.remove(owner, victim, kind="evict", reason=f"{reason}; value {value:.3f}")
@@ -507,16 +508,17 @@ class Lifecycle:
 
 
 def _vector_slack(part: Partition) -> int:
-    """Bytes the vector index holds beyond its rows (a growing matrix's spare capacity).
+    """Bytes the vector index holds beyond (or, negative, short of) its rows as accounted.
 
-    A row is counted as 4 bytes a dimension (`shared_core.capacity.node_bytes`) even where the
-    approximate index stores it as float16 (``AtlasConfig.ann_vector_dtype``): there a row, its
-    label and its direct-map entry take ``2 dim + 16`` bytes, plus a 32nd of spare room and the
-    centroids' share (about 60 bytes a memory at 384 dimensions and 10k), so the rows' count
-    covers the index's bytes and this is 0 at such sizes. The accounting then overstates what
-    the vectors hold, never understates it (the index's bytes are ``max`` of the two), so
-    ``max_bytes`` holds."""
+    A row is counted as 4 bytes a dimension (`shared_core.capacity.node_bytes`, whatever index
+    holds it, so the running total needs no re-basing when a namespace moves between indexes);
+    this corrects the sum to what the index holds (``nbytes``): a growing matrix's spare
+    capacity, an approximate index's lists (with their spare room), labels, direct map and
+    centroids. With float16 storage (``AtlasConfig.ann_vector_dtype``) a row takes ``2 dim + 16``
+    bytes, so the correction is negative (about -700 bytes a memory at 384 dimensions): counting
+    4 a dimension there would overstate each memory by about 770 bytes and a capped atlas would
+    evict about a quarter of its memories before it must."""
     nbytes = getattr(part.vectors, "nbytes", None)
     if not callable(nbytes):
         return 0
-    return max(0, int(nbytes()) - len(part.vectors) * part.vectors.dim * 4)
+    return int(nbytes()) - len(part.vectors) * part.vectors.dim * 4

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, ManualClock
+from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, ManualClock, lifecycle
 from shared_core.capacity import EDGE_OVERHEAD, NODE_OVERHEAD, node_bytes
 
 Build = Callable[..., ElasticMemoryAtlas]
@@ -24,7 +24,7 @@ def _accounted(atlas: ElasticMemoryAtlas) -> int:
         total += sum(node_bytes(n, part.vectors.dim, indexed_text=atlas._life.indexed.get(n.id))
                      for n in part.graph.nodes())
         total += part.graph.edge_count() * EDGE_OVERHEAD
-        total += max(0, part.vectors.nbytes() - len(part.vectors) * part.vectors.dim * 4)  # type: ignore[attr-defined]
+        total += part.vectors.nbytes() - len(part.vectors) * part.vectors.dim * 4  # type: ignore[attr-defined]
     held = atlas._life.held  # turns the write filter kept in working memory: text and overhead, no vector
     return total + sum(NODE_OVERHEAD + 2 * len(n.content.encode("utf-8")) for n in held)
 
@@ -225,7 +225,7 @@ def test_after_write_accounts_and_marks_as_memory_by_memory(make_atlas: Build, m
         atlas.add_memories([f"bulk line {i}" for i in range(4200)], namespace="b")  # over 4,096 and half: None
     life, reference = atlases[0]._life, atlases[1]._life
     assert life._node_bytes == reference._node_bytes == _accounted(atlases[0]) - sum(
-        p.graph.edge_count() * EDGE_OVERHEAD + max(0, p.vectors.nbytes() - len(p.vectors) * p.vectors.dim * 4)
+        p.graph.edge_count() * EDGE_OVERHEAD + p.vectors.nbytes() - len(p.vectors) * p.vectors.dim * 4
         for ns in atlases[0].backend.namespaces() if (p := atlases[0].backend.partition(ns)) is not None)
     assert _dirty_texts(atlases[0]) == _dirty_texts(atlases[1])  # (ids are random: compared by text)
     assert life._dirty.get("b") is None and life._dirty.get("a")
@@ -233,10 +233,11 @@ def test_after_write_accounts_and_marks_as_memory_by_memory(make_atlas: Build, m
 
 
 def test_the_byte_cap_holds_with_float16_approximate_indexes(clock: ManualClock) -> None:
-    """Past ``ann_threshold`` a namespace's vectors are stored as float16 (2 bytes a component)
-    while the accounting counts 4 a row (`capacity.node_bytes`) or the index's own bytes when
-    they are more (`lifecycle._vector_slack`; at this small size the lists' room, the direct
-    map's 1,024-label growth and the centroids are): the cap holds through evictions."""
+    """Past ``ann_threshold`` a namespace's vectors are stored as float16 (2 bytes a component):
+    the accounting counts 4 a row (`capacity.node_bytes`) and corrects the sum to the index's
+    own bytes (`lifecycle._vector_slack`: the lists' room, labels, direct map and centroids), so
+    the cap holds through evictions and the count is what the index holds, not 4 bytes a
+    component."""
     cap = 600_000
     atlas = ElasticMemoryAtlas(config=AtlasConfig(max_bytes=cap, eviction_batch=0.1, ann_threshold=64),
                                embedder=HashingEmbedder(dim=64), clock=clock)
@@ -249,3 +250,7 @@ def test_the_byte_cap_holds_with_float16_approximate_indexes(clock: ManualClock)
     parts = [atlas.backend.partition(ns) for ns in ("ns0", "ns1")]
     assert all(p is not None and p.vectors._impl.vector_dtype == "float16" for p in parts)  # type: ignore[union-attr]
     assert stats.evictions > 0 and stats.bytes_used == _accounted(atlas) > cap * 0.8
+    for part in parts:  # the vectors count for what the index holds (at this size, mostly its fixed parts)
+        assert part is not None
+        rows = len(part.vectors) * part.vectors.dim * 4
+        assert lifecycle._vector_slack(part) == part.vectors.nbytes() - rows  # type: ignore[attr-defined]
