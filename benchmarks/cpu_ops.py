@@ -65,7 +65,7 @@ def main() -> None:
                         help="AtlasConfig.ann_vector_dtype (default: the config's default)")
     args = parser.parse_args()
     config = AtlasConfig() if args.vector_dtype is None else AtlasConfig(ann_vector_dtype=args.vector_dtype)
-    print(f"# {sys.executable}, ann_vector_dtype {getattr(config, 'ann_vector_dtype', 'float32 (no such field)')}")
+    print(f"# {sys.executable}, ann_vector_dtype {config.ann_vector_dtype}")
     print("| memories | python | `add_memories` us a memory | `add_memory` us | `retrieve` us | `build_context` us |")
     print("|---|---|---|---|---|---|")
     for n in (int(s) for s in args.sizes.split(",")):

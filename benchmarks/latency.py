@@ -389,8 +389,7 @@ def embedding_bytes(n: int, config: AtlasConfig | None = None) -> float:
     """
     cfg = config or AtlasConfig()
     approximate = cfg.ann_threshold is not None and n >= cfg.ann_threshold
-    dtype = getattr(cfg, "ann_vector_dtype", "float32")  # (a config from before the field: float32)
-    return float((2 if approximate and dtype == "float16" else 4) * DIM)
+    return float((2 if approximate and cfg.ann_vector_dtype == "float16" else 4) * DIM)
 
 
 def run_memory_probe(n: int, *, traced: bool = True) -> dict[str, float]:

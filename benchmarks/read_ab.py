@@ -50,15 +50,28 @@ def config(pkg: Any) -> Any:
     return pkg.AtlasConfig(**THIS_TREE) if pkg is shared_core else pkg.AtlasConfig()
 
 
-def add_tree_options(parser: argparse.ArgumentParser) -> None:
+def ab_parser(doc: str, sizes: str) -> argparse.ArgumentParser:
+    """The options every A/B script takes: ``--base``, ``--sizes`` (default ``sizes``) and this
+    tree's config (``--vector-dtype``); described by the first paragraph of ``doc``."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--base", default="main", help="the commit to compare with (default: main)")
+    parser.add_argument("--sizes", default=sizes)
     parser.add_argument("--vector-dtype", choices=("float16", "float32"), default=None,
                         help="this tree's AtlasConfig.ann_vector_dtype (default: its default)")
+    return parser
 
 
-def tree_options(args: argparse.Namespace) -> None:
-    """Set `THIS_TREE` from the options `add_tree_options` added."""
+@contextmanager
+def base_for(args: argparse.Namespace) -> Iterator[Any]:
+    """The ``--base`` commit's ``shared_core`` (`base_package`, in a temporary directory) with
+    `THIS_TREE` set from `ab_parser`'s options, after printing what is compared."""
     if args.vector_dtype is not None:
         THIS_TREE["ann_vector_dtype"] = args.vector_dtype
+    with tempfile.TemporaryDirectory() as tmp:
+        base = base_package(args.base, Path(tmp))
+        print(f"base {args.base}, this tree: shared_core at {Path(shared_core.__file__).parent}, "
+              f"ann_vector_dtype {config(shared_core).ann_vector_dtype}")
+        yield base
 
 
 def base_package(ref: str, into: Path) -> Any:
@@ -162,17 +175,11 @@ def ops(q: list[str]) -> dict[str, Callable[[Any, int], object]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--base", default="main", help="the commit to compare with (default: main)")
-    parser.add_argument("--sizes", default="1000,10000")
+    parser = ab_parser(__doc__, "1000,10000")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=4)
-    add_tree_options(parser)
     args = parser.parse_args()
-    tree_options(args)
-    with tempfile.TemporaryDirectory() as tmp:
-        base = base_package(args.base, Path(tmp))
-        print(f"base {args.base}, this tree: shared_core at {Path(shared_core.__file__).parent} {THIS_TREE}")
+    with base_for(args) as base:
         print("| memories | recall differing | answers differing | retrieve ids differing | context texts differing "
               "| op | base CPU ms | this tree CPU ms | ratio |")
         print("|---|---|---|---|---|---|---|---|---|")

@@ -14,10 +14,8 @@ expected) and the median and mean CPU time (``time.thread_time``) per call of ea
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -26,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import latency
-from read_ab import add_tree_options, base_package, config, tree_options
+from read_ab import ab_parser, base_for, config
 from write_ab import PARTS, state
 
 import shared_core
@@ -87,20 +85,13 @@ def compare(base: Any, n: int, adds: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--base", default="main", help="the commit to compare with (default: main)")
-    parser.add_argument("--sizes", default="10000")
+    parser = ab_parser(__doc__, "10000")
     parser.add_argument("--adds", type=int, default=1000)
-    add_tree_options(parser)
     args = parser.parse_args()
-    tree_options(args)
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(1)
-    with tempfile.TemporaryDirectory() as tmp:
-        base = base_package(args.base, Path(tmp))
-        print(f"base {args.base}, this tree: shared_core at {Path(shared_core.__file__).parent}, "
-              f"ann_vector_dtype {config(shared_core).ann_vector_dtype}")
+    with base_for(args) as base:
         print("| memories | single adds | differing | base CPU us p50 | this tree | base mean | this tree |")
         print("|---|---|---|---|---|---|---|")
         for n in (int(s) for s in args.sizes.split(",")):

@@ -16,11 +16,9 @@ same memory ids, batch by batch as ``latency.py`` builds (1,000 memories a batch
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -29,7 +27,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 import latency
-from read_ab import add_tree_options, base_package, config, tree_options
+from read_ab import ab_parser, base_for, config
 
 import shared_core
 
@@ -89,19 +87,12 @@ def compare(base: Any, n: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--base", default="main", help="the commit to compare with (default: main)")
-    parser.add_argument("--sizes", default="12000")
-    add_tree_options(parser)
+    parser = ab_parser(__doc__, "12000")
     args = parser.parse_args()
-    tree_options(args)
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(1)
-    with tempfile.TemporaryDirectory() as tmp:
-        base = base_package(args.base, Path(tmp))
-        print(f"base {args.base}, this tree: shared_core at {Path(shared_core.__file__).parent}, "
-              f"ann_vector_dtype {config(shared_core).ann_vector_dtype}")
+    with base_for(args) as base:
         print("| memories | differing | first half: base CPU us/memory | this tree | ratio "
               "| second half: base | this tree | ratio |")
         print("|---|---|---|---|---|---|---|---|")
