@@ -1,13 +1,15 @@
 """`ListRoom`: the room reserved in each inverted list of the approximate index (a faiss
 ``IndexIVFScalarQuantizer`` storing float16, 2 bytes a component, or an ``IndexIVFFlat``, 4:
-``code_size``), grown by a thirty-second instead of doubled; `DirectMap`: the index's direct
-map (label -> list and offset) kept in faiss's 8-byte-a-label array map instead of its hashtable.
+``code_size``), grown by a sixteenth (float16) or a thirty-second (float32) instead of doubled;
+`DirectMap`: the index's direct map (label -> list and offset) kept in faiss's 8-byte-a-label
+array map instead of its hashtable.
 
 faiss keeps a list's vectors in a ``std::vector<uint8_t>`` (inside a ``MaybeOwnedVector``) and
 appends one vector at a time, so a full list doubles: over a namespace's growth about a third
 of the bytes it held for vectors was spare room (``benchmarks/memory_breakdown.py``: 2,321 bytes
 a vector at 10k, where the vector and its label take 1,544). Here, before each add, a list that
-would overflow gets a buffer of ``need + need // 32 + 2`` entries, without the 2 when the add
+would overflow gets a buffer of ``need + need // 16 + 2`` entries (float16; ``need // 32`` for
+float32), without the 2 when the add
 gives it more than 2 (`room_for`; `reserve`: copied out,
 emptied, resized to that room, which from size 0 allocates exactly that, and refilled); a list
 that removals left under half full is given back its spare room with a new buffer swapped in
@@ -35,20 +37,22 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["DirectMap", "ListRoom", "place", "room_for"]
+__all__ = ["SHIFT", "DirectMap", "ListRoom", "place", "room_for"]
 
 SHRINK_BELOW = 0.5  # a list filled below this fraction of its room gets the spare room back ...
 SHRINK_MIN = 64  # ... once the spare room is at least this many entries
 
 
-FEW = 2  # entries of spare room beyond a 32nd, for lists not written in large batches (`room_for`)
+FEW = 2  # entries of spare room beyond a 16th or 32nd, for lists not written in large batches (`room_for`)
+SHIFT = {2: 4, 4: 5}  # bytes a component -> `room_for`'s shift: the same spare bytes a vector at either width
 
 
-def room_for(need: npt.NDArray[np.int64], added: npt.NDArray[np.int64] | None = None) -> npt.NDArray[np.int64]:
-    """Entries to reserve for a list that must hold ``need`` after ``added`` more came at once: a
-    thirty-second more, plus `FEW` (2) unless ``added`` exceeds that spare room:
-    ``spare = floor(need / 32) + 2``; ``need + spare`` if ``added <= spare`` (or ``added`` is not
-    given), else ``need + spare - 2``.
+def room_for(need: npt.NDArray[np.int64], added: npt.NDArray[np.int64] | None = None, *, shift: int = 5
+             ) -> npt.NDArray[np.int64]:
+    """Entries to reserve for a list that must hold ``need`` after ``added`` more came at once:
+    ``2**-shift`` more (a thirty-second by default), plus `FEW` (2) unless ``added`` exceeds that
+    spare room: ``spare = floor(need / 2**shift) + 2``; ``need + spare`` if ``added <= spare`` (or
+    ``added`` is not given), else ``need + spare - 2``.
 
     The room is a trade of bytes for copies: a list grown by a factor ``g`` is copied about
     ``1 / (g - 1)`` times over its growth and holds ``(g - 1) / 2`` of it spare on average.
@@ -58,7 +62,12 @@ def room_for(need: npt.NDArray[np.int64], added: npt.NDArray[np.int64] | None = 
     us; a thirty-second plus 2, 34 bytes and 4.6 us. faiss's doubling left about 610 bytes spare
     and its copies took about 2.1 us, so this costs about 2.5 us a memory more than doubling at
     100k for 576 bytes less. (Measured with lists grown by `ListRoom._move`; `ListRoom._grow`
-    takes 37 us a grown list at 100k, 174 entries on average, where `_move` took 57.)
+    takes 37 us a grown list at 100k, 174 entries on average, where `_move` took 57.) These are
+    float32 entries; a float16 entry is half as many bytes, and lists of float16 grow by a
+    sixteenth (`SHIFT`): about the bytes a thirty-second of float32 held, for fewer copies. At
+    100k memories (float16) a sixteenth left 28 bytes a memory spare against 16 and took about
+    2% less CPU a memory over the second half of the build (`benchmarks/write_ab.py`, five runs:
+    0.963 to 0.995); an eighth left 52 and took 4 to 8% less.
 
     Why not the 2 for a list that took more at once than its spare room would hold: it is
     written in batches larger than that room, so the next such batch copies it whatever it has
@@ -69,8 +78,10 @@ def room_for(need: npt.NDArray[np.int64], added: npt.NDArray[np.int64] | None = 
 
     >>> room_for(np.array([1, 100, 1000])).tolist(), room_for(np.array([100, 100]), np.array([5, 6])).tolist()
     ([3, 105, 1033], [105, 103])
+    >>> room_for(np.array([1, 100, 1000]), shift=4).tolist()
+    [3, 108, 1064]
     """
-    spare = (need >> 5) + FEW
+    spare = (need >> shift) + FEW
     room: npt.NDArray[np.int64] = need + spare
     return room if added is None else room - FEW * (added > spare)
 
@@ -91,10 +102,11 @@ def _ids_room(room: npt.NDArray[np.int64], need: npt.NDArray[np.int64]) -> npt.N
 class ListRoom:
     """Per inverted list, the entries its code buffer (``codes``) and id column (``ids``) have room for."""
 
-    __slots__ = ("_code_size", "codes", "ids")
+    __slots__ = ("_code_size", "_shift", "codes", "ids")
 
-    def __init__(self, lists: int, *, code_size: int) -> None:
+    def __init__(self, lists: int, *, code_size: int, shift: int = 5) -> None:
         self._code_size = code_size
+        self._shift = shift  # `room_for`'s
         self.codes = np.zeros(lists, dtype=np.int64)
         self.ids = np.zeros(lists, dtype=np.int64)
 
@@ -107,7 +119,7 @@ class ListRoom:
         ``ArrayInvertedLists`` holding ``sizes[l]``), before faiss appends to them."""
         short = np.flatnonzero(need > self.codes)
         if short.size:  # (most single adds find room: no numpy call on an empty selection then)
-            target = room_for(need[short], need[short] - sizes[short])
+            target = room_for(need[short], need[short] - sizes[short], shift=self._shift)
             moves = []
             for lst, size, want in zip(short.tolist(), sizes[short].tolist(), target.tolist(), strict=True):
                 if size == 0:  # an empty list: resizing from nothing allocates exactly (ids too)
@@ -172,7 +184,7 @@ class ListRoom:
     def shrink(self, invlists: Any, sizes: npt.NDArray[np.int64], lists: npt.NDArray[np.integer[Any]]) -> None:
         """Give back the spare room of those of ``lists`` that removals left under `SHRINK_BELOW` full."""
         lists = np.unique(lists)
-        want = room_for(sizes[lists])
+        want = room_for(sizes[lists], shift=self._shift)
         loose = (sizes[lists] < SHRINK_BELOW * self.codes[lists]) & (self.codes[lists] - want >= SHRINK_MIN)
         self._move(invlists, list(zip(lists[loose].tolist(), sizes[lists][loose].tolist(), want[loose].tolist(),
                                       strict=True)))

@@ -93,7 +93,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._ints import numbers
-from ._ivf_lists import DirectMap, ListRoom
+from ._ivf_lists import SHIFT, DirectMap, ListRoom
 from ._ivf_training import (
     ann_available,
     list_count,
@@ -137,6 +137,7 @@ class IVFVectorIndex:
             raise InvalidInputError(f"vector_dtype must be 'float16' or 'float32', got {vector_dtype!r}")
         self.vector_dtype: VectorDtype = vector_dtype
         self._code_size = BYTES_PER_COMPONENT[vector_dtype] * dim  # bytes a stored vector takes in a list
+        self._shift = SHIFT[BYTES_PER_COMPONENT[vector_dtype]]  # how much room a full list gets (`room_for`)
         self._codec: Any = None  # a faiss fp16 ScalarQuantizer (`_stored`), made when first needed
         self._dim = dim
         self.probe_fraction = probe_fraction
@@ -148,7 +149,7 @@ class IVFVectorIndex:
         self._ids: list[str | None] = []  # label -> id (None: a free label)
         self._free: list[int] = []
         self._sizes = np.zeros(0, dtype=np.int64)  # entries per list now
-        self._room = ListRoom(0, code_size=self._code_size)  # entries each list has room for
+        self._room = ListRoom(0, code_size=self._code_size, shift=self._shift)  # entries each list has room for
         self._index: Any = None
         self._map: DirectMap | None = None  # the index's direct map (label -> list, offset)
         self._invlists: Any = None  # the index's ArrayInvertedLists (owned by the index)
@@ -495,7 +496,7 @@ class IVFVectorIndex:
         _, assign = quantizer.search(data, 1)
         assign = np.ascontiguousarray(assign[:, 0])
         invlists = faiss.downcast_InvertedLists(index.invlists)
-        room = ListRoom(lists, code_size=self._code_size)  # each list's room, reserved before faiss fills it
+        room = ListRoom(lists, code_size=self._code_size, shift=self._shift)  # each list's room, reserved first
         empty = np.zeros(lists, dtype=np.int64)
         room.reserve(invlists, empty, np.bincount(assign, minlength=lists))
         direct.add(empty, data, labels, assign)

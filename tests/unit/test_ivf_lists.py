@@ -38,11 +38,11 @@ def capacity(invlists: object, lst: int, size: int, code_size: int, *, column: s
     return n - 1
 
 
-def grown_lists(lists: int, code_size: int) -> tuple[object, ListRoom, npt.NDArray[np.int64],
-                                                     npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+def grown_lists(lists: int, code_size: int, shift: int = 5) -> tuple[object, ListRoom, npt.NDArray[np.int64],
+                                                                     npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
     """900 entries filed into ``lists`` lists in batches of 150, room reserved before each."""
     invlists = faiss.ArrayInvertedLists(lists, code_size)
-    room = ListRoom(lists, code_size=code_size)
+    room = ListRoom(lists, code_size=code_size, shift=shift)
     rng = np.random.default_rng(0)
     codes = rng.integers(0, 255, (900, code_size), dtype=np.uint8)
     assign = rng.integers(0, lists, 900)
@@ -56,19 +56,21 @@ def grown_lists(lists: int, code_size: int) -> tuple[object, ListRoom, npt.NDArr
     return invlists, room, sizes, codes, assign
 
 
-def test_reserve_sets_the_real_capacity_of_codes_and_ids() -> None:
+@pytest.mark.parametrize("shift", [4, 5])
+def test_reserve_sets_the_real_capacity_of_codes_and_ids(shift: int) -> None:
     lists, code_size = 4, 8
     for column in ("codes", "ids"):  # measuring one moves the other: a fresh build each
-        invlists, room, sizes, _, _ = grown_lists(lists, code_size)
+        invlists, room, sizes, _, _ = grown_lists(lists, code_size, shift)
         for lst in range(lists):
             reserved = getattr(room, column)[lst]
             assert reserved == capacity(invlists, lst, int(sizes[lst]), code_size, column=column)
     assert (room.codes < 2 * sizes).all()
 
 
-def test_reserve_and_shrink_keep_the_contents() -> None:
+@pytest.mark.parametrize("shift", [4, 5])
+def test_reserve_and_shrink_keep_the_contents(shift: int) -> None:
     lists, code_size = 4, 8
-    invlists, room, sizes, codes, assign = grown_lists(lists, code_size)
+    invlists, room, sizes, codes, assign = grown_lists(lists, code_size, shift)
     for lst in range(lists):
         held = faiss.rev_swig_ptr(invlists.get_codes(lst), int(sizes[lst]) * code_size).reshape(-1, code_size)
         assert np.array_equal(held, codes[assign == lst])
@@ -78,7 +80,7 @@ def test_reserve_and_shrink_keep_the_contents() -> None:
     for lst in range(lists):
         invlists.resize(lst, int(kept[lst]))
     room.shrink(invlists, kept, np.arange(lists))
-    assert room.codes.tolist() == room_for(kept).tolist()
+    assert room.codes.tolist() == room_for(kept, shift=shift).tolist()
     for lst in range(lists):
         held = faiss.rev_swig_ptr(invlists.get_codes(lst), int(kept[lst]) * code_size).reshape(-1, code_size)
         assert np.array_equal(held, codes[assign == lst][:kept[lst]])
@@ -212,8 +214,24 @@ def test_the_kept_direct_map_matches_faiss_hashtable_map_through_adds_and_remova
     assert np.array_equal(table, direct.table) and (table[free] == -1).all()
 
 
+@pytest.mark.parametrize(("dtype", "shift"), [("float16", 4), ("float32", 5)])
+def test_lists_grow_by_a_sixteenth_of_float16_entries_and_a_thirty_second_of_float32(dtype: VectorDtype,
+                                                                                      shift: int) -> None:
+    """About the same spare bytes a vector either way; the room is what faiss holds."""
+    index = IVFVectorIndex(DIM, vector_dtype=dtype)
+    vectors = unit_rows(4000, seed=5)
+    index.add([f"m{i}" for i in range(3000)], vectors[:3000])  # trains
+    for start in range(3000, 4000, 100):
+        index.add([f"m{i}" for i in range(start, start + 100)], vectors[start:start + 100])
+    room, sizes = index._room, index._sizes
+    assert room._shift == shift
+    assert (sizes <= room.codes).all() and (room.codes <= room_for(sizes, shift=shift)).all()
+    for lst in np.flatnonzero(sizes).tolist():
+        assert capacity(index._invlists, lst, int(sizes[lst]), index._code_size) == room.codes[lst]
+
+
 def test_a_list_that_takes_more_than_its_spare_at_once_gets_no_fixed_spare() -> None:
-    """`room_for`: 2 spare entries beyond a 32nd for a list grown a few entries at a time (one
+    """`room_for`: 2 spare entries beyond a 32nd (by default) for a list grown a few entries at a time (one
     write after another), none for one that took more at once than that spare would hold; and
     `ListRoom.reserve` applies it (the capacity faiss really has)."""
     need = np.array([60, 60, 60, 200, 200])
