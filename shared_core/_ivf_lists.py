@@ -9,8 +9,7 @@ appends one vector at a time, so a full list doubles: over a namespace's growth 
 of the bytes it held for vectors was spare room (``benchmarks/memory_breakdown.py``: 2,321 bytes
 a vector at 10k, where the vector and its label take 1,544). Here, before each add, a list that
 would overflow gets a buffer of ``need + need // 16 + 2`` entries (float16; ``need // 32`` for
-float32), without the 2 when the add
-gives it more than 2 (`room_for`; `reserve`: copied out,
+float32), without the 2 when the add gives it more than 2 (`room_for`; `reserve`: copied out,
 emptied, resized to that room, which from size 0 allocates exactly that, and refilled); a list
 that removals left under half full is given back its spare room with a new buffer swapped in
 (`shrink`). A list's id column (8 bytes an entry) is grown alike when its codes are, and

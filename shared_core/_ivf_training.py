@@ -49,6 +49,7 @@ def faiss_module() -> Any:
     faiss.omp_set_num_threads(1)
     return faiss
 
+
 def list_count(n: int) -> int:
     """How many inverted lists to train for ``n`` vectors: ``min(2 sqrt(n), n / 39)``, at least 1.
 

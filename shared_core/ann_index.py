@@ -352,7 +352,8 @@ class IVFVectorIndex:
         (it rounds ties away from zero where numpy's ``astype(np.float16)`` rounds them to even,
         about 1 component in 10,000)."""
         if self._codec is None:
-            self._codec = _faiss().ScalarQuantizer(self._dim, _faiss().ScalarQuantizer.QT_fp16)
+            quantizer = _faiss().ScalarQuantizer
+            self._codec = quantizer(self._dim, quantizer.QT_fp16)
         decoded: npt.NDArray[np.float32] = self._codec.decode(self._codec.compute_codes(rows))
         return decoded
 
