@@ -6,7 +6,7 @@ corpus and lookup embedders.
     .venv/bin/python benchmarks/instructions.py --sizes 1000 --tree /tmp/other --peers ""   # A/B a tree
 
 CPU time on this machine's shared vCPUs moves by 10-30% from run to run, which hides a change
-of a few percent; an instruction count is the same run after run (it does not see cache misses
+of a few percent; an instruction count repeats within 0.02% (it does not see cache misses
 or SIMD width, so it complements ``cpu_ops.py`` rather than replacing it). Each figure is the
 difference of two child runs, one build and ``1 + reps`` builds, so imports and the corpus are
 not counted: ``(I(1 + reps) - I(1)) / (reps * n)``. ``--tree`` counts another checkout's
@@ -29,7 +29,7 @@ COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 
 
 def child(kind: str, n: int, builds: int) -> None:
-    """Build ``builds`` stores of ``n`` memories the way ``latency.py`` times them."""
+    """Build ``builds`` stores of ``n`` memories as ``latency.py`` does (`latency.build_atlas`)."""
     import latency
 
     corpus, _ = latency.make_corpus(n, 50, extra=10)
@@ -38,16 +38,8 @@ def child(kind: str, n: int, builds: int) -> None:
             build, _query = latency._langchain(corpus)
             build()
         return
-    from shared_core import AtlasConfig, ElasticMemoryAtlas, ManualClock
-
-    step = latency.batch_size(n)
-    batches = [[{"content": t, "session_id": f"s{(s + j) // 50}"} for j, t in enumerate(corpus.texts[s:s + step])]
-               for s in range(0, n, step)]
     for _ in range(builds):
-        atlas = ElasticMemoryAtlas(config=AtlasConfig(), embedder=corpus.embedder(),
-                                   clock=ManualClock(1_700_000_000.0))
-        for batch in batches:
-            atlas.add_memories(batch, namespace="bench", progress=False)
+        latency.build_atlas(corpus)
 
 
 def count(kind: str, n: int, builds: int, tree: str | None) -> int:
