@@ -38,8 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import shared_core.atlas as atlas_module
 from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, ManualClock, TiktokenCounter
-from shared_core.context import build_context_block
-from shared_core.model import ScoredMemory
+from shared_core.engine.context import build_context_block
+from shared_core.values.model import ScoredMemory
 
 Inputs = tuple[list[ScoredMemory], list[ScoredMemory], list[ScoredMemory]]
 CASES = (("bullet", 400), ("timeline", 2000), ("narrative", 2000))

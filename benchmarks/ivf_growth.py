@@ -29,7 +29,7 @@ import numpy.typing as npt
 sys.path.insert(0, str(Path(__file__).parent))
 import latency
 
-from shared_core.ann_index import IVFVectorIndex, VectorDtype
+from shared_core.store.memory.ann_index import IVFVectorIndex, VectorDtype
 
 BATCH = 1000
 THRESHOLD = 2048

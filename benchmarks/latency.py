@@ -586,7 +586,7 @@ def real_recall(path: str, sizes: Sequence[int]) -> str:
     """recall@10 of the IVF index on real MiniLM vectors: the LoCoMo turns (questions as queries),
     then ``sizes`` vectors mixed from pairs of turns (`mixes`); for each ``vector_dtype``
     (float32, and float16 as the atlas's default stores them), against exact float32 search."""
-    from shared_core.ann_index import IVFVectorIndex
+    from shared_core.store.memory.ann_index import IVFVectorIndex
 
     turns, queries = locomo_vectors(path)
     rng = np.random.default_rng(0)
@@ -610,13 +610,13 @@ def bench_falkordb(url: str, queries: int) -> dict[str, Any]:
     one started here on 127.0.0.1 and stopped afterwards)."""
     import tempfile
 
-    from shared_core.falkordb import FalkorDBBackend
+    from shared_core.store.falkordb import FalkorDBBackend
 
     corpus, extra = make_corpus(1000, queries, extra=100)
     with tempfile.TemporaryDirectory() as tmp:
         server = None
         if url == "start":
-            from shared_core.falkordb.server import start_server
+            from shared_core.store.falkordb.server import start_server
 
             server = start_server(tmp)
             url = server.url

@@ -1,4 +1,4 @@
-"""Where the bytes of a stored memory go, by component, and the overheads `shared_core.capacity` uses.
+"""Where the bytes of a stored memory go, by component, and the overheads `shared_core.engine.lifecycle.capacity` uses.
 
     .venv/bin/python benchmarks/memory_breakdown.py                     # 10k and 100k (~3 min)
     .venv/bin/python benchmarks/memory_breakdown.py --capacity          # NODE_OVERHEAD / EDGE_OVERHEAD
@@ -172,7 +172,7 @@ def deep_size(obj: object, seen: set[int]) -> int:
 
 
 def _shared_numbers() -> object:
-    """`shared_core._ints`'s table (None in trees before it, so older commits can be measured)."""
+    """`shared_core.store.memory._ints`'s table (None in trees before it, so older commits can be measured)."""
     try:
         from shared_core import _ints
     except ImportError:
@@ -237,7 +237,7 @@ def breakdown(n: int, *, again: bool = False, held: bool = False) -> str:
         ("lifecycle", deep_size(atlas._life, seen)),
         (f"keyword index, Python side ({type(part.keywords).__name__})", deep_size(part.keywords, seen)),
         ("vector index, Python side (id maps)", deep_size(part.vectors, seen)),
-        ("the table of shared row numbers (`shared_core._ints`)", deep_size(_shared_numbers(), seen)),
+        ("the table of shared row numbers (`shared_core.store.memory._ints`)", deep_size(_shared_numbers(), seen)),
     ]
     for name, size in rows:
         lines.append(f"| {name} | {size / n:,.0f} |")

@@ -115,7 +115,7 @@ def build(pkg: Any, corpus: latency.Corpus) -> Any:
 
 def same_recall(base: Any, atlas: Any, corpus: latency.Corpus) -> tuple[int, int]:
     """(differing, compared) recalls of both packages on this tree's partition."""
-    from shared_core.recall import RecallRequest, recall
+    from shared_core.engine.recall import RecallRequest, recall
 
     part, now, bad, total = atlas.backend.partition("bench"), atlas.clock.now(), 0, 0
     for text, vector in zip(corpus.queries, corpus.query_vectors, strict=True):

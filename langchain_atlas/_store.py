@@ -28,7 +28,7 @@ from langgraph.store.base import (
 from langgraph.store.base import InvalidNamespaceError as _InvalidNamespaceError
 
 from shared_core import ElasticMemoryAtlas, InvalidInputError, MemoryNode, MemoryNotFoundError
-from shared_core.filters import compile_filters
+from shared_core.formulas.filters import compile_filters
 
 __all__ = ["AtlasStore"]
 

@@ -1,7 +1,7 @@
 """The atlas's `Context` shaped for LlamaIndex: beside the turns shown as messages, or made smaller.
 
 `ElasticMemoryAtlas.build_context` decides what is recalled and reinforces it; these helpers only
-repack the memories it chose with the core's own packer (`shared_core.context.build_context_block`).
+repack the memories it chose with the core's own packer (`shared_core.engine.context.build_context_block`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from shared_core import Context, ElasticMemoryAtlas, ScoredMemory
-from shared_core.context import build_context_block
+from shared_core.engine.context import build_context_block
 
 __all__ = ["context_beside", "repack", "shrink"]
 

@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         urlfile.unlink(missing_ok=True)
         return 0
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from shared_core.falkordb.server import start_server
+    from shared_core.store.falkordb.server import start_server
 
     server = start_server(data, port=args.port, appendfsync=args.appendfsync, daemonize=True)
     urlfile.write_text(server.url + "\n")

@@ -8,18 +8,27 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from .atlas import ElasticMemoryAtlas
-from .backend import Backend, InProcessBackend, Partition
-from .clock import Clock, ManualClock, SystemClock
-from .compression import CompressionReport
-from .config import AtlasConfig
-from .contradiction import (
+from .engine.events import AtlasEvent, EventLog
+from .engine.lifecycle.compression import CompressionReport
+from .engine.lifecycle.contradiction import (
     Contradiction,
     ContradictionDetector,
     HeuristicContradictionDetector,
     LLMContradictionDetector,
 )
-from .embedding import Embedder, HashingEmbedder, MiniLMEmbedder, as_embedder
-from .errors import (
+from .engine.lifecycle.manager import AtlasStats
+from .engine.lifecycle.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
+from .engine.lifecycle.write_filter import HeuristicWriteFilter, LLMWriteFilter, WriteFilter, importance_score
+from .store.memory.backend import Backend, InProcessBackend, Partition
+from .store.memory.graph_store import GraphStore, NetworkXGraphStore
+from .store.memory.inverted_index import InvertedKeywordIndex
+from .store.memory.keyword_index import FTS5KeywordIndex, KeywordIndex
+from .store.memory.vector_index import NumpyVectorIndex, VectorIndex
+from .text.embedding import Embedder, HashingEmbedder, MiniLMEmbedder, as_embedder
+from .text.tokens import TiktokenCounter, TokenCounter
+from .values.clock import Clock, ManualClock, SystemClock
+from .values.config import AtlasConfig
+from .values.errors import (
     AtlasError,
     BackendError,
     CorruptFileError,
@@ -31,16 +40,7 @@ from .errors import (
     MissingDependencyError,
     NamespaceViolationError,
 )
-from .events import AtlasEvent, EventLog
-from .graph_store import GraphStore, NetworkXGraphStore
-from .inverted_index import InvertedKeywordIndex
-from .keyword_index import FTS5KeywordIndex, KeywordIndex
-from .lifecycle import AtlasStats
-from .model import Context, MemoryEdge, MemoryNode, Relation, ScoredMemory
-from .summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
-from .tokens import TiktokenCounter, TokenCounter
-from .vector_index import NumpyVectorIndex, VectorIndex
-from .write_filter import HeuristicWriteFilter, LLMWriteFilter, WriteFilter, importance_score
+from .values.model import Context, MemoryEdge, MemoryNode, Relation, ScoredMemory
 
 try:
     __version__ = version("elastic-atlas")

@@ -2,8 +2,8 @@
 
 They hold no state and no logic of their own: each async form runs its sync method in a worker
 thread (as LlamaIndex's ``BaseMemory`` does; never ``asyncio.run``, which breaks inside Jupyter's
-running loop), each view hands the atlas to `shared_core.visual`, and saving, loading and exporting hand it to
-`shared_core.persistence`. Kept apart so that
+running loop), each view hands the atlas to `shared_core.apps.visual`, and saving, loading and exporting hand it to
+`shared_core.engine.persistence`. Kept apart so that
 ``atlas.py`` stays the engine's public core.
 """
 
@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from .atlas import ElasticMemoryAtlas
-    from .compression import CompressionReport
-    from .model import Context, MemoryNode, ScoredMemory
+    from .engine.lifecycle.compression import CompressionReport
+    from .values.model import Context, MemoryNode, ScoredMemory
 
 __all__ = ["AsyncForms", "NotebookViews", "Persistence"]
 
@@ -63,7 +63,7 @@ class NotebookViews:
     def to_html(self, path: str | os.PathLike[str] | None = None, *, namespace: str | None = None,
                 color_by: str = "session", max_nodes: int = 400) -> str:
         """A self-contained interactive page of the graph (written to ``path`` when given)."""
-        from .visual import graph_view, render_html
+        from .apps.visual import graph_view, render_html
 
         page = render_html(graph_view(self._viewed(), namespace=namespace, max_nodes=max_nodes), color_by=color_by,
                            title=f"Elastic Atlas · {namespace or 'all namespaces'}")
@@ -80,14 +80,14 @@ class NotebookViews:
     def plot(self, *, namespace: str | None = None, color_by: str = "session", ax: Any = None,
              max_nodes: int = 300) -> Any:
         """A static matplotlib view of the graph (or one namespace); returns the axes."""
-        from .visual import graph_view, plot_graph
+        from .apps.visual import graph_view, plot_graph
 
         view = graph_view(self._viewed(), namespace=namespace, max_nodes=max_nodes)
         return plot_graph(view, ax=ax, color_by=color_by)
 
     def plot_weights(self, *, namespace: str | None = None, axes: Any = None) -> Any:
         """The weight histogram and the decay curve of the current config; returns the axes."""
-        from .visual import graph_view, plot_weights
+        from .apps.visual import graph_view, plot_weights
 
         atlas = self._viewed()
         view = graph_view(atlas, namespace=namespace, max_nodes=max(1, len(atlas)))
@@ -103,8 +103,8 @@ class Persistence:
         return cast("ElasticMemoryAtlas", self)
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write everything to one file atomically; `load` reads it back. See `shared_core.persistence`."""
-        from .persistence import save_atlas
+        """Write everything to one file atomically; `load` reads it back. See `shared_core.engine.persistence`."""
+        from .engine.persistence import save_atlas
 
         return save_atlas(self._saved(), path)
 
@@ -113,7 +113,7 @@ class Persistence:
         """A new atlas from a `save` file (`CorruptFileError` if it is damaged); ``kwargs`` go to
         the constructor (an ``embedder`` of the saved dimension, a ``clock``, an ``llm`` ...)."""
         from .atlas import ElasticMemoryAtlas
-        from .persistence import load_atlas
+        from .engine.persistence import load_atlas
 
         atlas_cls = cls if issubclass(cls, ElasticMemoryAtlas) else ElasticMemoryAtlas
         return load_atlas(atlas_cls, path, **kwargs)
@@ -121,15 +121,15 @@ class Persistence:
     def export_jsonl(self, path: str | os.PathLike[str], *, namespace: str | None = None,
                      embeddings: bool = False) -> Path:
         """Memories then edges, one JSON object per line, for other tools."""
-        from . import _validate as check
-        from .persistence import export_jsonl
+        from .engine.persistence import export_jsonl
+        from .values import _validate as check
 
         ns = None if namespace is None else check.namespace(namespace)
         return export_jsonl(self._saved(), path, namespace=ns, embeddings=check.flag(embeddings, "embeddings"))
 
     def export_graphml(self, path: str | os.PathLike[str], *, namespace: str | None = None) -> Path:
         """The graph as GraphML (Gephi, Cytoscape, yEd)."""
-        from . import _validate as check
-        from .persistence import export_graphml
+        from .engine.persistence import export_graphml
+        from .values import _validate as check
 
         return export_graphml(self._saved(), path, namespace=None if namespace is None else check.namespace(namespace))

@@ -19,25 +19,25 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from . import _validate as check
-from . import writes
 from ._atlas_mixins import AsyncForms, NotebookViews, Persistence
-from ._directory import Directory
-from .backend import Backend, InProcessBackend, Partition
-from .clock import Clock, SystemClock
-from .compression import CompressionReport
-from .config import AtlasConfig
-from .context import STYLES, build_context_block
-from .embedding import Embedder, as_embedder, normalize_rows
-from .errors import InvalidInputError, MemoryNotFoundError, NamespaceViolationError
-from .events import AtlasEvent, EventLog
-from .filters import compile_filters
-from .lifecycle import AtlasStats, Lifecycle
-from .model import Context, MemoryEdge, MemoryNode, Relation, ScoredMemory, scored_of, with_embedding
-from .recall import RecallRequest, recall
-from .tokens import TokenCounter, as_token_counter
-from .vector_index import vectors_of
-from .writes import MemorySpec, build_spec, insert_batches, insert_memory, specs_from_items
+from .engine import writes
+from .engine.context import STYLES, build_context_block
+from .engine.events import AtlasEvent, EventLog
+from .engine.lifecycle.compression import CompressionReport
+from .engine.lifecycle.manager import AtlasStats, Lifecycle
+from .engine.recall import RecallRequest, recall
+from .engine.writes import MemorySpec, build_spec, insert_batches, insert_memory, specs_from_items
+from .formulas.filters import compile_filters
+from .store.memory._directory import Directory
+from .store.memory.backend import Backend, InProcessBackend, Partition
+from .store.memory.vector_index import vectors_of
+from .text.embedding import Embedder, as_embedder, normalize_rows
+from .text.tokens import TokenCounter, as_token_counter
+from .values import _validate as check
+from .values.clock import Clock, SystemClock
+from .values.config import AtlasConfig
+from .values.errors import InvalidInputError, MemoryNotFoundError, NamespaceViolationError
+from .values.model import Context, MemoryEdge, MemoryNode, Relation, ScoredMemory, scored_of, with_embedding
 
 __all__ = ["ElasticMemoryAtlas"]
 
@@ -409,7 +409,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
                  filters: Mapping[str, Any] | None = None, reinforce: bool = True,
                  include_history: bool = False, explain: bool = False,
                  cross_session: bool | None = None, exclude_ids: Collection[str] = ()) -> list[ScoredMemory]:
-        """Hybrid recall within ``namespace``; see `shared_core.recall` for the paths.
+        """Hybrid recall within ``namespace``; see `shared_core.engine.recall` for the paths.
 
         With ``session_id``, only that session is searched unless ``cross_session`` (default
         from the config) lets the namespace's other sessions in, with a penalty and labelled
@@ -515,7 +515,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
                                                   ScoredMemory(n, m.score, m.components, m.paths, m.other_session)
                                                   for m in ctx.memories))
         if llm is not None and style == "narrative" and ctx.text:
-            from .llm import rewrite_narrative
+            from .text.llm import rewrite_narrative
 
             ctx = rewrite_narrative(ctx, llm, count=counter.count)
         return ctx
@@ -528,7 +528,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
     # -- lifecycle: compression, working memory, persistence ------------------------------------
     def compress(self, *, namespace: str | None = None, progress: bool | None = None) -> CompressionReport:
         """Merge near-duplicates and summarise faded clusters and long sessions (every namespace,
-        or one); see `shared_core.compression`. Returns what was merged and summarised."""
+        or one); see `shared_core.engine.lifecycle.compression`. Returns what was merged and summarised."""
         names = list(self.backend.namespaces()) if namespace is None else [check.namespace(namespace)]
         if progress is None:
             progress = len(self) >= 2000 and (sys.stderr.isatty() or "ipykernel" in sys.modules)
@@ -550,10 +550,10 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
 
 
 def _backend_from_url(url: str, atlas: ElasticMemoryAtlas) -> Backend:
-    """A backend from its URL: ``falkordb://host:port`` (see `shared_core.falkordb`)."""
+    """A backend from its URL: ``falkordb://host:port`` (see `shared_core.store.falkordb`)."""
     scheme = url.partition("://")[0].lower()
     if scheme in ("falkordb", "falkor", "redis"):
-        from .falkordb import FalkorDBBackend  # loads the falkordb client only now
+        from .store.falkordb import FalkorDBBackend  # loads the falkordb client only now
 
         return FalkorDBBackend.from_url(url, dim=atlas.embedder.dim)
     raise InvalidInputError(f"unsupported backend URL {url!r}: expected falkordb://host:port")

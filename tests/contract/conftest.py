@@ -38,7 +38,7 @@ def make_backend(backend_name: str, request: pytest.FixtureRequest) -> Iterator[
     def build(dim: int) -> Any:
         if backend_name == "memory":
             return None
-        from shared_core.falkordb import FalkorDBBackend
+        from shared_core.store.falkordb import FalkorDBBackend
 
         url = request.getfixturevalue("falkordb_url")
         backend = FalkorDBBackend.from_url(f"{url}?prefix={fresh_prefix()}", dim=dim)

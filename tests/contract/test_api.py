@@ -13,7 +13,7 @@ from shared_core import (
     NamespaceViolationError,
     Relation,
 )
-from shared_core.decay import decayed_weight
+from shared_core.formulas.decay import decayed_weight
 
 from .conftest import Make
 

@@ -1,5 +1,5 @@
 """The `Partition` seam on every backend: write counter, session order, time index, superseded
-set, and reinforce/fade against the pure formulas of `shared_core.decay`."""
+set, and reinforce/fade against the pure formulas of `shared_core.formulas.decay`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from shared_core import AtlasConfig, InProcessBackend, MemoryNode, Partition
-from shared_core.decay import decayed_weight, reinforced_weight, rich_weight
+from shared_core.formulas.decay import decayed_weight, reinforced_weight, rich_weight
 
 DIM = 8
 

@@ -21,7 +21,7 @@ def session_server(tmp: Path) -> Iterator[str]:
         yield url.split("?")[0]
         return
     try:
-        from shared_core.falkordb.server import start_server
+        from shared_core.store.falkordb.server import start_server
 
         server = start_server(tmp)
     except MissingDependencyError as exc:  # pragma: no cover - the dev extra installs it

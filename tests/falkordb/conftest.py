@@ -31,7 +31,7 @@ def prefixed_url(falkordb_url: str) -> Iterator[str]:
     """A URL with a graph prefix of this test's own; its namespaces are dropped afterwards."""
     url = f"{falkordb_url}?prefix={fresh_prefix()}"
     yield url
-    from shared_core.falkordb import FalkorDBBackend
+    from shared_core.store.falkordb import FalkorDBBackend
 
     drop_all(FalkorDBBackend.from_url(url, dim=64))
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from shared_core import ElasticMemoryAtlas, HashingEmbedder, InvalidInputError, ManualClock, MemoryNotFoundError
-from shared_core.falkordb import FalkorDBBackend
+from shared_core.store.falkordb import FalkorDBBackend
 
 
 def test_a_namespace_ttl_is_applied_again_after_each_write(prefixed_url: str, clock: ManualClock) -> None:

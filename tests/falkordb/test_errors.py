@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from shared_core import BackendError, ElasticMemoryAtlas, HashingEmbedder, InvalidInputError
-from shared_core.falkordb import FalkorDBBackend, parse_url
-from shared_core.falkordb.server import free_port, server_binary
+from shared_core.store.falkordb import FalkorDBBackend, parse_url
+from shared_core.store.falkordb.server import free_port, server_binary
 
 
 @pytest.mark.parametrize("url", [
@@ -70,7 +70,7 @@ def test_a_redis_without_the_module_is_named(tmp_path: Path) -> None:
 def test_the_client_loads_only_when_used_and_a_missing_extra_names_it() -> None:
     code = (
         "import sys\n"
-        "import shared_core, shared_core.falkordb\n"
+        "import shared_core, shared_core.store.falkordb\n"
         "assert 'falkordb' not in sys.modules and 'redis' not in sys.modules, 'loaded eagerly'\n"
         "sys.modules['falkordb'] = None\n"
         "from shared_core import ElasticMemoryAtlas, HashingEmbedder, MissingDependencyError\n"

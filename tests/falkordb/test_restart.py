@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, ManualClock
-from shared_core.falkordb.server import start_server
+from shared_core.store.falkordb.server import start_server
 
 
 def test_acknowledged_writes_survive_a_killed_server(tmp_path: Path) -> None:

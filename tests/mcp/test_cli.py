@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from shared_core.mcp import main
+from shared_core.apps.mcp import main
 
 from ._helpers import SERVER
 
@@ -36,7 +36,7 @@ def test_bad_options_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_a_missing_sdk_names_the_extra() -> None:
     code = ("import sys; sys.modules['mcp'] = None\n"
-            "from shared_core.mcp import main\n"
+            "from shared_core.apps.mcp import main\n"
             "sys.exit(main(['--embedder', 'hashing']))")
     out = run(code=code)
     assert out.returncode == 2 and "pip install 'elastic-atlas[mcp]'" in out.stderr

@@ -11,8 +11,8 @@ import pytest
 from mcp import Client
 
 from shared_core import ElasticMemoryAtlas, HashingEmbedder
-from shared_core.mcp import main
-from shared_core.mcp._autosave import AutoSaver
+from shared_core.apps.mcp import main
+from shared_core.apps.mcp._autosave import AutoSaver
 
 from ._helpers import FAST, TIMEOUT, http_server, ok, stdio_client
 
@@ -54,7 +54,7 @@ async def test_a_running_http_server_saves_as_it_goes_and_on_sigterm(tmp_path: P
 def test_load_starts_from_the_file_and_keeps_its_configuration(tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     from shared_core import AtlasConfig
-    from shared_core.mcp._cli import build_parser, open_atlas
+    from shared_core.apps.mcp._cli import build_parser, open_atlas
 
     path = tmp_path / "memory.atlas"
     atlas = ElasticMemoryAtlas(config=AtlasConfig(max_nodes=50), embedder=HashingEmbedder(dim=64))

@@ -8,8 +8,8 @@ from dataclasses import asdict
 import pytest
 
 from shared_core import ElasticMemoryAtlas, HashingEmbedder, InvalidInputError, MemoryNotFoundError
-from shared_core.errors import NamespaceViolationError
-from shared_core.mcp import MemoryService
+from shared_core.apps.mcp import MemoryService
+from shared_core.values.errors import NamespaceViolationError
 
 
 @pytest.fixture

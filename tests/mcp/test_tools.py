@@ -9,7 +9,7 @@ import pytest
 from mcp import Client
 
 from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, ManualClock
-from shared_core.mcp import MemoryService, build_server
+from shared_core.apps.mcp import MemoryService, build_server
 
 from ._helpers import TOOLS, error, ok, text
 

@@ -10,8 +10,8 @@ import numpy.typing as npt
 import pytest
 
 from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, InvalidInputError, ManualClock
-from shared_core.ann_index import EXACT_SUBSET, IVFVectorIndex, VectorDtype, list_count, retrain_due
-from shared_core.backend import TieredVectorIndex
+from shared_core.store.memory.ann_index import EXACT_SUBSET, IVFVectorIndex, VectorDtype, list_count, retrain_due
+from shared_core.store.memory.backend import TieredVectorIndex
 
 from ._fp16 import as_stored
 

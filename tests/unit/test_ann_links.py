@@ -11,12 +11,12 @@ import numpy.typing as npt
 import pytest
 
 from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, InvalidMemoryError, ManualClock, ann_index
-from shared_core._ivf_training import FIRST_RETRAIN_GROWTH, RETRAIN_GROWTH
-from shared_core._link_search import best_links, scan_lists
-from shared_core.ann_index import IVFVectorIndex, VectorDtype, list_count, training_size
-from shared_core.backend import TieredVectorIndex
-from shared_core.vector_index import NumpyVectorIndex, add_and_link, merge_links
-from shared_core.writes import build_spec, specs_from_items
+from shared_core.engine.writes import build_spec, specs_from_items
+from shared_core.store.memory._ivf_training import FIRST_RETRAIN_GROWTH, RETRAIN_GROWTH
+from shared_core.store.memory._link_search import best_links, scan_lists
+from shared_core.store.memory.ann_index import IVFVectorIndex, VectorDtype, list_count, training_size
+from shared_core.store.memory.backend import TieredVectorIndex
+from shared_core.store.memory.vector_index import NumpyVectorIndex, add_and_link, merge_links
 
 from ._fp16 import as_stored
 
@@ -283,7 +283,7 @@ def test_best_links_merges_index_hits_and_batch_pairs_like_merge_links() -> None
 
 
 def test_pairs_in_lists_gives_the_same_bits_in_any_step(monkeypatch: pytest.MonkeyPatch) -> None:
-    from shared_core import _link_search
+    from shared_core.store.memory import _link_search
 
     vectors = clustered(600, seed=10)
     index = IVFVectorIndex.build([str(i) for i in range(2000)], clustered(2000, seed=11))

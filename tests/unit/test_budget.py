@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shared_core import TiktokenCounter
-from shared_core.budget import pack_greedy, truncate_to_tokens
+from shared_core.formulas.budget import pack_greedy, truncate_to_tokens
 
 COUNT = TiktokenCounter().count
 

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shared_core import ElasticMemoryAtlas, ManualClock, TiktokenCounter
-from shared_core.context import _words, build_context_block
-from shared_core.model import MemoryNode, ScoredMemory
+from shared_core.engine.context import _words, build_context_block
+from shared_core.values.model import MemoryNode, ScoredMemory
 
 Make = Callable[..., ElasticMemoryAtlas]
 COUNTER = TiktokenCounter()

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from shared_core import TiktokenCounter
-from shared_core.context import STYLES, build_context_block
-from shared_core.model import MemoryNode, ScoredMemory
+from shared_core.engine.context import STYLES, build_context_block
+from shared_core.values.model import MemoryNode, ScoredMemory
 
 GOLDEN = Path(__file__).parent / "data" / "context_golden.json"
 CASES = 303

@@ -7,8 +7,8 @@ import random
 import pytest
 
 from shared_core import ElasticMemoryAtlas, HashingEmbedder, MemoryNode
-from shared_core._directory import Directory
-from shared_core.backend import InProcessBackend
+from shared_core.store.memory._directory import Directory
+from shared_core.store.memory.backend import InProcessBackend
 
 
 @pytest.mark.parametrize("seed", range(12))

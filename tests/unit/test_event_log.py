@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared_core.events import _SCHEMAS_MAX, AtlasEvent, EventLog
+from shared_core.engine.events import _SCHEMAS_MAX, AtlasEvent, EventLog
 
 DATA = st.dictionaries(st.sampled_from(["session_id", "weight", "ids", "by"]),
                        st.one_of(st.none(), st.floats(allow_nan=False), st.text(max_size=3),

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from shared_core import InvalidInputError
-from shared_core.filters import compile_filters
-from shared_core.model import MemoryNode
+from shared_core.formulas.filters import compile_filters
+from shared_core.values.model import MemoryNode
 
 MAY = datetime(2023, 5, 8, tzinfo=UTC)
 

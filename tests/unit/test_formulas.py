@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, ManualClock
-from shared_core.decay import decayed_weight, eviction_value, recency_score, reinforced_weight, rich_weight
+from shared_core.formulas.decay import decayed_weight, eviction_value, recency_score, reinforced_weight, rich_weight
 
 DAY = 86_400.0
 

@@ -13,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shared_core import NetworkXGraphStore
-from shared_core._int_lists import CAPACITIES
-from shared_core.errors import InvalidRelationError
-from shared_core.graph_store import _CODES, DictGraphStore, GraphStore
-from shared_core.model import MemoryEdge, MemoryNode, Relation
+from shared_core.store.memory._int_lists import CAPACITIES
+from shared_core.store.memory.graph_store import _CODES, DictGraphStore, GraphStore
+from shared_core.values.errors import InvalidRelationError
+from shared_core.values.model import MemoryEdge, MemoryNode, Relation
 
 IDS = [f"n{i}" for i in range(7)]
 RELATIONS = [Relation.BEFORE, Relation.SIMILAR_TO, Relation.CONTRADICTS]
@@ -156,8 +156,8 @@ def test_links_follow_edges(make: Callable[[], GraphStore]) -> None:
 
 
 def test_edge_times_come_back_exactly_and_their_table_stays_bounded() -> None:
-    from shared_core.graph_store import DictGraphStore
-    from shared_core.model import MemoryEdge, MemoryNode, Relation
+    from shared_core.store.memory.graph_store import DictGraphStore
+    from shared_core.values.model import MemoryEdge, MemoryNode, Relation
 
     g = DictGraphStore()
     for i in range(3):

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared_core import _int_lists
-from shared_core._int_lists import IntLists
+from shared_core.store.memory import _int_lists
+from shared_core.store.memory._int_lists import IntLists
 
 SLOTS = 12
 HISTORY = st.lists(st.tuples(st.booleans(), st.integers(0, SLOTS - 1), st.integers(0, 9)), max_size=80)

@@ -1,4 +1,4 @@
-"""`shared_core._ints`: the stores' id -> number dicts share one int object per number."""
+"""`shared_core.store.memory._ints`: the stores' id -> number dicts share one int object per number."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shared_core import FTS5KeywordIndex, InProcessBackend, InvalidInputError, InvertedKeywordIndex
-from shared_core.inverted_index import index_terms, query_stems
+from shared_core.store.memory.inverted_index import index_terms, query_stems
 
 Index = InvertedKeywordIndex | FTS5KeywordIndex
 
@@ -524,7 +524,7 @@ def test_a_batch_leaves_the_index_its_documents_one_by_one_leave(
 def test_the_stem_cache_keys_words_alike_when_full_or_cleared(monkeypatch: pytest.MonkeyPatch) -> None:
     """`_keys` through the bounded cache (a miss stems, a full cache is cleared): the same keys
     whether the cache holds the words or not; numbers are keyed but never cached."""
-    from shared_core import inverted_index as ii
+    from shared_core.store.memory import inverted_index as ii
 
     text = "Running runners ran 2023 007 a an is on ЁЖИК walked walking 12 éclair"
     want = ["run", "runner", "ran", 2023, "007", "a", "an", "is", "on", "ёжик", "walk", "walk", 12, "eclair"]

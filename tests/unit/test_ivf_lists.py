@@ -1,4 +1,4 @@
-"""The approximate index's inverted lists: the room reserved in them (`shared_core._ivf_lists`)
+"""The approximate index's inverted lists: the room reserved in them (`shared_core.store.memory._ivf_lists`)
 is what faiss really holds, and moving lists to new buffers keeps searches, removals and the
 direct map (id -> list, offset) intact."""
 
@@ -10,8 +10,8 @@ import pytest
 
 faiss = pytest.importorskip("faiss")
 
-from shared_core._ivf_lists import ListRoom, room_for  # noqa: E402
-from shared_core.ann_index import IVFVectorIndex, VectorDtype  # noqa: E402
+from shared_core.store.memory._ivf_lists import ListRoom, room_for  # noqa: E402
+from shared_core.store.memory.ann_index import IVFVectorIndex, VectorDtype  # noqa: E402
 
 from ._fp16 import as_stored  # noqa: E402
 
@@ -162,7 +162,7 @@ def test_the_kept_direct_map_matches_faiss_hashtable_map_through_adds_and_remova
     operations on an index with the same centroids: the same entries in every list, in the same
     order, and ``reconstruct`` finds every live label (random batches, reused labels, labels
     removed twice in one call)."""
-    from shared_core._ivf_lists import DirectMap
+    from shared_core.store.memory._ivf_lists import DirectMap
 
     rng = np.random.default_rng(7)
     lists, code_size = 12, 4 * DIM

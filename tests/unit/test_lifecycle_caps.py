@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, ManualClock, lifecycle
-from shared_core.capacity import EDGE_OVERHEAD, NODE_OVERHEAD, node_bytes
+from shared_core.engine.lifecycle.capacity import EDGE_OVERHEAD, NODE_OVERHEAD, node_bytes
 
 Build = Callable[..., ElasticMemoryAtlas]
 

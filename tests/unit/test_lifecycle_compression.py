@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, ManualClock, Relation
-from shared_core.compression import group_pairs, near_duplicate_pairs
-from shared_core.summarize import extractive_summary
+from shared_core.engine.lifecycle.compression import group_pairs, near_duplicate_pairs
+from shared_core.engine.lifecycle.summarize import extractive_summary
 
 from ._state import snapshot
 

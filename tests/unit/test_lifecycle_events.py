@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from shared_core import AtlasConfig, AtlasEvent, ElasticMemoryAtlas, EventLog, HashingEmbedder, ManualClock
-from shared_core.errors import InvalidInputError
+from shared_core.values.errors import InvalidInputError
 
 DIM = 32
 

@@ -27,7 +27,7 @@ from shared_core import (
     ManualClock,
     MemoryEdge,
 )
-from shared_core.embedding import CallableEmbedder
+from shared_core.text.embedding import CallableEmbedder
 
 from ._fp16 import as_stored
 from ._state import snapshot

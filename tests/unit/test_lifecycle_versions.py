@@ -22,7 +22,7 @@ from shared_core import (
     MemoryNode,
     Relation,
 )
-from shared_core.contradiction import parse_contradiction_answer, value_conflict
+from shared_core.engine.lifecycle.contradiction import parse_contradiction_answer, value_conflict
 
 
 def _checked(clock: ManualClock, **kwargs: Any) -> ElasticMemoryAtlas:

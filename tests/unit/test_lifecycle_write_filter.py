@@ -15,8 +15,8 @@ from shared_core import (
     ManualClock,
     importance_score,
 )
-from shared_core.capacity import NODE_OVERHEAD
-from shared_core.write_filter import WorkingBuffer, parse_score
+from shared_core.engine.lifecycle.capacity import NODE_OVERHEAD
+from shared_core.engine.lifecycle.write_filter import WorkingBuffer, parse_score
 
 Build = Callable[..., ElasticMemoryAtlas]
 

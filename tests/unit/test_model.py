@@ -1,4 +1,4 @@
-"""The generated builders of `shared_core.model` against the dataclass they build."""
+"""The generated builders of `shared_core.values.model` against the dataclass they build."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import fields
 import numpy as np
 import pytest
 
-from shared_core.model import MemoryNode, evolve, new_ids, node_of, with_embedding
+from shared_core.values.model import MemoryNode, evolve, new_ids, node_of, with_embedding
 
 
 def test_generated_builders_set_every_field() -> None:

@@ -253,7 +253,7 @@ def test_top_k_does_not_change_the_order(make_atlas: Make) -> None:
 def test_recall_looks_as_wide_as_top_k_asks(make_atlas: Make) -> None:
     """The pools follow top_k (candidate_ratio per hit, candidate_k at most), so a top-10 lookup
     does not pay for a 200-candidate search; a request's candidate_k widens it."""
-    from shared_core.recall import breadth
+    from shared_core.engine.recall import breadth
 
     config = AtlasConfig()
     assert breadth(1, config) == breadth(10, config) == (40, 10)
@@ -276,7 +276,7 @@ def test_reinforce_on_and_off(make_atlas: Make) -> None:
 def test_lazy_ranking_equals_scoring_every_candidate(make_atlas: Make) -> None:
     """`_rank` scores memories best bound first and stops early; it resolves graph-only memories
     in batches. Its answer must be what scoring every candidate gives, with far fewer resolved."""
-    from shared_core.recall import RecallRequest, _rank, _scorer
+    from shared_core.engine.recall import RecallRequest, _rank, _scorer
 
     atlas = make_atlas()
     atlas.add_memories([f"Note {i}: {text}" for i, text in enumerate(FILLER * 20)], namespace="u",
@@ -308,7 +308,7 @@ def test_lazy_ranking_equals_scoring_every_candidate_on_random_bounds(make_atlas
     """`_rank` on random relevances with ties, bounds from exact to loose, some memories not
     allowed and top_k from 1 to more than there are: the top_k of scoring every allowed
     candidate, whatever order the pending ones are resolved in."""
-    from shared_core.recall import RecallRequest, _rank, _scorer
+    from shared_core.engine.recall import RecallRequest, _rank, _scorer
 
     rng = random.Random(seed)
     atlas = make_atlas()
@@ -347,7 +347,7 @@ def test_lazy_ranking_equals_scoring_every_candidate_on_random_bounds(make_atlas
 def test_a_graph_only_memory_is_scaled_against_the_candidates_best() -> None:
     """A memory reached only through the graph gets its cosine's share on the same scale as the
     candidates, so a cosine below the floor gives nothing, whatever the other graph-only ones."""
-    from shared_core.scoring import pool_normalize, scale_to
+    from shared_core.formulas.scoring import pool_normalize, scale_to
 
     pool = {"a": 0.8, "b": 0.5, "c": 0.2}
     assert all(scale_to(v, 0.2, 0.8) == pytest.approx(s) for v, s in
@@ -356,7 +356,7 @@ def test_a_graph_only_memory_is_scaled_against_the_candidates_best() -> None:
 
 
 def test_recall_of_nothing_is_empty(make_atlas: Make) -> None:
-    from shared_core.recall import RecallRequest, recall
+    from shared_core.engine.recall import RecallRequest, recall
 
     atlas = make_atlas()
     atlas.add_memories(FILLER, namespace="u")
@@ -372,7 +372,7 @@ def test_one_pass_fusion_equals_the_composition_of_scoring_functions(seed: int) 
     what `_fuse_signals`, the composition of `scoring`'s documented functions, gives."""
     import random
 
-    from shared_core._fusion import _fuse_signals, cosine_scale, fuse
+    from shared_core.formulas._fusion import _fuse_signals, cosine_scale, fuse
 
     rng = random.Random(seed)
     ids = [f"m{i}" for i in range(rng.randint(1, 60))]
@@ -400,7 +400,7 @@ def test_rounding_on_arrays_equals_pythons_round() -> None:
     """`rounded` must give exactly Python's ``round(v, 12)``, near halves and edge values too."""
     import numpy as np
 
-    from shared_core._fusion import rounded
+    from shared_core.formulas._fusion import rounded
 
     rng = np.random.default_rng(7)
     ties = (rng.integers(0, 10**12, 20_000) + 0.5) / 1e12  # scaled values at a half, give or take an ulp
@@ -417,9 +417,9 @@ def test_the_walk_weighs_edges_alike_with_or_without_the_stores_weighted_links()
     import random
     from types import SimpleNamespace
 
-    from shared_core.graph_store import DictGraphStore, NetworkXGraphStore
-    from shared_core.model import MemoryEdge, MemoryNode, Relation
-    from shared_core.recall import _neighbours
+    from shared_core.engine.recall import _neighbours
+    from shared_core.store.memory.graph_store import DictGraphStore, NetworkXGraphStore
+    from shared_core.values.model import MemoryEdge, MemoryNode, Relation
 
     rng = random.Random(3)
     config = AtlasConfig(relation_weights=(("before", 1.0), ("after", 1.0), ("similar_to", 0.7),
@@ -449,8 +449,8 @@ def test_admitting_without_fetching_nodes_answers_as_asking_node_by_node(
     return without fetching their nodes (`_admission`'s second value). The answers must be those
     of the node-by-node check, and the shortcut must stop as soon as one memory can expire or
     has been superseded."""
-    from shared_core.graph_store import DictGraphStore
-    from shared_core.recall import RecallRequest, _admission
+    from shared_core.engine.recall import RecallRequest, _admission
+    from shared_core.store.memory.graph_store import DictGraphStore
 
     atlas = make_atlas()
     atlas.add_memories([f"Note {i}: {text}" for i, text in enumerate(FILLER * 8)], namespace="u", session_id="s")

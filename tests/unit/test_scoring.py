@@ -1,4 +1,4 @@
-"""The fusion and ranking formulas of `shared_core.scoring`, on small inputs with known answers."""
+"""The fusion and ranking formulas of `shared_core.formulas.scoring`, on small inputs with known answers."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shared_core.scoring import (
+from shared_core.formulas.scoring import (
     convex_fusion,
     linear_score,
     max_normalize,

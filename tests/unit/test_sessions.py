@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from shared_core._sessions import SessionIds
-from shared_core.backend import InProcessBackend
+from shared_core.store.memory._sessions import SessionIds
+from shared_core.store.memory.backend import InProcessBackend
 
 
 @pytest.mark.parametrize("seed", range(20))

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared_core import _time_index
-from shared_core._time_index import TimeIndex
+from shared_core.store.memory import _time_index
+from shared_core.store.memory._time_index import TimeIndex
 
 ENTRY = st.tuples(st.sampled_from([0.0, 1.0, 1.5, 2.0, 7.0]), st.sampled_from([f"n{i}" for i in range(12)]))
 OPS = st.lists(st.tuples(st.booleans(), ENTRY), max_size=120)

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from shared_core.timecues import TimeCue, parse_time_cue
+from shared_core.formulas.timecues import TimeCue, parse_time_cue
 
 NOW = datetime(2024, 6, 15, 12, tzinfo=UTC).timestamp()  # a Saturday
 
@@ -87,7 +87,7 @@ def test_the_prefilter_never_hides_a_cue() -> None:
     the full parser finds a cue only where the prefilter lets the query through."""
     from pathlib import Path
 
-    from shared_core.timecues import _RE_ANY, _RE_ANY_ASCII, _parse
+    from shared_core.formulas.timecues import _RE_ANY, _RE_ANY_ASCII, _parse
 
     queries = [f"{n} {unit}{s} ago" for n in ("3", "a", "two", "few") for unit in ("day", "week", "month", "year")
                for s in ("", "s")]

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shared_core import TiktokenCounter
-from shared_core.errors import InvalidInputError
+from shared_core.values.errors import InvalidInputError
 
 UNCACHED = TiktokenCounter(cache_size=0)
 

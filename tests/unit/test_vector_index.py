@@ -9,9 +9,9 @@ import numpy.typing as npt
 import pytest
 
 from shared_core import NumpyVectorIndex, VectorIndex
-from shared_core.ann_index import IVFVectorIndex
-from shared_core.backend import TieredVectorIndex
-from shared_core.vector_index import dot_rows, search_many, top_k_rows
+from shared_core.store.memory.ann_index import IVFVectorIndex
+from shared_core.store.memory.backend import TieredVectorIndex
+from shared_core.store.memory.vector_index import dot_rows, search_many, top_k_rows
 
 from ._fp16 import as_stored
 
@@ -190,7 +190,7 @@ class _SearchOnly:
 
 
 def test_ranked_search_and_vectors_of_give_what_search_and_get_give(index: VectorIndex) -> None:
-    from shared_core.vector_index import search_ranked, vectors_of
+    from shared_core.store.memory.vector_index import search_ranked, vectors_of
 
     ids, _ = fill(index, 150)
     index.remove(ids[:5])
@@ -215,7 +215,7 @@ def test_ranked_search_and_vectors_of_give_what_search_and_get_give(index: Vecto
 
 
 def test_normalize_rows_is_the_float64_quotient_rounded_once() -> None:
-    from shared_core.embedding import normalize_rows
+    from shared_core.text.embedding import normalize_rows
 
     rng = np.random.default_rng(1)
     for dtype in (np.float32, np.float64):
@@ -230,8 +230,8 @@ def test_normalize_rows_is_the_float64_quotient_rounded_once() -> None:
 def test_normalize_rows_of_one_row_is_that_row_of_a_matrix() -> None:
     """The one-row path (Python float checks) gives each row bit for bit as the matrix path does,
     and rejects the same rows."""
-    from shared_core.embedding import normalize_rows
-    from shared_core.errors import InvalidEmbeddingError
+    from shared_core.text.embedding import normalize_rows
+    from shared_core.values.errors import InvalidEmbeddingError
 
     rng = np.random.default_rng(2)
     rows = (rng.standard_normal((300, 384)) * rng.uniform(1e-20, 1e20, (300, 1))).astype(np.float32)

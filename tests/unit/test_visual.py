@@ -67,7 +67,7 @@ def test_static_graph_has_labels_and_legends(small: ElasticMemoryAtlas) -> None:
     assert titles == {"session", "edges"}
     edges = next(lg for lg in legends if lg.get_title().get_text() == "edges")
     assert "caused_by" in [t.get_text() for t in edges.get_texts()]
-    from shared_core.visual import graph_view, plot_graph
+    from shared_core.apps.visual import graph_view, plot_graph
 
     assert len(plot_graph(graph_view(small, namespace="u"), labels=False).texts) == 0
 

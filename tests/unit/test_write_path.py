@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, ManualClock, NetworkXGraphStore
-from shared_core import writes as write_module
-from shared_core.graph_store import DictGraphStore, GraphStore
-from shared_core.model import MemoryEdge, MemoryNode, Relation
+from shared_core.engine import writes as write_module
+from shared_core.store.memory.graph_store import DictGraphStore, GraphStore
+from shared_core.values.model import MemoryEdge, MemoryNode, Relation
 
 from ._state import snapshot
 
@@ -199,7 +199,7 @@ def test_a_chunk_is_tracked_alike_with_or_without_track_many(monkeypatch: pytest
     """The partition's sessions (in write order) and time index after a batch are the same
     whether the write path tracks the chunk in one call or memory by memory (`Partition.track`,
     as a server partition does)."""
-    from shared_core.backend import InProcessPartition
+    from shared_core.store.memory.backend import InProcessPartition
 
     items = [{"content": text, "session_id": f"s{i % 3}" if i % 4 else None,
               "timestamp": 1_600_000_000.0 + (i % 5) * 60.0} for i, text in enumerate(FACTS)]
@@ -223,7 +223,7 @@ def test_a_chunk_is_tracked_alike_with_or_without_track_many(monkeypatch: pytest
 def test_a_failure_while_tracking_or_linking_leaves_the_atlas_as_before(
         where: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The chunk's tracking (half done) or its links (half stored) fail: the write is undone."""
-    from shared_core.backend import InProcessPartition
+    from shared_core.store.memory.backend import InProcessPartition
 
     atlas = make()
     atlas.add_memories([{"content": text, "session_id": f"s{i % 2}"} for i, text in enumerate(FACTS[:6])],

@@ -1,0 +1,1 @@
+"""Applications on the facade: the MCP server, the demo and the graph view."""

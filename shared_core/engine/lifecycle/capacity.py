@@ -1,0 +1,100 @@
+"""Byte accounting for ``max_bytes`` and the cleanup rule, as pure functions.
+
+What a memory costs is counted from what is actually stored for it: its embedding row, its text
+(held twice: by the graph node and by the keyword index), its metadata (as JSON, plus the dict
+that holds it when there is any), and a fixed overhead for the objects and index entries around
+it; each edge costs a fixed overhead too. Measured for the in-process backend on CPython 3.11
+(``benchmarks/memory_breakdown.py --capacity``: the resident memory that 20,000 memories in
+namespaces of 4,000, with about 1 and about 3.7 edges each, add to a process that has already
+loaded faiss, less their texts' UTF-8 bytes and the vector indexes' own bytes), a memory's
+objects and index entries take 743 bytes (the text's ``str`` header included; 765 before
+sessions kept lists instead of id-dicts, 850 before the 24-character ids and the keyword index's
+shared row numbers) and an edge 75, once freed memory is handed back (``malloc_trim``). (The
+figures quoted here before, 870 and then 700 bytes, came from a probe whose memories shared
+their strings with the corpus, so their texts were subtracted without having been counted.) A
+process that never hands freed memory back holds about 650 bytes more per memory of freed heap
+from the write path (the calibration test in ``tests/integration/test_lifecycle_stream.py``);
+the overhead below includes about a third of it. The vector index's own figure (``nbytes()``)
+adds its spare capacity; an index that holds vectors elsewhere (faiss) must count them there.
+
+>>> stored_bytes(text_bytes=40, metadata_bytes=0, dim=384)
+2646
+>>> cleanup_level(0.5, pressure=0.7), cleanup_level(0.8, pressure=0.7), cleanup_level(1.2, pressure=0.7)
+('normal', 'pressure', 'over')
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Literal
+
+from ...values.model import MemoryNode
+
+__all__ = ["EDGE_OVERHEAD", "METADATA_OVERHEAD", "NODE_OVERHEAD", "cleanup_level", "node_bytes", "prunable",
+           "stored_bytes"]
+
+#: bytes per memory besides its text, vector and metadata (node object, index entries, FTS row,
+#: and the write path's freed heap that a process keeps; see above)
+NODE_OVERHEAD = 1030
+#: bytes per edge (its row in the graph store's arrays and its place in two adjacency lists)
+EDGE_OVERHEAD = 100
+#: bytes of the dict that holds a memory's metadata, when it has any (``sys.getsizeof`` of a
+#: dict of up to five keys; 223 bytes per memory were measured for ``{"role": ..., "i": ...}``)
+METADATA_OVERHEAD = 184
+
+
+def stored_bytes(*, text_bytes: int, metadata_bytes: int, dim: int, itemsize: int = 4,
+                 overhead: int = NODE_OVERHEAD) -> int:
+    """The bytes one memory occupies: ``overhead + dim * itemsize + 2 * text_bytes + metadata_bytes``.
+
+    ``text_bytes`` is the UTF-8 length of the text (stored by the graph and the keyword index),
+    ``metadata_bytes`` the length of its JSON, ``dim * itemsize`` the embedding row.
+
+    >>> stored_bytes(text_bytes=100, metadata_bytes=20, dim=16, overhead=1000)
+    1284
+    """
+    return overhead + dim * itemsize + 2 * text_bytes + metadata_bytes
+
+
+def node_bytes(node: MemoryNode, dim: int, *, indexed_text: str | None = None) -> int:
+    """`stored_bytes` of a node; ``indexed_text`` is the keyword index's text when it differs.
+
+    >>> node_bytes(MemoryNode(id="a", content="héllo", namespace="n"), 4)
+    1058
+    >>> node_bytes(MemoryNode(id="a", content="héllo", namespace="n", metadata={"k": 1}), 4)
+    1249
+    """
+    text = len(node.content.encode("utf-8"))
+    if indexed_text is not None:
+        text = (text + len(indexed_text.encode("utf-8")) + 1) // 2
+    meta = len(json.dumps(dict(node.metadata), separators=(",", ":"))) + METADATA_OVERHEAD if node.metadata else 0
+    return stored_bytes(text_bytes=text, metadata_bytes=meta, dim=dim)
+
+
+def cleanup_level(usage: float, *, pressure: float) -> Literal["normal", "pressure", "over"]:
+    """How hard cleanup works at ``usage = bytes_used / max_bytes``.
+
+    ``"over"`` above 1 (evict the lowest-value memories down to ``1 - eviction_batch`` of the
+    cap), ``"pressure"`` above ``pressure`` (the cleanup rule runs four times as often and with a
+    quarter of its idle time), ``"normal"`` below.
+
+    >>> cleanup_level(0.7, pressure=0.7)
+    'normal'
+    """
+    if usage > 1.0:
+        return "over"
+    if usage > pressure:
+        return "pressure"
+    return "normal"
+
+
+def prunable(weight: float, idle: float, *, below: float, min_idle: float, pinned: bool = False) -> bool:
+    """The cleanup rule: ``weight < below`` and unused for at least ``min_idle`` seconds, unpinned.
+
+    >>> prunable(0.1, 31 * 86400, below=0.2, min_idle=30 * 86400)
+    True
+    >>> prunable(0.1, 31 * 86400, below=0.2, min_idle=30 * 86400, pinned=True)
+    False
+    """
+    return not pinned and weight < below and idle >= min_idle and math.isfinite(weight)

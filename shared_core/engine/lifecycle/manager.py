@@ -1,0 +1,524 @@
+"""The memory's lifecycle: what enters the graph, what leaves it, and what gets compacted.
+
+`Lifecycle` is the atlas's bookkeeping for it, called under the atlas's lock from the write
+and read paths:
+
+- **write filter** (`shared_core.engine.lifecycle.write_filter`): turns below ``write_threshold`` stay in a
+  per-session working buffer that `build_context` shows, and never reach the graph;
+- **contradictions** (`shared_core.engine.lifecycle.contradiction`): checked after each add, outside the lock;
+- **compression** (`shared_core.engine.lifecycle.compression`): merges, summaries and chapters, every
+  ``compress_every`` writes or on `ElasticMemoryAtlas.compress`;
+- **caps and expiry**: a heap of expiry times (expiry never scans the graph); eviction of the
+  lowest-value memories (`decay.eviction_value`; isolated ones first, pinned ones never) when the
+  atlas passes ``max_nodes`` or ``max_bytes`` (`shared_core.engine.lifecycle.capacity`), in batches so its
+  O(n log n) cost is paid once per batch; and the periodic cleanup rule ``weight < prune_below
+  and unused for prune_idle``, which runs four times as often, with a quarter of the idle time,
+  above ``cleanup_pressure`` of ``max_bytes`` (at 0.2 when only ``max_bytes`` is set);
+- **statistics** (`shared_core.engine.stats`).
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from ...formulas.decay import eviction_value
+from ...values.errors import InvalidInputError
+from ...values.model import MemoryEdge, MemoryNode, Relation, ScoredMemory
+from ..persistence import node_record
+from ..recall import effective_weight
+from ..stats import KEY_FLAG, AtlasStats, collect_stats
+from .capacity import EDGE_OVERHEAD, NODE_OVERHEAD, cleanup_level, node_bytes, prunable, stored_bytes
+from .compression import CompressionReport, compress_atlas
+from .contradiction import (
+    Contradiction,
+    ContradictionDetector,
+    HeuristicContradictionDetector,
+    LLMContradictionDetector,
+)
+from .summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
+from .write_filter import HeuristicWriteFilter, WorkingBuffer, WriteFilter
+
+if TYPE_CHECKING:
+    from ...atlas import ElasticMemoryAtlas
+    from ...store.memory.backend import Partition
+    from ..writes import MemorySpec
+
+__all__ = ["AtlasStats", "Lifecycle"]
+
+logger = logging.getLogger("shared_core")
+Predicate = Callable[[MemoryNode], bool]
+
+
+def _plugin(value: Any, method: str, name: str) -> Any:
+    if value is not None and not callable(getattr(value, method, None)):
+        raise InvalidInputError(f"{name} must have a {method}() method, got {value!r}")
+    return value
+
+
+class Lifecycle:
+    """Filter, contradictions, compression, removal, expiry, caps and stats for one atlas."""
+
+    def __init__(self, atlas: ElasticMemoryAtlas, *, llm: Any = None, contradiction_detector: Any = None,
+                 write_filter: Any = None, summarizer: Any = None) -> None:
+        if llm is not None and not (callable(llm) or hasattr(llm, "invoke") or hasattr(llm, "complete")):
+            raise InvalidInputError(f"llm must be a LangChain model, a LlamaIndex LLM or a callable, got {llm!r}")
+        self.atlas = atlas
+        self.llm = llm
+        self._detector: ContradictionDetector | None = _plugin(contradiction_detector, "detect",
+                                                               "contradiction_detector")
+        self._filter: WriteFilter | None = _plugin(write_filter, "score", "write_filter")
+        self.summarizer: Summarizer = _plugin(summarizer, "summarize", "summarizer") or (
+            LLMSummarizer(llm) if llm is not None else ExtractiveSummarizer())
+        self.held = WorkingBuffer(per_session=max(16, atlas.config.working_memory))
+        self._expiry: list[tuple[float, str]] = []
+        self.indexed: dict[str, str] = {}  # keyword text of merged memories
+        # the sum of `size` over the accounted memories; a memory's own figure is recomputed from
+        # its node when needed rather than kept per id (a dict of ints took 53 bytes a memory)
+        self._node_bytes = 0
+        self._dirty: dict[str, set[str] | None] = {}
+        self._since_compress: Counter[str] = Counter()
+        self._since_prune = 0
+        self._compressing = threading.Lock()
+        self._warned_full = False
+
+    # -- plug-ins ---------------------------------------------------------------------------
+    @property
+    def write_filter(self) -> WriteFilter | None:
+        """The filter in use: the one passed to the atlas, else the heuristic if the config asks."""
+        if self._filter is not None:
+            return self._filter
+        return HeuristicWriteFilter() if self.atlas.config.write_filter else None
+
+    @property
+    def detector(self) -> ContradictionDetector | None:
+        """The detector in use: the one passed, else the LLM one (with ``llm``) or the heuristic."""
+        if self._detector is not None:
+            return self._detector
+        if not self.atlas.config.contradiction_check:
+            return None
+        return LLMContradictionDetector(self.llm) if self.llm is not None else HeuristicContradictionDetector()
+
+    # -- write filter -----------------------------------------------------------------------
+    def hold_back(self, specs: Sequence[MemorySpec]) -> dict[int, tuple[MemorySpec, float]]:
+        """The specs the write filter keeps out of the graph, by position, with their score.
+
+        Runs outside the lock. Pinned memories, memories with links and non-memory kinds always
+        pass; a filter that fails is logged and the turn is written.
+        """
+        flt = self.write_filter
+        if flt is None:
+            return {}
+        held = {}
+        for i, spec in enumerate(specs):
+            if spec.pinned or spec.links or spec.kind != "memory":
+                continue
+            try:
+                score = float(flt.score(spec.content))
+            except Exception:
+                logger.exception("write filter %r failed; writing the turn", flt)
+                continue
+            if score < self.atlas.config.write_threshold:
+                held[i] = (spec, score)
+        return held
+
+    def hold(self, held: dict[int, tuple[MemorySpec, float]], kept: list[MemoryNode], now: float
+             ) -> list[MemoryNode]:
+        """Put held turns in working memory (under the lock, after the write succeeded) and return
+        every result in input order; a held turn comes back with ``kind="working"``."""
+        if not held:
+            return kept
+        nodes: dict[int, MemoryNode] = {}
+        for i, (spec, score) in held.items():
+            part = self.atlas.backend.partition(spec.namespace)
+            turn = part.turn if part is not None else 0
+            node = MemoryNode(id=f"wm-{uuid.uuid4().hex}", content=spec.content, namespace=spec.namespace,
+                              session_id=spec.session_id, weight=spec.importance, importance=spec.importance,
+                              timestamp=spec.timestamp if spec.timestamp is not None else now, created_at=now,
+                              last_accessed_at=now, turn=turn, accessed_turn=turn, metadata=spec.metadata,
+                              valid_from=now, kind="working")
+            self.held.add(node)
+            nodes[i] = node
+            self.atlas.events.emit("hold", namespace=spec.namespace, node_id=node.id, at=now,
+                                   reason=f"importance {score:.2f} < {self.atlas.config.write_threshold}: "
+                                          "working memory only", session_id=spec.session_id)
+        out: list[MemoryNode] = []
+        rest = iter(kept)
+        for i in range(len(held) + len(kept)):
+            nxt = nodes.get(i) or next(rest, None)
+            if nxt is not None:
+                out.append(nxt)
+        return out
+
+    def with_held(self, working: list[ScoredMemory], part: Partition, session: str | None, wm: int,
+                  predicate: Predicate | None, *, exclude: Collection[str] = ()) -> list[ScoredMemory]:
+        """The working-memory tier of `build_context`: the session's latest memories (summaries
+        left out) merged with the turns the write filter held back, newest ``wm`` first."""
+        working = [w for w in working if w.node.kind != "summary"]
+        held = [n for n in self.held.latest(part.namespace, session, wm)
+                if n.id not in exclude and (predicate is None or predicate(n))]
+        if not held:
+            return working
+        merged = working + [ScoredMemory(n, 1.0, {"working": 1.0}, ("working",)) for n in held]
+        merged.sort(key=lambda m: (m.node.created_at, m.node.turn, m.node.kind == "working"), reverse=True)
+        return merged[:wm]
+
+    # -- after a write ----------------------------------------------------------------------
+    def settle(self, nodes: Sequence[MemoryNode]) -> None:
+        """After a write, outside the lock: the contradiction check, then compression if due."""
+        detector = self.detector
+        if detector is not None:
+            for node in nodes:
+                if node.kind == "memory":
+                    self._check_contradictions(detector, node)
+        every = self.atlas.config.compress_every
+        if every is not None:
+            with self.atlas._lock:
+                due = [ns for ns, n in self._since_compress.items() if n >= every]
+            if due:
+                self.compress(due, progress=False)
+
+    def _check_contradictions(self, detector: ContradictionDetector, node: MemoryNode) -> None:
+        atlas, cfg = self.atlas, self.atlas.config
+        with atlas._lock:
+            part = atlas.backend.partition(node.namespace)
+            if part is None or node.embedding is None or part.graph.get_node(node.id) is None:
+                return
+            now = atlas.clock.now()
+            candidates: list[MemoryNode] = []
+            for other, sim in part.vectors.search(node.embedding, cfg.contradiction_neighbors + 17):
+                old = part.graph.get_node(other)
+                if sim < cfg.contradiction_similarity or len(candidates) >= cfg.contradiction_neighbors:
+                    break
+                if old is not None and old.id != node.id and old.kind == "memory" and old.turn < node.turn \
+                        and old.id not in part.inactive and old.is_current(now):
+                    candidates.append(old)
+        if not candidates:
+            return
+        try:
+            found = detector.detect(node, candidates)
+        except Exception:
+            logger.exception("contradiction detector %r failed; nothing changed", detector)
+            return
+        allowed = {c.id for c in candidates}
+        if not isinstance(found, list) or not all(isinstance(c, Contradiction) and c.old_id in allowed
+                                                  for c in found):
+            logger.warning("contradiction detector %r gave a malformed answer %r; nothing changed",
+                           detector, found)
+            return
+        with atlas._lock:
+            now = atlas.clock.now()
+            if part.graph.get_node(node.id) is None:
+                return
+            for c in found:
+                old = part.graph.get_node(c.old_id)
+                if old is None or old.valid_to is not None or old.id in part.inactive:
+                    continue
+                weight = max(cfg.weight_floor, old.weight * cfg.contradiction_factor)
+                part.graph.put_node(replace(old, valid_to=now, weight=weight))
+                part.inactive.add(old.id)
+                part.graph.put_edge(MemoryEdge(source=node.id, target=old.id, relation=Relation.CONTRADICTS,
+                                               strength=1.0, created_at=now,
+                                               metadata={"kind": c.kind, "reason": c.reason}))
+                atlas.events.emit("contradict", namespace=part.namespace, node_id=old.id, at=now,
+                                  reason=c.reason, by=node.id, conflict=c.kind, weight=weight)
+
+    # -- compression ------------------------------------------------------------------------
+    def compress(self, namespaces: Sequence[str], *, progress: bool) -> CompressionReport:
+        """Run `shared_core.engine.lifecycle.compression` over ``namespaces``; one run at a time (a run asked for
+        while another is going returns an empty report)."""
+        if not self._compressing.acquire(blocking=False):
+            return CompressionReport()
+        try:
+            report = compress_atlas(self.atlas, namespaces, progress=progress)
+            with self.atlas._lock:
+                for ns in namespaces:
+                    self._since_compress.pop(ns, None)
+            return report
+        finally:
+            self._compressing.release()
+
+    def dirty_ids(self, namespace: str) -> set[str] | None:
+        """The memories written to a namespace since its last compression (None: look at all)."""
+        dirty = self._dirty.get(namespace)
+        return None if dirty is None else set(dirty)
+
+    def clear_dirty(self, namespace: str, seen: set[str] | None) -> None:
+        """Forget the memories a compression run has looked at; later writes stay dirty."""
+        if seen is None:
+            self._dirty[namespace] = set()
+        elif (dirty := self._dirty.get(namespace)) is not None:
+            dirty -= seen
+
+    def _mark(self, namespace: str, node_id: str) -> None:
+        dirty = self._dirty.get(namespace)
+        if dirty is not None:
+            dirty.add(node_id)
+            if len(dirty) > 4096 and len(dirty) * 2 > len(self.atlas._where):
+                self._dirty[namespace] = None  # cheaper to look at everything next time
+
+    def _mark_many(self, namespace: str, node_ids: list[str]) -> None:
+        """`_mark` of each id: its test only grows with the dirty set, so one test at the end
+        decides as the test after each id would."""
+        dirty = self._dirty.get(namespace)
+        if dirty is not None:
+            dirty.update(node_ids)
+            if len(dirty) > 4096 and len(dirty) * 2 > len(self.atlas._where):
+                self._dirty[namespace] = None
+
+    # -- removal, expiry, caps --------------------------------------------------------------
+    def size(self, part: Partition, node: MemoryNode) -> int:
+        """The bytes an accounted memory counts for (`shared_core.engine.lifecycle.capacity.node_bytes`)."""
+        return node_bytes(node, part.vectors.dim, indexed_text=self.indexed.get(node.id))
+
+    def account(self, part: Partition, node: MemoryNode, *, indexed: str | None = None,
+                previous: MemoryNode | None = None) -> None:
+        """Count the bytes of a new memory, or of a changed one whose ``previous`` version was
+        counted (a merged memory); ``indexed`` is the keyword index's text when it is not the
+        memory's own."""
+        if previous is not None:
+            self._node_bytes -= self.size(part, previous)
+        if indexed is not None and indexed != node.content:
+            self.indexed[node.id] = indexed
+        self._node_bytes += self.size(part, node)
+
+    def bytes_used(self) -> int:
+        """Accounted bytes: memories, edges, the vector indexes' spare rows and the turns held in
+        working memory (see `shared_core.engine.lifecycle.capacity`)."""
+        edges = slack = 0
+        for ns in self.atlas.backend.namespaces():
+            part = self.atlas.backend.partition(ns)
+            if part is not None:
+                edges += part.graph.edge_count()
+                slack += _vector_slack(part)
+        held = stored_bytes(text_bytes=self.held.text_bytes, metadata_bytes=0, dim=0, overhead=0) \
+            + self.held.count * NODE_OVERHEAD
+        return self._node_bytes + edges * EDGE_OVERHEAD + slack + held
+
+    def schedule_expiry(self, node: MemoryNode) -> None:
+        assert node.expires_at is not None
+        heapq.heappush(self._expiry, (node.expires_at, node.id))
+        if len(self._expiry) > 2 * len(self.atlas._where) + 1024:  # drop entries of removed memories
+            live = []
+            for at, nid in self._expiry:
+                ns = self.atlas._where.get(nid)
+                part = self.atlas.backend.partition(ns) if ns is not None else None
+                found = part.graph.get_node(nid) if part is not None else None
+                if found is not None and found.expires_at == at:
+                    live.append((at, nid))
+            heapq.heapify(live)
+            self._expiry = live
+
+    def remove(self, part: Partition, node: MemoryNode, *, kind: str | None, reason: str) -> None:
+        """Remove a memory from every store; ``kind`` names the event (None: no event). A
+        ``"rollback"`` removes a memory of a failed write, which was never accounted."""
+        if reason != "rollback":
+            self._node_bytes -= self.size(part, part.graph.get_node(node.id) or node)
+        part.graph.remove_node(node.id)
+        part.vectors.remove([node.id])
+        part.keywords.remove(node.id)
+        part.untrack(node.id, node.session_id, node.timestamp)
+        self.atlas._where.pop(node.id, None)
+        self.indexed.pop(node.id, None)
+        dirty = self._dirty.get(part.namespace)
+        if dirty:
+            dirty.discard(node.id)
+        if kind is not None:
+            self.atlas.events.emit(kind, namespace=part.namespace, node_id=node.id,
+                                   at=self.atlas.clock.now(), reason=reason,
+                                   content=node.content[:120])
+
+    def after_write(self, now: float, *, protect: set[str]) -> None:
+        """Account the new memories ``protect`` and enforce expiry, cleanup and caps.
+
+        `account` and `_mark` of each memory still in the atlas, with each namespace's partition
+        and vector width looked up once and its dirty set marked in one step (the write path's
+        per-memory cost: 20,000 memories a second leave 50 us for all of a memory's work)."""
+        where, partition, indexed = self.atlas._where, self.atlas.backend.partition, self.indexed
+        found: dict[str, tuple[Partition | None, int, list[str]]] = {}
+        added = 0
+        for nid in protect:
+            ns = where.get(nid)
+            if ns is None:
+                continue
+            entry = found.get(ns)
+            if entry is None:
+                part = partition(ns)
+                entry = found[ns] = (part, 0 if part is None else part.vectors.dim, [])
+            part, dim, marked = entry
+            node = part.graph.get_node(nid) if part is not None else None
+            if node is not None:
+                added += node_bytes(node, dim, indexed_text=indexed.get(nid))
+                marked.append(nid)
+        self._node_bytes += added
+        for part, _, marked in found.values():
+            if part is not None and marked:
+                self._mark_many(part.namespace, marked)
+                self._since_compress[part.namespace] += len(marked)
+        self._since_prune += len(protect)
+        self.enforce(now, protect=protect)
+
+    def enforce(self, now: float, *, protect: set[str]) -> None:
+        self.expire(now)
+        self.prune(now, protect=protect)
+        self.enforce_capacity(now, protect=protect)
+
+    def expire(self, now: float) -> int:
+        """Remove every memory whose TTL has passed; returns how many."""
+        removed = 0
+        while self._expiry and self._expiry[0][0] <= now:
+            _, node_id = heapq.heappop(self._expiry)
+            ns = self.atlas._where.get(node_id)
+            part = self.atlas.backend.partition(ns) if ns is not None else None
+            node = part.graph.get_node(node_id) if part is not None else None
+            if part is None or node is None or node.expires_at is None or node.expires_at > now:
+                continue
+            self.remove(part, node, kind="expire", reason="ttl")
+            removed += 1
+        return removed
+
+    def prune(self, now: float, *, protect: set[str], force: bool = False) -> int:
+        """The cleanup rule (see the module docstring); returns how many memories it removed."""
+        cfg = self.atlas.config
+        level = "normal" if cfg.max_bytes is None else \
+            cleanup_level(self.bytes_used() / cfg.max_bytes, pressure=cfg.cleanup_pressure)
+        if cfg.prune_below is None and level == "normal":
+            return 0
+        every = cfg.prune_every if level == "normal" else max(1, cfg.prune_every // 4)
+        if self._since_prune < every and not force:
+            return 0
+        self._since_prune = 0
+        below = 0.2 if cfg.prune_below is None else cfg.prune_below
+        idle = cfg.prune_idle if level == "normal" else cfg.prune_idle / 4
+        victims = []
+        for ns in self.atlas.backend.namespaces():
+            part = self.atlas.backend.partition(ns)
+            for node in part.graph.nodes() if part is not None else ():
+                if node.id in protect:
+                    continue
+                weight = effective_weight(node, now=now, turn=part.turn, config=cfg)  # type: ignore[union-attr]
+                if prunable(weight, now - node.last_accessed_at, below=below, min_idle=idle, pinned=node.pinned):
+                    victims.append((part, node, weight))
+        for part, node, weight in victims:
+            days = (now - node.last_accessed_at) / 86_400
+            self.remove(part, node, kind="evict",  # type: ignore[arg-type]
+                        reason=f"cleanup rule: weight {weight:.2f} < {below} and unused for {days:.0f} days"
+                               + (" (memory pressure)" if level != "normal" else ""))
+        return len(victims)
+
+    def enforce_capacity(self, now: float, *, protect: set[str]) -> int:
+        """Evict the lowest-value memories once the atlas is over ``max_nodes`` or ``max_bytes``:
+        down to ``1 - eviction_batch`` of the cap, so one O(n log n) pass serves a batch of writes.
+
+        Pinned memories are never evicted, nor are the memories of the write being settled
+        (``protect``): a single write larger than the cap overshoots it until the next write."""
+        cfg = self.atlas.config
+        over_nodes = cfg.max_nodes is not None and len(self.atlas._where) > cfg.max_nodes
+        used = self.bytes_used() if cfg.max_bytes is not None else 0
+        over_bytes = cfg.max_bytes is not None and used > cfg.max_bytes
+        if not over_nodes and not over_bytes:
+            self._warned_full = False
+            return 0
+        node_target = len(self.atlas._where) if cfg.max_nodes is None else \
+            min(cfg.max_nodes, max(0, int(cfg.max_nodes * (1.0 - cfg.eviction_batch))))
+        byte_target = used if cfg.max_bytes is None else int(cfg.max_bytes * (1.0 - cfg.eviction_batch))
+        candidates: list[tuple[bool, float, float, str, str]] = []
+        for ns in self.atlas.backend.namespaces():
+            part = self.atlas.backend.partition(ns)
+            if part is None:
+                continue
+            for node in part.graph.nodes():
+                if node.pinned or node.id in protect:
+                    continue
+                degree = part.graph.degree(node.id)
+                weight = effective_weight(node, now=now, turn=part.turn, config=cfg)
+                value = eviction_value(weight, now - node.last_accessed_at, degree,
+                                       recency_half_life=cfg.recency_half_life)
+                candidates.append((degree > 0, value, node.created_at, node.id, ns))
+        evicted = 0
+        reason = f"capacity {cfg.max_nodes}" if over_nodes else f"max_bytes {cfg.max_bytes}"
+        for _, value, _, node_id, ns in sorted(candidates):
+            if len(self.atlas._where) <= node_target and used <= byte_target:
+                break
+            owner = self.atlas.backend.partition(ns)
+            victim = owner.graph.get_node(node_id) if owner else None
+            if owner is None or victim is None:
+                continue
+            # its vector row stays allocated (as spare capacity) until the index shrinks: the
+            # index's bytes do not change, and its rows' count falls by 4 bytes a dimension
+            # (`_vector_slack`)
+            row = owner.vectors.dim * 4 if callable(getattr(owner.vectors, "nbytes", None)) else 0
+            used -= self.size(owner, victim) - row + owner.graph.degree(node_id) * EDGE_OVERHEAD
+            self.remove(owner, victim, kind="evict", reason=f"{reason}; value {value:.3f}")
+            evicted += 1
+        if cfg.max_bytes is not None and used > cfg.max_bytes and not self._warned_full:
+            self._warned_full = True
+            logger.warning("the atlas holds %d bytes, over max_bytes=%d, and only pinned or just-written "
+                           "memories are left to evict", used, cfg.max_bytes)
+        return evicted
+
+    # -- reads and stats --------------------------------------------------------------------
+    def recalled(self, part: Partition, hits: Sequence[ScoredMemory], now: float, *, via: str) -> None:
+        """Log a recall, naming the caller-flagged key memories it returned."""
+        keys = [h.node.id for h in hits if h.node.metadata.get(KEY_FLAG)]
+        self.atlas.events.emit("recall", namespace=part.namespace, node_id=None, at=now, reason=via,
+                               hits=len(hits), ids=[h.node.id for h in hits[:20]], keys=keys)
+
+    def stats(self, namespace: str | None) -> AtlasStats:
+        if namespace is None:
+            used, held = self.bytes_used(), len(self.held)
+        else:
+            part = self.atlas.backend.partition(namespace)
+            used = 0 if part is None else sum(self.size(part, n) for n in part.graph.nodes()) \
+                + part.graph.edge_count() * EDGE_OVERHEAD + _vector_slack(part)
+            held = sum(n.namespace == namespace for n in self.held)
+        return collect_stats(self.atlas, namespace, bytes_used=used, held=held, max_bytes=self.atlas.config.max_bytes)
+
+    # -- persistence ------------------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        """What `shared_core.engine.persistence` saves besides the partitions (JSON-ready)."""
+        return {"held": [node_record(n) for n in self.held],
+                "dirty": {ns: None if d is None else sorted(d) for ns, d in self._dirty.items()},
+                "since_compress": dict(self._since_compress), "since_prune": self._since_prune,
+                "indexed": dict(self.indexed)}
+
+    def restore(self, state: dict[str, Any], nodes: Callable[[dict[str, Any]], MemoryNode]) -> None:
+        """Rebuild from a saved `state` and the partitions already loaded."""
+        for record in state["held"]:
+            self.held.add(nodes(record))
+        self._dirty = {str(ns): None if d is None else {str(i) for i in d} for ns, d in state["dirty"].items()}
+        self._since_compress = Counter({str(k): int(v) for k, v in state["since_compress"].items()})
+        self._since_prune = int(state["since_prune"])
+        self.indexed = {str(k): str(v) for k, v in state["indexed"].items()}
+        self._node_bytes = 0
+        self._expiry = []
+        for ns in self.atlas.backend.namespaces():
+            part = self.atlas.backend.partition(ns)
+            for node in part.graph.nodes() if part is not None else ():
+                self.account(part, node)  # type: ignore[arg-type]
+                if node.expires_at is not None:
+                    self._expiry.append((node.expires_at, node.id))
+        heapq.heapify(self._expiry)
+
+
+def _vector_slack(part: Partition) -> int:
+    """Bytes the vector index holds beyond (or, negative, short of) its rows as accounted.
+
+    A row is counted as 4 bytes a dimension (`shared_core.engine.lifecycle.capacity.node_bytes`, whatever index
+    holds it, so the running total needs no re-basing when a namespace moves between indexes);
+    this corrects the sum to what the index holds (``nbytes``): a growing matrix's spare
+    capacity, an approximate index's lists (with their spare room), labels, direct map and
+    centroids. With float16 storage (``AtlasConfig.ann_vector_dtype``) a row takes ``2 dim + 16``
+    bytes, so the correction is negative (about -700 bytes a memory at 384 dimensions): counting
+    4 a dimension there would overstate each memory by about 770 bytes and a capped atlas would
+    evict about a quarter of its memories before it must."""
+    nbytes = getattr(part.vectors, "nbytes", None)
+    if not callable(nbytes):
+        return 0
+    return int(nbytes()) - len(part.vectors) * part.vectors.dim * 4

@@ -1,0 +1,430 @@
+"""Save and load an atlas (a versioned zip of JSON and numpy arrays), and exports for other tools.
+
+The memory lives in the process; persistence is explicit. `save_atlas` writes one zip file:
+
+- ``manifest.json``: the format name and version, the library version, the save time and the
+  SHA-256 of every other member;
+- ``state.json``: the config, the embedder's type and dimension, every partition (nodes with all
+  their fields, edges, session order, superseded ids, write counter), the event log (records
+  and lifetime totals) and the lifecycle's state (turns held in working memory, counters);
+- ``vectors/<i>.npy``: partition ``i``'s embeddings, row ``k`` for its ``k``-th node.
+
+Writing is atomic: a temporary file in the same directory, flushed and fsynced, then renamed
+over the target, so a crash leaves either the old file or the new one. Loading reads and checks
+everything (zip CRCs, SHA-256, version, types, references, dimensions) before it builds a fresh
+atlas; a truncated, corrupt or foreign file raises `CorruptFileError` and nothing is half-loaded.
+No pickle: a save file cannot run code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tempfile
+import zipfile
+import zlib
+from collections.abc import Callable, Mapping
+from contextlib import suppress
+from dataclasses import MISSING, fields
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..text.embedding import HashingEmbedder
+from ..values.config import AtlasConfig
+from ..values.errors import AtlasError, CorruptFileError, InvalidInputError
+from ..values.model import NO_METADATA, MemoryEdge, MemoryNode, Relation
+from .events import EventLog
+
+if TYPE_CHECKING:
+    from ..atlas import ElasticMemoryAtlas
+
+__all__ = ["FORMAT", "VERSION", "export_graphml", "export_jsonl", "load_atlas", "node_record", "save_atlas"]
+
+FORMAT = "elastic-atlas"
+VERSION = 1
+PathLike = str | os.PathLike[str]
+_NODE_FIELDS = {f.name: f for f in fields(MemoryNode) if f.name != "embedding"}
+
+
+def node_record(node: MemoryNode) -> dict[str, Any]:
+    """Every field of a node but its embedding, JSON-ready (times stay POSIX floats)."""
+    record = {name: getattr(node, name) for name in _NODE_FIELDS}
+    record["metadata"] = dict(node.metadata)
+    return record
+
+
+def _edge_record(edge: MemoryEdge) -> dict[str, Any]:
+    return {"source": edge.source, "target": edge.target, "relation": edge.relation.value,
+            "strength": edge.strength, "created_at": edge.created_at, "metadata": dict(edge.metadata)}
+
+
+# -- save ----------------------------------------------------------------------------------------
+def _path(path: object) -> Path:
+    if not isinstance(path, (str, os.PathLike)) or not str(path):
+        raise InvalidInputError(f"path must be a non-empty str or os.PathLike, got {path!r}")
+    return Path(path)
+
+
+def _atomic_write(path: PathLike, write: Callable[[IO[bytes]], None]) -> Path:
+    target = _path(path)
+    if not target.parent.is_dir():
+        raise InvalidInputError(f"cannot write {str(target)!r}: directory {str(target.parent)!r} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    with suppress(OSError):  # make the rename itself durable (POSIX)
+        dir_fd = os.open(target.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    return target
+
+
+def _snapshot(atlas: ElasticMemoryAtlas) -> tuple[dict[str, Any], list[np.ndarray[Any, Any]]]:
+    """Copy the atlas's whole state into plain data, under its lock."""
+    from .. import __version__
+
+    partitions: list[dict[str, Any]] = []
+    arrays: list[np.ndarray[Any, Any]] = []
+    dim = atlas.embedder.dim
+    with atlas._lock:
+        for ns in sorted(atlas.backend.namespaces()):
+            part = atlas.backend.partition(ns)
+            if part is None:
+                continue
+            nodes = list(part.graph.nodes())
+            matrix = np.zeros((len(nodes), dim), dtype=np.float32)
+            for k, node in enumerate(nodes):
+                vec = part.vectors.get(node.id)
+                if vec is None:
+                    raise AtlasError(f"memory {node.id!r} has no embedding; the atlas is inconsistent")
+                matrix[k] = vec
+            edges = [_edge_record(e) for n in nodes for e in part.graph.edges(n.id) if e.source == n.id]
+            partitions.append({
+                "namespace": ns, "turn": part.turn, "vectors": f"vectors/{len(arrays)}.npy",
+                "nodes": [node_record(n) for n in nodes], "edges": edges,
+                "sessions": [[s, list(ids)] for s, ids in part.sessions.items()],
+                "inactive": sorted(part.inactive),
+            })
+            arrays.append(matrix)
+        state = {
+            "config": {f.name: getattr(atlas.config, f.name) for f in fields(AtlasConfig)},
+            "embedder": {"type": type(atlas.embedder).__name__, "dim": dim},
+            "library": __version__, "saved_at": atlas.clock.now(),
+            "events": {"maxlen": atlas.events.maxlen, "records": atlas.events.records(),
+                       "totals": atlas.events.totals()},
+            "lifecycle": atlas._life.state(),
+            "partitions": partitions,
+        }
+    return state, arrays
+
+
+def save_atlas(atlas: ElasticMemoryAtlas, path: PathLike) -> Path:
+    """Write ``atlas`` to ``path`` atomically (see the module docstring); returns the path."""
+    state, arrays = _snapshot(atlas)
+    try:
+        body = json.dumps(state, allow_nan=False, separators=(",", ":"), default=_jsonable).encode("utf-8")
+    except ValueError as exc:
+        raise InvalidInputError(f"the atlas holds a value that JSON cannot store: {exc}") from None
+    members = {"state.json": body}
+    for k, matrix in enumerate(arrays):
+        buf = io.BytesIO()
+        np.save(buf, matrix, allow_pickle=False)
+        members[f"vectors/{k}.npy"] = buf.getvalue()
+    manifest = {"format": FORMAT, "version": VERSION, "library": state["library"], "saved_at": state["saved_at"],
+                "sha256": {name: hashlib.sha256(data).hexdigest() for name, data in members.items()}}
+
+    def write(fh: IO[bytes]) -> None:
+        with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+            zf.writestr("manifest.json", json.dumps(manifest, indent=1))
+            for name, data in members.items():
+                zf.writestr(name, data)
+
+    return _atomic_write(path, write)
+
+
+def _jsonable(value: object) -> Any:
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    if isinstance(value, np.generic):
+        return value.item()
+    return repr(value)  # event details from a custom subscriber-visible source: kept as text
+
+
+# -- load ----------------------------------------------------------------------------------------
+def _read(path: PathLike) -> tuple[dict[str, Any], dict[str, np.ndarray[Any, Any]]]:
+    source = _path(path)
+    if not source.is_file():
+        raise FileNotFoundError(f"no saved atlas at {str(source)!r}")
+    try:
+        with zipfile.ZipFile(source) as zf:
+            manifest = json.loads(zf.read("manifest.json"))
+            if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+                raise CorruptFileError(f"{str(source)!r} is not an Elastic Atlas save file")
+            if manifest.get("version") != VERSION:
+                raise CorruptFileError(f"{str(source)!r} has format version {manifest.get('version')!r}; "
+                                       f"this library reads version {VERSION}")
+            digests = manifest.get("sha256")
+            if not isinstance(digests, dict) or "state.json" not in digests:
+                raise CorruptFileError(f"{str(source)!r}: the manifest lists no members")
+            blobs = {}
+            for name, digest in digests.items():
+                data = zf.read(name)
+                if hashlib.sha256(data).hexdigest() != digest:
+                    raise CorruptFileError(f"{str(source)!r}: member {name!r} does not match its checksum")
+                blobs[name] = data
+    except CorruptFileError:
+        raise
+    except (zipfile.BadZipFile, zlib.error, KeyError, EOFError, ValueError, OSError, NotImplementedError,
+            RuntimeError) as exc:
+        raise CorruptFileError(f"{str(source)!r} is truncated or corrupt: {exc}") from None
+    try:
+        state = json.loads(blobs.pop("state.json"))
+        arrays = {name: np.load(io.BytesIO(data), allow_pickle=False) for name, data in blobs.items()}
+    except (ValueError, OSError, EOFError) as exc:
+        raise CorruptFileError(f"{str(source)!r} holds unreadable data: {exc}") from None
+    if not isinstance(state, dict):
+        raise CorruptFileError(f"{str(source)!r}: state.json is not an object")
+    return state, arrays
+
+
+def _check(condition: bool, message: str) -> None:
+    if not condition:
+        raise CorruptFileError(message)
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def node_from_record(record: Mapping[str, Any], *, shared: dict[Any, Any] | None = None) -> MemoryNode:
+    """Rebuild a node from `node_record` output, checking every field's type."""
+    _check(isinstance(record, Mapping), f"a node record is not an object: {record!r:.80}")
+    unknown = set(record) - set(_NODE_FIELDS)
+    _check(not unknown, f"node record has unknown fields {sorted(unknown)}")
+    values: dict[str, Any] = {}
+    for name, f in _NODE_FIELDS.items():
+        if name not in record:
+            _check(f.default is not MISSING or f.default_factory is not MISSING, f"node record lacks {name!r}")
+            continue
+        value, default = record[name], f.default
+        if name == "metadata":
+            ok = isinstance(value, dict)
+        elif name == "session_id":
+            ok = value is None or isinstance(value, str)
+        elif default is MISSING or isinstance(default, str):
+            ok = isinstance(value, str)
+        elif isinstance(default, bool):
+            ok = isinstance(value, bool)
+        elif isinstance(default, int):
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        else:  # floats, optional floats
+            ok = _number(value) or (default is None and value is None)
+        _check(ok, f"node field {name!r} has a wrong value {value!r:.80}")
+        values[name] = value
+    if not values.get("metadata"):
+        values["metadata"] = NO_METADATA  # one shared empty mapping, as written memories have
+    if shared is not None:  # one object per distinct string and time, as written memories share them
+        for name in _SHARED_FIELDS:
+            value = values.get(name)
+            if value is not None and value == value and value != 0:  # not NaN, and 0.0 keeps its sign
+                values[name] = shared.setdefault((type(value), value), value)
+    return MemoryNode(**values)
+
+
+_SHARED_FIELDS = ("namespace", "session_id", "kind", "timestamp", "created_at", "last_accessed_at", "valid_from",
+                  "weight", "importance")
+
+
+def _config(values: object) -> AtlasConfig:
+    _check(isinstance(values, dict), "the saved config is not an object")
+    assert isinstance(values, dict)
+    known = {f.name: f for f in fields(AtlasConfig)}
+    unknown = set(values) - set(known)
+    _check(not unknown, f"the saved config has unknown fields {sorted(unknown)}")
+
+    def tuples(value: Any) -> Any:
+        return tuple(tuples(v) for v in value) if isinstance(value, list) else value
+
+    try:
+        return AtlasConfig(**{k: tuples(v) if isinstance(known[k].default, tuple) else v for k, v in values.items()})
+    except (AtlasError, TypeError) as exc:
+        raise CorruptFileError(f"the saved config is invalid: {exc}") from None
+
+
+def load_atlas(cls: type[ElasticMemoryAtlas], path: PathLike, **kwargs: Any) -> ElasticMemoryAtlas:
+    """Read ``path`` and build a new atlas from it; ``kwargs`` go to the constructor.
+
+    The embedder defaults to the one saved when it can be rebuilt (`HashingEmbedder`, the
+    default MiniLM); any other must be passed again, with the saved dimension.
+    """
+    state, arrays = _read(path)
+    where = str(path)
+    try:
+        if kwargs.get("config") is None:
+            kwargs["config"] = _config(state["config"])
+        saved = state["embedder"]
+        dim = saved["dim"]
+        _check(isinstance(dim, int) and dim > 0, f"{where!r}: bad embedding dimension {dim!r}")
+        if "embedder" not in kwargs:
+            if saved["type"] == "HashingEmbedder":
+                kwargs["embedder"] = HashingEmbedder(dim=dim)
+            elif saved["type"] != "MiniLMEmbedder":
+                raise InvalidInputError(f"{where!r} was saved with a {saved['type']} of dimension {dim}: "
+                                        "pass embedder= to load it")
+        events = state["events"]
+        kwargs.setdefault("event_log_size", events["maxlen"])
+        try:
+            log = EventLog.from_records(events["records"], totals=events["totals"], maxlen=events["maxlen"])
+        except (InvalidInputError, KeyError, TypeError) as exc:
+            raise CorruptFileError(f"the event log is malformed: {exc!r}") from None
+        atlas = cls(**kwargs)
+        if atlas.embedder.dim != dim:
+            raise InvalidInputError(f"{where!r} holds embeddings of dimension {dim}; the embedder gives "
+                                    f"{atlas.embedder.dim}")
+        if any(True for _ in atlas.backend.namespaces()):
+            raise InvalidInputError("load needs an empty backend")
+        partitions = state["partitions"]
+        _check(isinstance(partitions, list), f"{where!r}: partitions is not a list")
+        plans = [_check_partition(p, arrays, dim) for p in partitions]
+    except CorruptFileError as exc:
+        raise CorruptFileError(f"{where!r}: {exc}") from None
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise CorruptFileError(f"{where!r} is missing or mistyping a field: {exc!r}") from None
+    except InvalidInputError as exc:
+        if type(exc) is not InvalidInputError:  # a record that fails the library's own checks
+            raise CorruptFileError(f"{where!r}: {exc}") from None
+        raise
+    built: list[str] = []
+    try:
+        with atlas._lock:
+            indexed = state["lifecycle"]["indexed"]
+            for record, nodes, matrix in plans:
+                built.append(record["namespace"])
+                _build_partition(atlas, record, nodes, matrix, indexed)
+            atlas.events = log
+            atlas._life.restore(state["lifecycle"], node_from_record)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # CorruptFileError is a ValueError
+        for ns in built:
+            atlas.backend.drop(ns)
+        raise CorruptFileError(f"{where!r} holds inconsistent data: {exc!r}") from None
+    return atlas
+
+
+def _check_partition(record: Mapping[str, Any], arrays: Mapping[str, np.ndarray[Any, Any]], dim: int
+                     ) -> tuple[Mapping[str, Any], list[MemoryNode], np.ndarray[Any, Any]]:
+    ns = record["namespace"]
+    _check(isinstance(ns, str) and bool(ns), f"bad namespace {ns!r}")
+    shared: dict[Any, Any] = {}
+    nodes = [node_from_record(r, shared=shared) for r in record["nodes"]]
+    ids = {n.id for n in nodes}
+    _check(len(ids) == len(nodes), f"namespace {ns!r} repeats a memory id")
+    _check(all(n.namespace == ns for n in nodes), f"namespace {ns!r} holds a memory of another namespace")
+    matrix = arrays.get(record["vectors"])
+    _check(matrix is not None and matrix.shape == (len(nodes), dim) and matrix.dtype == np.float32,
+           f"namespace {ns!r}: embeddings missing or of the wrong shape")
+    assert matrix is not None
+    _check(bool(np.isfinite(matrix).all()), f"namespace {ns!r}: embeddings hold NaN or infinite values")
+    for e in record["edges"]:
+        _check(e["source"] in ids and e["target"] in ids, f"namespace {ns!r}: an edge points outside it")
+        Relation.parse(e["relation"])
+        _check(_number(e["strength"]) and _number(e["created_at"]) and isinstance(e["metadata"], dict),
+               f"namespace {ns!r}: malformed edge {e!r:.80}")
+    tracked = [i for _, members in record["sessions"] for i in members]
+    _check(set(tracked) <= ids and len(tracked) == len(set(tracked)), f"namespace {ns!r}: bad session order")
+    _check(set(record["inactive"]) <= ids, f"namespace {ns!r}: unknown superseded ids")
+    _check(isinstance(record["turn"], int), f"namespace {ns!r}: bad turn counter")
+    return record, nodes, matrix
+
+
+def _build_partition(atlas: ElasticMemoryAtlas, record: Mapping[str, Any], nodes: list[MemoryNode],
+                     matrix: np.ndarray[Any, Any], indexed: Mapping[str, str]) -> None:
+    part = atlas.backend.partition(record["namespace"], create=True)
+    assert part is not None
+    by_id = {n.id: n for n in nodes}
+    for node in nodes:
+        part.graph.put_node(node)
+        atlas._where[node.id] = node.namespace
+    part.vectors.add([n.id for n in nodes], matrix)
+    add_many = getattr(part.keywords, "add_many", None)
+    if callable(add_many):
+        add_many([(n.id, indexed.get(n.id, n.content), n.session_id) for n in nodes])
+    else:
+        for n in nodes:
+            part.keywords.add(n.id, indexed.get(n.id, n.content), session_id=n.session_id)
+    for e in record["edges"]:
+        part.graph.put_edge(MemoryEdge(source=e["source"], target=e["target"], relation=Relation(e["relation"]),
+                                       strength=float(e["strength"]), created_at=float(e["created_at"]),
+                                       metadata=e["metadata"]))
+    for session, members in record["sessions"]:
+        for nid in members:
+            part.track(nid, session, by_id[nid].timestamp)
+    for node_id in record["inactive"]:
+        part.inactive.add(node_id)
+    part.turn = record["turn"]
+
+
+# -- exports -------------------------------------------------------------------------------------
+def _nodes_and_edges(atlas: ElasticMemoryAtlas, namespace: str | None
+                     ) -> list[tuple[MemoryNode, list[MemoryEdge]]]:
+    out = []
+    with atlas._lock:
+        names = [namespace] if namespace is not None else sorted(atlas.backend.namespaces())
+        for ns in names:
+            part = atlas.backend.partition(ns)
+            for node in part.graph.nodes() if part is not None else ():
+                edges = [e for e in part.graph.edges(node.id) if e.source == node.id]  # type: ignore[union-attr]
+                out.append((atlas._public(part, node), edges))  # type: ignore[arg-type]
+    return out
+
+
+def export_jsonl(atlas: ElasticMemoryAtlas, path: PathLike, *, namespace: str | None = None,
+                 embeddings: bool = False) -> Path:
+    """One JSON object per line: ``{"type": "node", ...}`` for each memory (ISO times, optional
+    embedding), then ``{"type": "edge", ...}`` for each edge."""
+    items = _nodes_and_edges(atlas, namespace)
+
+    def write(fh: IO[bytes]) -> None:
+        for node, _ in items:
+            fh.write(json.dumps({"type": "node", **node.as_dict(embedding=embeddings)}).encode("utf-8") + b"\n")
+        for node, edges in items:
+            for e in edges:
+                line = {"type": "edge", "namespace": node.namespace, **_edge_record(e)}
+                fh.write(json.dumps(line).encode("utf-8") + b"\n")
+
+    return _atomic_write(path, write)
+
+
+def export_graphml(atlas: ElasticMemoryAtlas, path: PathLike, *, namespace: str | None = None) -> Path:
+    """A GraphML file (Gephi, Cytoscape, yEd, networkx): memories as nodes with their fields
+    (times in ISO, metadata as JSON text), edges keyed by relation."""
+    import networkx as nx
+
+    graph = nx.MultiDiGraph()
+    items = _nodes_and_edges(atlas, namespace)
+    for node, _ in items:
+        attrs = {k: json.dumps(v) if k == "metadata" else v for k, v in node.as_dict().items()
+                 if v is not None and k != "id"}
+        graph.add_node(node.id, **attrs)
+    for _, edges in items:
+        for e in edges:
+            graph.add_edge(e.source, e.target, key=e.relation.value, relation=e.relation.value,
+                           strength=e.strength, created_at=e.created_at, metadata=json.dumps(dict(e.metadata)))
+
+    def write(fh: IO[bytes]) -> None:
+        nx.write_graphml(graph, fh)
+
+    return _atomic_write(path, write)

@@ -1,0 +1,1 @@
+"""Storage: the contract every backend serves, and its implementations (`memory`, `falkordb`)."""

@@ -1,0 +1,159 @@
+"""`FalkorDBBackend`: one memory shared by many processes, on a FalkorDB server.
+
+Each namespace is one graph key (``atlas:<namespace>``) with a range index on ``id``,
+``session_id`` and ``timestamp``, a cosine vector index on ``embedding`` and a full-text index
+on ``text``; isolation stays structural, as in process: every statement runs on one graph.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, MutableMapping
+from typing import Any
+
+from ...values.errors import BackendError, InvalidInputError
+from . import cypher as q
+from .client import Connection, GraphKey, Settings, parse_url
+from .partition import FalkorPartition
+
+__all__ = ["FalkorDBBackend"]
+
+
+class FalkorDBBackend:
+    """The atlas's storage on a FalkorDB server (see ``docs/falkordb.md``).
+
+    >>> from shared_core import ElasticMemoryAtlas
+    >>> atlas = ElasticMemoryAtlas(backend="falkordb://127.0.0.1:6379")  # doctest: +SKIP
+
+    ``dim`` is the embedder's dimension (the vector index's). Connecting pings the server, so a
+    wrong address or a server without the FalkorDB module fails here, with `BackendError`,
+    within a few seconds.
+    """
+
+    def __init__(self, settings: Settings | None = None, *, dim: int) -> None:
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+            raise InvalidInputError(f"dim must be a positive int, got {dim!r}")
+        self.settings = settings or Settings()
+        self.dim = dim
+        self.conn = Connection(self.settings)
+        self._parts: dict[str, FalkorPartition] = {}
+        self._lock = threading.Lock()
+        self.conn.ping()
+
+    @classmethod
+    def from_url(cls, url: str, *, dim: int) -> FalkorDBBackend:
+        """``falkordb://[user:password@]host:port[?ttl=S&prefix=P&timeout=S&retry_for=S]``."""
+        return cls(parse_url(url), dim=dim)
+
+    @property
+    def url(self) -> str:
+        return self.settings.url
+
+    def key(self, namespace: str) -> str:
+        return self.settings.prefix + namespace
+
+    def partition(self, namespace: str, *, create: bool = False) -> FalkorPartition | None:
+        key = self.key(namespace)
+        exists = bool(self.conn.command("EXISTS", key))
+        if not exists and not create:
+            return None
+        with self._lock:
+            part = self._parts.get(namespace)
+            if part is None:
+                part = self._parts[namespace] = FalkorPartition(GraphKey(self.conn, key), namespace, self.dim)
+                if exists:
+                    self._check_dimension(part)
+        if not exists:
+            self._create_schema(part)
+        part.begin()  # every atlas call asks for its partition first: a fresh view of the server
+        return part
+
+    def _create_schema(self, part: FalkorPartition) -> None:
+        """Indexes and the counter node; another process creating them at once is fine."""
+        graph = GraphKey(self.conn, part.key)
+        for statement in (q.RANGE_INDEX, q.EMBEDDING_INDEX, q.vector_index(self.dim), q.FULLTEXT_INDEX):
+            try:
+                graph.write(statement)
+            except BackendError as exc:
+                if "already indexed" not in str(exc):
+                    raise
+        graph.write(q.COUNTER)
+
+    def _check_dimension(self, part: FalkorPartition) -> None:
+        for label, _, options in GraphKey(self.conn, part.key).read(q.INDEXES):
+            found = (options or {}).get("embedding", {}) if label == "Embedding" else {}
+            dim = found.get("dimension") if isinstance(found, dict) else None
+            if dim is not None and int(dim) != self.dim:
+                raise InvalidInputError(f"namespace {part.namespace!r} on {self.url} holds {dim}-dimensional "
+                                        f"vectors; this atlas embeds in {self.dim} dimensions")
+
+    def namespaces(self) -> Iterator[str]:
+        prefix = self.settings.prefix
+        return iter(sorted(k[len(prefix):] for k in self.conn.graphs() if k.startswith(prefix)))
+
+    def drop(self, namespace: str) -> None:
+        """Delete a namespace's graph on the server (every process loses it)."""
+        with self._lock:
+            self._parts.pop(namespace, None)
+        self.conn.command("DEL", self.key(namespace))
+
+    def find(self, node_id: str) -> str | None:
+        """The namespace holding a memory id (one indexed lookup per namespace)."""
+        for ns in self.namespaces():
+            part = self.partition(ns)
+            if part is not None and part.graph.has(node_id):
+                return ns
+        return None
+
+    def directory(self) -> MutableMapping[str, str]:
+        """The atlas's id -> namespace map, answering for memories other processes wrote."""
+        return _Directory(self)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __repr__(self) -> str:
+        return f"FalkorDBBackend({self.url!r}, prefix={self.settings.prefix!r}, dim={self.dim})"
+
+
+class _Directory(MutableMapping[str, str]):
+    """id -> namespace. A memory never changes namespace and its id is random, so what this
+    process wrote or found is kept; anything else is looked up on the server. Its length and
+    iteration are the server's: every memory of every namespace."""
+
+    def __init__(self, backend: FalkorDBBackend) -> None:
+        self._backend = backend
+        self._known: dict[str, str] = {}
+
+    def __getitem__(self, node_id: str) -> str:
+        ns = self._known.get(node_id)
+        if ns is None:
+            ns = self._backend.find(node_id) if isinstance(node_id, str) else None
+            if ns is None:
+                raise KeyError(node_id)
+            self._known[node_id] = ns
+        return ns
+
+    def __setitem__(self, node_id: str, namespace: str) -> None:
+        self._known[node_id] = namespace
+
+    def __delitem__(self, node_id: str) -> None:
+        self._known.pop(node_id, None)
+
+    def pop(self, node_id: str, default: Any = None) -> Any:
+        return self._known.pop(node_id, default)
+
+    def __iter__(self) -> Iterator[str]:
+        ids: list[str] = []
+        for ns in self._backend.namespaces():
+            part = self._backend.partition(ns)
+            if part is not None:
+                ids.extend(part.graph.node_ids())
+        return iter(ids)
+
+    def __len__(self) -> int:
+        total = 0
+        for ns in self._backend.namespaces():
+            part = self._backend.partition(ns)
+            total += part.graph.node_count() if part is not None else 0
+        return total

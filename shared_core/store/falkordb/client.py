@@ -1,0 +1,282 @@
+"""The connection to a FalkorDB server: URL parsing, timeouts, bounded retries, error mapping.
+
+Every command goes through `Connection.run` or `Connection.command`. A connection or timeout
+error (the server restarting, a network blip) is retried with exponential backoff (50 ms
+doubling to 1 s) for at most ``retry_for`` seconds, then raised as `BackendError`; each
+attempt is bounded by ``connect_timeout`` and ``timeout``, so nothing hangs. Commands are
+retried whole: a write whose reply was lost may run twice, which the backend's statements
+tolerate (they replace, they do not append, except that the write counter may skip turns and a
+recall may be reinforced twice).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from ...values.errors import BackendError, InvalidInputError, MissingDependencyError
+
+__all__ = ["Connection", "GraphKey", "Literal", "Settings", "parse_url"]
+
+T = TypeVar("T")
+FIRST_CONTACT = 3.0  # seconds of retries for the first connection
+_SCHEMES = ("falkordb", "falkor", "redis")
+
+
+class Literal(str):
+    """A query parameter already written as Cypher (a vector literal), passed through verbatim."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    """Where the server is and how patiently to talk to it.
+
+    ``namespace_ttl`` (seconds) expires a namespace's graph that long after its last write;
+    ``prefix`` starts every graph key (``atlas:alice``), so several atlases can share a server.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 6379
+    username: str | None = None
+    password: str | None = None
+    prefix: str = "atlas:"
+    namespace_ttl: int | None = None
+    timeout: float = 30.0
+    connect_timeout: float = 2.0
+    retry_for: float = 10.0
+
+    def __post_init__(self) -> None:
+        if not self.host:
+            raise InvalidInputError("the FalkorDB host is empty")
+        if not 0 < self.port < 65536:
+            raise InvalidInputError(f"the FalkorDB port must be in 1..65535, got {self.port!r}")
+        if self.namespace_ttl is not None and self.namespace_ttl < 1:
+            raise InvalidInputError(f"namespace_ttl must be None or an int >= 1, got {self.namespace_ttl!r}")
+        for name in ("timeout", "connect_timeout"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and 0 < value < math.inf):
+                raise InvalidInputError(f"{name} must be a positive number of seconds, got {value!r}")
+        if not (isinstance(self.retry_for, (int, float)) and 0 <= self.retry_for < math.inf):
+            raise InvalidInputError(f"retry_for must be >= 0 seconds, got {self.retry_for!r}")
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        """The server's URL as messages show it (no credentials, no options)."""
+        return f"falkordb://{self.address}"
+
+
+def parse_url(url: str) -> Settings:
+    """``falkordb://[user:password@]host[:port][?ttl=S&prefix=P&timeout=S&connect_timeout=S&retry_for=S]``.
+
+    >>> s = parse_url("falkordb://127.0.0.1:6390?ttl=3600&prefix=team1:")
+    >>> (s.host, s.port, s.namespace_ttl, s.prefix)
+    ('127.0.0.1', 6390, 3600, 'team1:')
+    """
+    if not isinstance(url, str):
+        raise InvalidInputError(f"a FalkorDB URL must be a string, got {type(url).__name__}")
+    shown = _redact(url)
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise InvalidInputError(f"bad FalkorDB URL {shown!r}: {exc}") from None
+    if parts.scheme.lower() not in _SCHEMES:
+        raise InvalidInputError(f"bad FalkorDB URL {shown!r}: the scheme must be one of {', '.join(_SCHEMES)}")
+    if not parts.hostname:
+        raise InvalidInputError(f"bad FalkorDB URL {shown!r}: no host (expected falkordb://host:port)")
+    if parts.path not in ("", "/"):
+        raise InvalidInputError(f"bad FalkorDB URL {shown!r}: unexpected path {parts.path!r}")
+    options: dict[str, Any] = {}
+    numbers = {"ttl": ("namespace_ttl", int), "timeout": ("timeout", float),
+               "connect_timeout": ("connect_timeout", float), "retry_for": ("retry_for", float)}
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key == "prefix":
+            options["prefix"] = value
+        elif key in numbers:
+            name, kind = numbers[key]
+            try:
+                options[name] = kind(value)
+            except ValueError:
+                raise InvalidInputError(f"bad FalkorDB URL {shown!r}: {key}={value!r} is not a number") from None
+        else:
+            raise InvalidInputError(f"bad FalkorDB URL {shown!r}: unknown option {key!r} "
+                                    f"(known: prefix, {', '.join(numbers)})")
+    try:
+        return Settings(host=parts.hostname, port=6379 if port is None else port,
+                        username=unquote(parts.username) if parts.username else None,
+                        password=unquote(parts.password) if parts.password else None, **options)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"bad FalkorDB URL {shown!r}: {exc}") from None
+
+
+def _redact(url: str) -> str:
+    """The URL as error messages show it: without its password.
+
+    >>> _redact("falkordb://bob:secret@db:6379")
+    'falkordb://bob:***@db:6379'
+    """
+    return re.sub(r"(//[^/@:]*:)[^/@]*@", r"\1***@", url)
+
+
+def _client() -> Any:
+    try:
+        import falkordb
+    except ImportError:
+        raise MissingDependencyError.for_extra("falkordb", "falkordb") from None
+    return falkordb
+
+
+def _params_header(params: Mapping[str, Any]) -> str:
+    from falkordb.helpers import stringify_param_value
+
+    if not params:
+        return ""
+    items = " ".join(f"{k}={v if isinstance(v, Literal) else stringify_param_value(v)}" for k, v in params.items())
+    return f"CYPHER {items} "
+
+
+def _value(cell: list[Any]) -> Any:
+    """One value of a compact result set: ``[type, value]`` (scalars, arrays, maps, float32 vectors)."""
+    kind, value = cell
+    if kind == 2:
+        return value
+    if kind == 5:
+        return float(value)
+    if kind == 3:
+        return int(value)
+    if kind == 1:
+        return None
+    if kind == 4:
+        return value == "true"
+    if kind == 6:
+        return [_value(c) for c in value]
+    if kind == 12:
+        return [float(x) for x in value]
+    if kind == 10:
+        return {str(value[i]): _value(value[i + 1]) for i in range(0, len(value), 2)}
+    raise BackendError(f"unexpected value of type {kind} in a FalkorDB result (the backend reads no graph objects)")
+
+
+def _rows(response: list[Any]) -> list[list[Any]]:
+    """The rows of a compact ``GRAPH.QUERY`` reply (``[header, rows, stats]``, or ``[stats]``).
+
+    Parsed here rather than by the client's `QueryResult`, which builds an object per value: the
+    backend only ever returns scalars, and a recall reads thousands of them.
+    """
+    if len(response) < 3:
+        return []
+    return [[_value(cell) for cell in row] for row in response[1]]
+
+
+class Connection:
+    """One client (a redis connection pool) to one server."""
+
+    def __init__(self, settings: Settings) -> None:
+        falkordb = _client()
+        import redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        self.settings = settings
+        self._transient = (redis.ConnectionError, redis.TimeoutError)
+        self._response_error = redis.ResponseError
+        # the client asks the server about itself (sentinel? cluster?) while it is built
+        self._db = self._retrying(lambda: falkordb.FalkorDB(
+            host=settings.host, port=settings.port, username=settings.username, password=settings.password,
+            socket_timeout=settings.timeout, socket_connect_timeout=settings.connect_timeout,
+            retry=Retry(NoBackoff(), 0)), "connecting",  # retries are ours: bounded in time
+            budget=min(settings.retry_for, FIRST_CONTACT))
+
+    def _retrying(self, call: Callable[[], T], what: str, *, budget: float | None = None) -> T:
+        budget = self.settings.retry_for if budget is None else budget
+        deadline = time.monotonic() + budget
+        delay = 0.05
+        while True:
+            try:
+                return call()
+            except self._transient as exc:
+                if time.monotonic() + delay > deadline:
+                    raise BackendError(f"cannot reach FalkorDB at {self.settings.url} ({what}): {exc}; "
+                                       f"gave up after {budget:g} s of retries") from None
+                time.sleep(delay)
+                delay = min(1.0, delay * 2)
+            except self._response_error as exc:
+                raise BackendError(f"FalkorDB at {self.settings.url} refused {what}: {exc}") from None
+
+    def command(self, *args: Any, budget: float | None = None) -> Any:
+        """A plain server command (EXISTS, GRAPH.LIST ...), with retries."""
+        return self._retrying(lambda: self._db.connection.execute_command(*args), str(args[0]), budget=budget)
+
+    def run(self, key: str, query: str, params: Mapping[str, Any] | None = None, *,
+            write: bool = False) -> list[list[Any]]:
+        """Run one Cypher statement on graph ``key``; returns the rows. A read of a graph that does
+        not exist gives no rows. After a write, ``namespace_ttl`` is applied again (same round trip)."""
+        command = ["GRAPH.QUERY" if write else "GRAPH.RO_QUERY", key, _params_header(params or {}) + query,
+                   "--compact"]
+        ttl = self.settings.namespace_ttl
+
+        def call() -> Any:
+            if write and ttl is not None:
+                pipe = self._db.connection.pipeline(transaction=False)
+                pipe.execute_command(*command)
+                pipe.expire(key, ttl)
+                return pipe.execute(raise_on_error=False)[0]
+            return self._db.connection.execute_command(*command)
+
+        try:
+            response = self._retrying(call, "a query")
+        except BackendError as exc:
+            if not write and "empty key" in str(exc):
+                return []
+            raise
+        errors = [response, *response] if isinstance(response, list) else [response]
+        for item in errors:
+            if isinstance(item, self._response_error):
+                raise BackendError(f"FalkorDB at {self.settings.url} refused a query: {item}")
+        return _rows(response)
+
+    def graphs(self) -> list[str]:
+        """Every graph key on the server."""
+        return [k.decode() if isinstance(k, bytes) else str(k) for k in self.command("GRAPH.LIST")]
+
+    def ping(self) -> None:
+        """Check that the server answers and has the FalkorDB module (a clear error otherwise).
+
+        A first connection retries for at most ``FIRST_CONTACT`` seconds: a wrong address is
+        reported quickly, a server lost later is waited for up to ``retry_for``."""
+        self.command("PING", budget=min(self.settings.retry_for, FIRST_CONTACT))
+        try:
+            self.graphs()
+        except BackendError as exc:
+            if "unknown command" in str(exc).lower():
+                raise BackendError(f"the server at {self.settings.url} answers but has no FalkorDB module "
+                                   "(GRAPH.LIST is unknown)") from None
+            raise
+
+    def close(self) -> None:
+        self._db.connection.close()
+
+
+@dataclass(frozen=True, slots=True)
+class GraphKey:
+    """One namespace's graph on the server."""
+
+    conn: Connection
+    key: str
+
+    def read(self, query: str, params: Mapping[str, Any] | None = None) -> list[list[Any]]:
+        return self.conn.run(self.key, query, params)
+
+    def write(self, query: str, params: Mapping[str, Any] | None = None) -> list[list[Any]]:
+        return self.conn.run(self.key, query, params, write=True)

@@ -1,0 +1,250 @@
+"""`FalkorGraphStore`: the `GraphStore` of one namespace's graph on a FalkorDB server.
+
+A memory is a ``(:Memory)`` node whose properties are the `MemoryNode` fields (metadata as a
+JSON string); an edge is a relationship typed by its relation, with ``strength``,
+``created_at``, ``metadata`` and ``seq`` (the order edges were put, which `edges` keeps, as the
+in-process store does).
+
+Reads within one atlas call share a `ReadCache`: the backend clears it each time it hands the
+partition out (every atlas call starts that way), so a call sees the server as of its first
+reads and never a previous call's view; this process's own writes update it. Searches prefetch
+the nodes and edges of what they found in two statements, so a recall costs a handful of round
+trips instead of one per candidate.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from ...values.errors import NamespaceViolationError
+from ...values.model import MemoryEdge, MemoryNode, Relation
+from . import cypher as q
+from .client import GraphKey
+
+__all__ = ["FalkorGraphStore", "node_from_row", "node_props"]
+
+_PLAIN = [f for f in q.NODE_FIELDS if f not in q.TIME_FIELDS]
+_PAGE = 5000
+_EDGE_BATCH = 4000
+
+
+def _time(hi: Any, lo: Any) -> float | None:
+    return None if hi is None else float(hi) + float(lo)
+
+
+def _metadata(text: Any) -> dict[str, Any]:
+    if not text:
+        return {}
+    value = json.loads(text)
+    return value if isinstance(value, dict) else {}
+
+
+def node_from_row(row: Sequence[Any], namespace: str) -> MemoryNode:
+    """A `MemoryNode` from the columns of `cypher.NODE_COLUMNS`."""
+    v = dict(zip(_PLAIN, row, strict=False))
+    times = {f: _time(row[len(_PLAIN) + 2 * i], row[len(_PLAIN) + 2 * i + 1]) for i, f in enumerate(q.TIME_FIELDS)}
+    return MemoryNode(
+        id=str(v["id"]), content=str(v["content"]), namespace=namespace,
+        session_id=None if v["session_id"] is None else str(v["session_id"]),
+        weight=float(v["weight"]), importance=float(v["importance"]), access_count=int(v["access_count"]),
+        turn=int(v["turn"]), accessed_turn=int(v["accessed_turn"]), metadata=_metadata(v["metadata"]),
+        pinned=bool(v["pinned"]), kind=str(v["kind"]),
+        timestamp=times["timestamp"] or 0.0, created_at=times["created_at"] or 0.0,
+        last_accessed_at=times["last_accessed_at"] or 0.0, expires_at=times["expires_at"],
+        valid_from=times["valid_from"] or 0.0, valid_to=times["valid_to"],
+    )
+
+
+def node_props(node: MemoryNode) -> dict[str, Any]:
+    """The stored properties of a node (``None`` removes a property)."""
+    props: dict[str, Any] = {}
+    for f in q.NODE_FIELDS:
+        if f == "id":
+            continue
+        value = getattr(node, f)
+        if f == "metadata":
+            value = json.dumps(dict(value), allow_nan=False, separators=(",", ":")) if value else None
+        elif isinstance(value, float) or f in q.TIME_FIELDS:
+            value = None if value is None else float(value)
+        props[f] = value
+    return props
+
+
+def _edge(row: Sequence[Any]) -> MemoryEdge:
+    source, target, rel, strength, metadata, _seq, hi, lo = row
+    return MemoryEdge(source=str(source), target=str(target), relation=Relation(str(rel).lower()),
+                      strength=float(strength), created_at=_time(hi, lo) or 0.0, metadata=_metadata(metadata))
+
+
+class _Sequence:
+    """Increasing edge sequence numbers: nanoseconds, never repeated within the process."""
+
+    def __init__(self) -> None:
+        self._last = 0
+        self._lock = threading.Lock()
+
+    def next(self) -> int:
+        with self._lock:
+            self._last = max(self._last + 1, time.time_ns())
+            return self._last
+
+
+_SEQ = _Sequence()
+
+
+class ReadCache:
+    """What the current atlas call has read from one graph (see the module docstring)."""
+
+    __slots__ = ("edges", "nodes", "superseded", "turn")
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, MemoryNode | None] = {}
+        self.superseded: dict[str, bool] = {}
+        self.edges: dict[str, list[MemoryEdge]] = {}
+        self.turn: int | None = None
+
+    def clear(self) -> None:
+        self.nodes.clear()
+        self.superseded.clear()
+        self.edges.clear()
+        self.turn = None
+
+
+def _sorted_edges(node_id: str, rows: Sequence[Sequence[Any]]) -> list[MemoryEdge]:
+    """Out-edges first, then in-edges, each in the order they were put."""
+    return [_edge(r) for r in sorted(rows, key=lambda r: (r[0] != node_id, r[5] or 0))]
+
+
+class FalkorGraphStore:
+    """Nodes and typed edges of one namespace, on the server."""
+
+    def __init__(self, graph: GraphKey, namespace: str, cache: ReadCache | None = None) -> None:
+        self._g = graph
+        self.namespace = namespace
+        self.cache = cache or ReadCache()
+
+    def _remember(self, rows: Sequence[Sequence[Any]]) -> None:
+        for row in rows:
+            node = node_from_row(row, self.namespace)
+            self.cache.nodes[node.id] = node
+            self.cache.superseded[node.id] = bool(row[-1])
+
+    def put_node(self, node: MemoryNode) -> None:
+        if node.namespace != self.namespace:
+            raise NamespaceViolationError(f"memory {node.id!r} belongs to namespace {node.namespace!r}, "
+                                          f"not {self.namespace!r}")
+        self.cache.nodes.pop(node.id, None)
+        self._g.write(q.PUT_NODE, {"id": node.id, "props": node_props(node)})
+        self.cache.nodes[node.id] = node
+
+    def get_node(self, node_id: str) -> MemoryNode | None:
+        cache = self.cache.nodes
+        if node_id not in cache:
+            rows = self._g.read(q.GET_NODE, {"id": node_id})
+            self._remember(rows)
+            cache.setdefault(node_id, None)
+        return cache[node_id]
+
+    def prefetch(self, ids: Sequence[str], *, edges: bool = False) -> None:
+        """Read the nodes (and, with ``edges``, their edges and neighbours) that the cache lacks,
+        in one or two statements."""
+        missing = [i for i in dict.fromkeys(ids) if i not in self.cache.nodes]
+        if missing:
+            self._remember(self._g.read(q.NODES_AMONG, {"ids": missing}))
+            for i in missing:
+                self.cache.nodes.setdefault(i, None)
+        if not edges:
+            return
+        wanted = [i for i in dict.fromkeys(ids) if i not in self.cache.edges and self.cache.nodes.get(i)]
+        if not wanted:
+            return
+        grouped: dict[str, list[Sequence[Any]]] = {i: [] for i in wanted}
+        for row in self._g.read(q.EDGES_AMONG, {"ids": wanted}):
+            grouped[str(row[0])].append(row[1:])
+        ends: list[str] = []
+        for node_id, rows in grouped.items():
+            found = self.cache.edges[node_id] = _sorted_edges(node_id, rows)
+            ends.extend(e.target if e.source == node_id else e.source for e in found)
+        self.prefetch(ends)
+
+    def remove_node(self, node_id: str) -> list[MemoryEdge]:
+        removed = self.edges(node_id)
+        self.cache.nodes.pop(node_id, None)
+        self._g.write(q.DELETE_NODE, {"id": node_id})
+        self.cache.nodes[node_id] = None
+        for e in removed:
+            self._forget_edges(e.source, e.target)
+        return removed
+
+    def _forget_edges(self, *ids: str) -> None:
+        for i in ids:
+            self.cache.edges.pop(i, None)
+
+    def put_edge(self, edge: MemoryEdge) -> None:
+        metadata = json.dumps(dict(edge.metadata), allow_nan=False, separators=(",", ":")) if edge.metadata else None
+        self._forget_edges(edge.source, edge.target)
+        self._g.write(q.put_edge(edge.relation), {
+            "source": edge.source, "target": edge.target, "strength": float(edge.strength),
+            "created_at": float(edge.created_at), "metadata": metadata, "seq": _SEQ.next()})
+
+    def remove_edge(self, source: str, target: str, relation: Relation) -> bool:
+        if not any(e.target == target and e.relation == relation and e.source == source for e in self.edges(source)):
+            return False
+        self._forget_edges(source, target)
+        self._g.write(q.remove_edge(relation), {"source": source, "target": target})
+        return True
+
+    def edges(self, node_id: str) -> list[MemoryEdge]:
+        """Out-edges first, then in-edges, each in the order they were put."""
+        found = self.cache.edges.get(node_id)
+        if found is None:
+            # a walk asks for the edges of the nodes it just reached: load those of every node
+            # read in this call at once, with the nodes at their other ends
+            pending = [i for i, n in list(self.cache.nodes.items()) if n is not None and i not in self.cache.edges]
+            if node_id in pending and len(pending) <= _EDGE_BATCH:
+                self.prefetch(pending, edges=True)
+            found = self.cache.edges.get(node_id)
+            if found is None:
+                found = self.cache.edges[node_id] = _sorted_edges(node_id, self._g.read(q.EDGES, {"id": node_id}))
+        return list(found)
+
+    def links(self, node_id: str) -> list[tuple[str, Relation, float]]:
+        return [(e.target if e.source == node_id else e.source, e.relation, e.strength) for e in self.edges(node_id)]
+
+    def neighbors(self, node_id: str) -> list[tuple[str, float]]:
+        return [(e.target if e.source == node_id else e.source, e.strength) for e in self.edges(node_id)]
+
+    def nodes(self) -> Iterator[MemoryNode]:
+        """Every memory in write order: a snapshot (callers may remove while iterating), read
+        page by page."""
+        out: list[MemoryNode] = []
+        while True:
+            rows = self._g.read(q.NODES, {"skip": len(out), "limit": _PAGE})
+            self._remember(rows)
+            out.extend(node_from_row(r, self.namespace) for r in rows)
+            if len(rows) < _PAGE:
+                return iter(out)
+
+    def node_count(self) -> int:
+        rows = self._g.read(q.NODE_COUNT)
+        return int(rows[0][0]) if rows else 0
+
+    def edge_count(self) -> int:
+        rows = self._g.read(q.EDGE_COUNT)
+        return int(rows[0][0]) if rows else 0
+
+    def degree(self, node_id: str) -> int:
+        return len(self.edges(node_id))
+
+    def node_ids(self) -> list[str]:
+        return [str(r[0]) for r in self._g.read(q.NODE_IDS)]
+
+    def has(self, node_id: str) -> bool:
+        return bool(self._g.read(q.HAS_NODE, {"id": node_id}))
+
+    def __repr__(self) -> str:
+        return f"FalkorGraphStore({self._g.key!r})"

@@ -1,0 +1,155 @@
+"""`FalkorVectorIndex` and `FalkorKeywordIndex`: the vector and full-text indexes of one graph.
+
+Vectors are ``(:Embedding {id, embedding})`` nodes (``vecf32``) beside the memories (see
+`shared_core.store.falkordb.cypher` for why), searched through FalkorDB's HNSW index with cosine
+distance: the index answers *distances*, best first, so similarity is ``1 - distance``. Its
+filters apply after the k-nearest search, so a search restricted to a subset of ids (a session,
+a filter) is computed exactly over that subset with ``vec.cosineDistance`` instead.
+
+Text is the ``text`` property (the memory's content, or a merged memory's combined text), in
+FalkorDB's full-text index (RediSearch: English stemming, TF-IDF scores, higher is better). The
+query is the OR of the query's distinct words, stopwords removed, as for the in-process index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from ...values.errors import InvalidEmbeddingError
+from ..memory.keyword_index import query_terms
+from ..memory.vector_index import Hits, Vector
+from . import cypher as q
+from .client import GraphKey, Literal
+
+__all__ = ["FalkorKeywordIndex", "FalkorVectorIndex", "vector_literal"]
+
+_ROWS_PER_WRITE = 256
+_AMONG_IN_QUERY = 5000  # a subset up to this size is filtered in the query, larger ones after it
+Prefetch = Callable[..., None]
+_WALK = 16  # a search for more hits than this is a recall's, whose graph walk reads their edges next
+
+
+def _no_prefetch(ids: Sequence[str], *, edges: bool = False) -> None:
+    return None
+
+
+def vector_literal(vector: npt.NDArray[np.float32]) -> Literal:
+    """A float32 vector as a Cypher list literal (9 significant digits: exact for float32)."""
+    return Literal("[" + ",".join(np.char.mod("%.9g", np.asarray(vector, dtype=np.float32)).tolist()) + "]")
+
+
+class FalkorVectorIndex:
+    """Unit vectors of one namespace's memories, on the server."""
+
+    def __init__(self, graph: GraphKey, dim: int, *, prefetch: Prefetch = _no_prefetch) -> None:
+        self._g = graph
+        self._dim = dim
+        self._prefetch = prefetch  # what a search finds is read next: fetch it in one go
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def __len__(self) -> int:
+        rows = self._g.read(q.VECTOR_COUNT)
+        return int(rows[0][0]) if rows else 0
+
+    def add(self, ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> None:
+        if vectors.shape != (len(ids), self._dim):
+            raise InvalidEmbeddingError(f"expected {len(ids)} vectors of dimension {self._dim}, got {vectors.shape}")
+        for start in range(0, len(ids), _ROWS_PER_WRITE):
+            rows = ", ".join(f"[{Literal(_quote(i))}, {vector_literal(v)}]"
+                             for i, v in zip(ids[start:start + _ROWS_PER_WRITE],
+                                             vectors[start:start + _ROWS_PER_WRITE], strict=True))
+            self._g.write(q.SET_VECTORS, {"rows": Literal(f"[{rows}]")})
+
+    def remove(self, ids: Sequence[str]) -> None:
+        if ids:
+            self._g.write(q.REMOVE_VECTORS, {"ids": list(ids)})
+
+    def get(self, node_id: str) -> Vector | None:
+        rows = self._g.read(q.GET_VECTOR, {"id": node_id})
+        if not rows or rows[0][0] is None:
+            return None
+        return np.asarray(rows[0][0], dtype=np.float32)
+
+    def search(self, query: Vector, k: int, *, subset: Collection[str] | None = None) -> Hits:
+        """The k most similar ids, best first (exact over ``subset`` when given)."""
+        if k <= 0:
+            return []
+        if subset is not None:
+            sims = self._among(query, list(subset))
+            best = sorted(sims.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+            self._prefetch([i for i, _ in best], edges=k > _WALK)
+            return best
+        rows = self._g.read(q.VECTOR_SEARCH, {"k": int(k), "query": vector_literal(query)})
+        hits = [(str(i), float(np.float32(1.0 - float(d)))) for i, d in rows]
+        self._prefetch([i for i, _ in hits], edges=k > _WALK)
+        return hits
+
+    def similarities(self, query: Vector, ids: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Cosine of ``query`` with each id (0 for an unknown id)."""
+        sims = self._among(query, list(dict.fromkeys(ids)))
+        return np.fromiter((sims.get(i, 0.0) for i in ids), dtype=np.float32, count=len(ids))
+
+    def _among(self, query: Vector, ids: list[str]) -> dict[str, float]:
+        out: dict[str, float] = {}
+        literal = vector_literal(query)
+        for start in range(0, len(ids), _AMONG_IN_QUERY):
+            rows = self._g.read(q.VECTOR_AMONG, {"ids": ids[start:start + _AMONG_IN_QUERY], "query": literal})
+            out.update((str(i), float(np.float32(1.0 - float(d)))) for i, d in rows)
+        return out
+
+
+def _quote(text: str) -> str:
+    from falkordb.helpers import quote_string
+
+    quoted: str = quote_string(text)
+    return quoted
+
+
+class FalkorKeywordIndex:
+    """Full-text search over one namespace's memories, on the server."""
+
+    def __init__(self, graph: GraphKey, *, prefetch: Prefetch = _no_prefetch) -> None:
+        self._g = graph
+        self._prefetch = prefetch
+
+    def __len__(self) -> int:
+        rows = self._g.read(q.TEXT_COUNT)
+        return int(rows[0][0]) if rows else 0
+
+    def add(self, node_id: str, text: str, *, session_id: str | None = None) -> None:
+        self.add_many([(node_id, text, session_id)])
+
+    def add_many(self, rows: Sequence[tuple[str, str, str | None]]) -> None:
+        """Index many (id, text, session) rows, a few hundred per statement."""
+        for start in range(0, len(rows), _ROWS_PER_WRITE):
+            chunk = [[node_id, text] for node_id, text, _ in rows[start:start + _ROWS_PER_WRITE]]
+            self._g.write(q.SET_TEXTS, {"rows": chunk})
+
+    def remove(self, node_id: str) -> None:
+        self._g.write(q.REMOVE_TEXT, {"id": node_id})
+
+    def search(self, query: str, k: int, *, session_id: str | None = None,
+               subset: Collection[str] | None = None) -> list[tuple[str, float]]:
+        terms = query_terms(query)
+        if not terms or k <= 0:
+            return []
+        among = subset is not None and len(subset) <= _AMONG_IN_QUERY
+        params: dict[str, object] = {"query": "|".join(terms),
+                                     "k": k if subset is None or among else max(4 * k, k + len(subset))}
+        if session_id is not None:
+            params["session"] = session_id
+        if among:
+            assert subset is not None
+            params["ids"] = list(subset)
+        rows = self._g.read(q.text_search(session=session_id is not None, among=among), params)
+        out = [(str(i), float(s)) for i, s in rows]
+        if subset is not None and not among:
+            out = [(i, s) for i, s in out if i in subset]
+        self._prefetch([i for i, _ in out[:k]], edges=k > _WALK)
+        return out[:k]

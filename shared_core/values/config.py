@@ -1,0 +1,290 @@
+"""`AtlasConfig`: every tunable of the atlas in one frozen dataclass, with named presets.
+
+>>> AtlasConfig(half_life=3600).half_life
+3600
+>>> AtlasConfig.linear().scoring
+'linear'
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields, replace
+from typing import Any, Literal
+
+from .errors import InvalidInputError
+from .model import Relation
+
+__all__ = ["AtlasConfig"]
+
+DAY = 86_400.0
+#: How much relevance flows along each kind of edge during recall (see `shared_core.engine.recall`):
+#: the turns around a match fully, the parts, causes and summaries of a memory almost fully,
+#: mere similarity little (the vector path already finds similar memories), old versions never.
+RELATION_WEIGHTS: tuple[tuple[str, float], ...] = (
+    ("before", 1.0), ("after", 1.0), ("responds_to", 1.0), ("part_of", 0.8), ("summarizes", 0.8),
+    ("caused_by", 0.8), ("related_to", 0.6), ("contradicts", 0.5), ("similar_to", 0.2),
+    ("supersedes", 0.0),
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AtlasConfig:
+    """Configuration of an `ElasticMemoryAtlas`. Build variants with presets or ``replace``.
+
+    Weights: a memory starts at ``importance``; recall multiplies it by ``reinforce_factor``
+    up to ``weight_cap``; it halves every ``half_life`` (seconds, or writes to its namespace
+    when ``decay_unit="turns"``) down to ``weight_floor``. ``weight_model="rich"`` adds the
+    seed's access, recency and association terms (see `shared_core.formulas.decay.rich_weight`).
+
+    Recall (see `shared_core.engine.recall`): the vector, keyword, time and recent paths each bring
+    ``candidate_ratio * top_k`` candidates (at least ``candidate_min``, at most ``candidate_k``;
+    the cosine of the ``candidate_k``-th best memory is the floor of the similarity scale);
+    ``fusion="convex"`` sums their scaled scores with ``vector_weight``, ``keyword_weight``,
+    ``time_weight`` and ``recent_weight`` (``"rrf"``: reciprocal rank fusion with ``rrf_k``); then
+    the best ``top_k`` candidates (at most ``graph_seeds``) pass relevance along their edges for
+    ``graph_hops`` hops, times ``graph_hop_decay`` per hop and ``relation_weights`` per edge
+    kind, scaled by ``graph_weight``; after each hop only the ``graph_beam`` x seeds most
+    activated nodes walk on (None: every node reached). ``time_reference`` is what relative cues ("last week")
+    count from: the clock, or the newest memory (``"latest"``).
+
+    Context: `build_context` recalls ``context_candidates`` memories per token of budget (20 to
+    400) to pack, after the session's last ``working_memory`` turns.
+
+    Scoring: ``"multiplicative"`` ranks by relevance * weight**weight_exponent *
+    recency**recency_exponent; ``"linear"`` by the seed's 0.5 relevance + 0.3 weight + 0.2 recency.
+    """
+
+    # elastic weights
+    half_life: float = 30 * DAY
+    decay_unit: Literal["seconds", "turns"] = "seconds"
+    weight_floor: float = 0.05
+    reinforce_factor: float = 1.2
+    weight_cap: float = 3.0
+    weight_model: Literal["simple", "rich"] = "simple"
+    # capacity and expiry
+    max_nodes: int | None = None
+    eviction_batch: float = 0.02
+    default_ttl: float | None = None
+    max_content_chars: int = 100_000
+    # auto-linking on add
+    similar_threshold: float = 0.6
+    similar_top: int = 3
+    link_temporal: bool = True
+    # vector index: exact (numpy) below ann_threshold vectors per namespace, approximate (faiss
+    # IVF, see shared_core.store.memory.ann_index) from there on; None keeps every namespace exact. 2048: the
+    # write path's exact link search costs each new memory n dot products against about 4 sqrt(n)
+    # approximate, and add_memories at 10k took 30% longer with 4096
+    # ann_probe_fraction: the share of the IVF lists a search scans (at least 24 lists)
+    # ann_vector_dtype: how the approximate index stores a vector. "float16" (faiss
+    # IndexIVFScalarQuantizer, QT_fp16) halves the bytes its scans read: a raw faiss query (one
+    # thread, 384 dims, top 60) took 48 us instead of 91 at 10k (200 lists, 24 probes) and 397
+    # instead of 833 at 100k (632 lists, 51 probes); the index's k=10 search on MiniLM vectors
+    # 0.058 ms instead of 0.094 and 0.344 instead of 0.778, at the same recall@10; the index holds
+    # about 820 bytes a vector instead of 1,600 (see shared_core.store.memory.ann_index). The stored vectors
+    # are rounded to float16 (a relative error below 2**-11 a component): the index's
+    # get/get_many/vectors/similarities return them rounded, and an atlas saved from it saves
+    # them rounded. "float32" keeps IndexIVFFlat's exact vectors and answers. The exact index
+    # below ann_threshold always stores float32.
+    ann_threshold: int | None = 2048
+    ann_probe_fraction: float = 0.08
+    ann_vector_dtype: Literal["float16", "float32"] = "float16"
+    # recall
+    scoring: Literal["multiplicative", "linear"] = "multiplicative"
+    linear_weights: tuple[float, float, float] = (0.5, 0.3, 0.2)
+    weight_exponent: float = 0.25
+    recency_exponent: float = 0.15
+    recency_half_life: float = 90 * DAY
+    fusion: Literal["convex", "rrf"] = "convex"
+    candidate_k: int = 200
+    candidate_min: int = 40
+    candidate_ratio: float = 4.0
+    rrf_k: float = 60.0
+    vector_weight: float = 0.5
+    keyword_weight: float = 0.5
+    graph_weight: float = 1.0
+    recent_weight: float = 0.3
+    time_weight: float = 0.5
+    time_reference: Literal["clock", "latest"] = "clock"
+    graph_hops: int = 2
+    graph_hop_decay: float = 0.45
+    graph_seeds: int = 100
+    graph_fanout: int = 8
+    graph_beam: float | None = 1.0
+    relation_weights: tuple[tuple[str, float], ...] = RELATION_WEIGHTS
+    recency_window: int = 5
+    cross_session: bool = False
+    cross_session_penalty: float = 0.85
+    # context
+    working_memory: int = 10
+    context_candidates: float = 0.05
+    truncation_marker: str = " …[truncated]"
+    # lifecycle (see shared_core.engine.lifecycle.manager; all off by default, on in AtlasConfig.managed())
+    write_filter: bool = False
+    write_threshold: float = 0.3
+    contradiction_check: bool = False
+    contradiction_similarity: float = 0.5
+    contradiction_neighbors: int = 5
+    contradiction_factor: float = 0.5
+    compress_every: int | None = None
+    merge_threshold: float = 0.92
+    summary_below: float = 0.5
+    summary_min_size: int = 3
+    summary_fade: float = 0.7
+    chapter_size: int = 500
+    max_bytes: int | None = None
+    cleanup_pressure: float = 0.7
+    prune_below: float | None = None
+    prune_idle: float = 30 * DAY
+    prune_every: int = 200
+
+    def __post_init__(self) -> None:
+        positive = ("half_life", "reinforce_factor", "weight_cap", "recency_half_life", "rrf_k",
+                    "max_content_chars")
+        for name in positive:
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0 \
+                    or not math.isfinite(value):
+                raise InvalidInputError(f"AtlasConfig.{name} must be a positive number, got {value!r}")
+        non_negative = ("weight_floor", "weight_exponent", "recency_exponent", "vector_weight",
+                        "keyword_weight", "graph_weight", "recent_weight", "time_weight",
+                        "graph_hop_decay", "similar_threshold")
+        for name in non_negative:
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not value >= 0 or not math.isfinite(value):
+                raise InvalidInputError(f"AtlasConfig.{name} must be >= 0, got {value!r}")
+        counts = ("similar_top", "candidate_k", "candidate_min", "graph_hops", "graph_seeds", "graph_fanout",
+                  "recency_window", "working_memory")
+        for name in counts:
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise InvalidInputError(f"AtlasConfig.{name} must be an int >= 0, got {value!r}")
+        if self.ann_threshold is not None and (not isinstance(self.ann_threshold, int)
+                                               or isinstance(self.ann_threshold, bool) or self.ann_threshold < 64):
+            raise InvalidInputError(f"ann_threshold must be None or an int >= 64, got {self.ann_threshold!r}")
+        if not isinstance(self.ann_probe_fraction, (int, float)) or not 0 < self.ann_probe_fraction <= 1:
+            raise InvalidInputError(f"ann_probe_fraction must be in (0, 1], got {self.ann_probe_fraction!r}")
+        if self.ann_vector_dtype not in ("float16", "float32"):
+            raise InvalidInputError(f"ann_vector_dtype must be 'float16' or 'float32', got {self.ann_vector_dtype!r}")
+        if self.graph_beam is not None and (isinstance(self.graph_beam, bool)
+                                            or not isinstance(self.graph_beam, (int, float))
+                                            or not 0 < self.graph_beam < math.inf):
+            raise InvalidInputError(f"graph_beam must be None or a positive number, got {self.graph_beam!r}")
+        if isinstance(self.context_candidates, bool) or not isinstance(self.context_candidates, (int, float)) \
+                or not 0 < self.context_candidates < math.inf:
+            raise InvalidInputError(f"context_candidates must be a positive number, got {self.context_candidates!r}")
+        if isinstance(self.candidate_ratio, bool) or not isinstance(self.candidate_ratio, (int, float)) \
+                or not 0 < self.candidate_ratio < math.inf:
+            raise InvalidInputError(f"candidate_ratio must be a positive number, got {self.candidate_ratio!r}")
+        if self.weight_floor >= self.weight_cap:
+            raise InvalidInputError(
+                f"weight_floor ({self.weight_floor}) must be below weight_cap ({self.weight_cap})")
+        if self.max_nodes is not None and (not isinstance(self.max_nodes, int) or self.max_nodes < 1):
+            raise InvalidInputError(f"max_nodes must be None or an int >= 1, got {self.max_nodes!r}")
+        if not 0 < self.eviction_batch <= 0.5:
+            raise InvalidInputError(f"eviction_batch must be in (0, 0.5], got {self.eviction_batch!r}")
+        if self.default_ttl is not None and not self.default_ttl > 0:
+            raise InvalidInputError(f"default_ttl must be None or > 0, got {self.default_ttl!r}")
+        if not 0 < self.cross_session_penalty <= 1:
+            raise InvalidInputError(
+                f"cross_session_penalty must be in (0, 1], got {self.cross_session_penalty!r}")
+        if self.decay_unit not in ("seconds", "turns"):
+            raise InvalidInputError(f"decay_unit must be 'seconds' or 'turns', got {self.decay_unit!r}")
+        if self.weight_model not in ("simple", "rich"):
+            raise InvalidInputError(f"weight_model must be 'simple' or 'rich', got {self.weight_model!r}")
+        if self.fusion not in ("convex", "rrf"):
+            raise InvalidInputError(f"fusion must be 'convex' or 'rrf', got {self.fusion!r}")
+        if self.time_reference not in ("clock", "latest"):
+            raise InvalidInputError(f"time_reference must be 'clock' or 'latest', got {self.time_reference!r}")
+        known = {r.value for r in Relation}
+        for pair in self.relation_weights:
+            if (not isinstance(pair, tuple) or len(pair) != 2 or pair[0] not in known
+                    or not isinstance(pair[1], (int, float)) or not 0 <= pair[1] < math.inf):
+                raise InvalidInputError(
+                    f"relation_weights items must be (relation, weight >= 0) with a relation in "
+                    f"{sorted(known)}, got {pair!r}")
+        if self.scoring not in ("multiplicative", "linear"):
+            raise InvalidInputError(
+                f"scoring must be 'multiplicative' or 'linear', got {self.scoring!r}")
+        if len(self.linear_weights) != 3 or any(w < 0 for w in self.linear_weights):
+            raise InvalidInputError(f"linear_weights must be 3 numbers >= 0, got {self.linear_weights!r}")
+        if not 0 <= self.similar_threshold <= 1:
+            raise InvalidInputError(
+                f"similar_threshold must be in [0, 1], got {self.similar_threshold!r}")
+        self._check_lifecycle()
+
+    def _check_lifecycle(self) -> None:
+        unit = ("write_threshold", "contradiction_similarity", "contradiction_factor", "merge_threshold",
+                "summary_fade", "cleanup_pressure")
+        for name in unit:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+                raise InvalidInputError(f"AtlasConfig.{name} must be a number in [0, 1], got {value!r}")
+        for name in ("contradiction_neighbors", "summary_min_size", "chapter_size", "prune_every"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidInputError(f"AtlasConfig.{name} must be an int >= 1, got {value!r}")
+        for name in ("compress_every", "max_bytes"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise InvalidInputError(f"AtlasConfig.{name} must be None or an int >= 1, got {value!r}")
+        for name in ("write_filter", "contradiction_check"):
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidInputError(f"AtlasConfig.{name} must be True or False, got {getattr(self, name)!r}")
+        for name, value in (("summary_below", self.summary_below), ("prune_idle", self.prune_idle),
+                            ("prune_below", 0.0 if self.prune_below is None else self.prune_below)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0 \
+                    or not math.isfinite(value):
+                raise InvalidInputError(f"AtlasConfig.{name} must be a number >= 0, got {value!r}")
+
+    def replace(self, **changes: Any) -> AtlasConfig:
+        """A copy with ``changes`` applied (and validated)."""
+        known = {f.name for f in fields(self)}
+        unknown = set(changes) - known
+        if unknown:
+            raise InvalidInputError(f"unknown AtlasConfig field(s): {', '.join(sorted(unknown))}")
+        return replace(self, **changes)
+
+    # -- presets ---------------------------------------------------------------------------
+    @classmethod
+    def default(cls, **overrides: Any) -> AtlasConfig:
+        """Multiplicative similarity x weight x recency; 30-day half-life."""
+        return cls(**overrides)
+
+    @classmethod
+    def linear(cls, **overrides: Any) -> AtlasConfig:
+        """The seed's linear score: 0.5 similarity + 0.3 weight + 0.2 recency."""
+        return cls(**{"scoring": "linear", **overrides})
+
+    @classmethod
+    def rich(cls, **overrides: Any) -> AtlasConfig:
+        """The seed's richer weight: importance + log(1 + accesses) + recency + association - decay."""
+        return cls(**{"weight_model": "rich", **overrides})
+
+    @classmethod
+    def chat(cls, **overrides: Any) -> AtlasConfig:
+        """A chat agent's working memory: decay counted in turns (half-life 200 writes)."""
+        return cls(**{"decay_unit": "turns", "half_life": 200, "recency_window": 8, **overrides})
+
+    @classmethod
+    def managed(cls, **overrides: Any) -> AtlasConfig:
+        """A self-cleaning memory: the write filter, the contradiction check, compression every
+        200 writes and the cleanup rule (weight below 0.2 and unused for 30 days: removed)."""
+        return cls(**{"write_filter": True, "contradiction_check": True, "compress_every": 200,
+                      "prune_below": 0.2, **overrides})
+
+    @classmethod
+    def archive(cls, **overrides: Any) -> AtlasConfig:
+        """Imported history or benchmarks: no time-based ranking, every memory counts alike.
+
+        The clock is "now", possibly years after the history: recency against it would only
+        favour the last imported sessions, so it is off; relative time cues ("last week") count
+        back from the newest memory instead of the clock.
+        """
+        return cls(**{"weight_exponent": 0.0, "recency_exponent": 0.0, "recent_weight": 0.0,
+                      "half_life": 1e12, "time_reference": "latest", **overrides})
+
+    @classmethod
+    def rrf(cls, **overrides: Any) -> AtlasConfig:
+        """Reciprocal rank fusion of the paths (k = 60) instead of the calibrated weighted sum."""
+        return cls(**{"fusion": "rrf", "vector_weight": 1.0, "keyword_weight": 1.0, **overrides})
