@@ -5,8 +5,6 @@
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-
 from .atlas import ElasticMemoryAtlas
 from .engine.events import AtlasEvent, EventLog
 from .engine.lifecycle.compression import CompressionReport
@@ -19,11 +17,12 @@ from .engine.lifecycle.contradiction import (
 from .engine.lifecycle.manager import AtlasStats
 from .engine.lifecycle.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from .engine.lifecycle.write_filter import HeuristicWriteFilter, LLMWriteFilter, WriteFilter, importance_score
-from .store.memory.backend import Backend, InProcessBackend, Partition
-from .store.memory.graph_store import GraphStore, NetworkXGraphStore
+from .store.contract import Backend, GraphStore, KeywordIndex, Partition, VectorIndex
+from .store.memory.backend import InProcessBackend
+from .store.memory.graph_store import NetworkXGraphStore
 from .store.memory.inverted_index import InvertedKeywordIndex
-from .store.memory.keyword_index import FTS5KeywordIndex, KeywordIndex
-from .store.memory.vector_index import NumpyVectorIndex, VectorIndex
+from .store.memory.keyword_index import FTS5KeywordIndex
+from .store.memory.vector_index import NumpyVectorIndex
 from .text.embedding import Embedder, HashingEmbedder, MiniLMEmbedder, as_embedder
 from .text.tokens import TiktokenCounter, TokenCounter
 from .values.clock import Clock, ManualClock, SystemClock
@@ -41,11 +40,7 @@ from .values.errors import (
     NamespaceViolationError,
 )
 from .values.model import Context, MemoryEdge, MemoryNode, Relation, ScoredMemory
-
-try:
-    __version__ = version("elastic-atlas")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0.0.0"
+from .values.version import __version__
 
 __all__ = [
     "AtlasConfig",

@@ -2,8 +2,8 @@
 
 They hold no state and no logic of their own: each async form runs its sync method in a worker
 thread (as LlamaIndex's ``BaseMemory`` does; never ``asyncio.run``, which breaks inside Jupyter's
-running loop), each view hands the atlas to `shared_core.apps.visual`, and saving, loading and exporting hand it to
-`shared_core.engine.persistence`. Kept apart so that
+running loop), each view hands the atlas's state to `shared_core.engine.views`, and saving, loading and
+exporting hand it to `shared_core.engine.persistence`. Kept apart so that
 ``atlas.py`` stays the engine's public core.
 """
 
@@ -13,21 +13,51 @@ import asyncio
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, Self, cast
 
 if TYPE_CHECKING:
-    from .atlas import ElasticMemoryAtlas
     from .engine.lifecycle.compression import CompressionReport
+    from .engine.lifecycle.manager import Lifecycle
+    from .engine.state import EngineState
+    from .values.config import AtlasConfig
     from .values.model import Context, MemoryNode, ScoredMemory
 
 __all__ = ["AsyncForms", "NotebookViews", "Persistence"]
 
 
+class _Atlas(Protocol):
+    """What the mixins use of `shared_core.atlas.ElasticMemoryAtlas` (which they are mixed into)."""
+
+    _state: EngineState
+    _life: Lifecycle
+
+    @property
+    def config(self) -> AtlasConfig: ...
+
+    def __len__(self) -> int: ...
+
+    def add_memory(self, content: str, **kwargs: Any) -> MemoryNode: ...
+
+    def add_memories(self, items: Sequence[str | Mapping[str, Any]], **kwargs: Any) -> list[MemoryNode]: ...
+
+    def retrieve(self, query: str, **kwargs: Any) -> list[ScoredMemory]: ...
+
+    def build_context(self, query: str, **kwargs: Any) -> Context: ...
+
+    def update_memory(self, node_id: str, content: str, **kwargs: Any) -> MemoryNode: ...
+
+    def forget(self, node_id: str, **kwargs: Any) -> None: ...
+
+    def end_session(self, session_id: str, **kwargs: Any) -> int: ...
+
+    def compress(self, **kwargs: Any) -> CompressionReport: ...
+
+
 class AsyncForms:
     """``a``-prefixed forms of the atlas's blocking methods, run with `asyncio.to_thread`."""
 
-    def _sync(self) -> ElasticMemoryAtlas:
-        return cast("ElasticMemoryAtlas", self)
+    def _sync(self) -> _Atlas:
+        return cast("_Atlas", self)
 
     async def aadd_memory(self, content: str, **kwargs: Any) -> MemoryNode:
         return await asyncio.to_thread(lambda: self._sync().add_memory(content, **kwargs))
@@ -57,15 +87,16 @@ class AsyncForms:
 class NotebookViews:
     """The graph in Jupyter (extra ``notebooks``): an interactive page and static plots."""
 
-    def _viewed(self) -> ElasticMemoryAtlas:
-        return cast("ElasticMemoryAtlas", self)
+    def _viewed(self) -> _Atlas:
+        return cast("_Atlas", self)
 
     def to_html(self, path: str | os.PathLike[str] | None = None, *, namespace: str | None = None,
                 color_by: str = "session", max_nodes: int = 400) -> str:
         """A self-contained interactive page of the graph (written to ``path`` when given)."""
-        from .apps.visual import graph_view, render_html
+        from .engine.views import graph_view, render_html
 
-        page = render_html(graph_view(self._viewed(), namespace=namespace, max_nodes=max_nodes), color_by=color_by,
+        view = graph_view(self._viewed()._state, namespace=namespace, max_nodes=max_nodes)
+        page = render_html(view, color_by=color_by,
                            title=f"Elastic Atlas · {namespace or 'all namespaces'}")
         if path is not None:
             Path(path).write_text(page, encoding="utf-8")
@@ -80,17 +111,17 @@ class NotebookViews:
     def plot(self, *, namespace: str | None = None, color_by: str = "session", ax: Any = None,
              max_nodes: int = 300) -> Any:
         """A static matplotlib view of the graph (or one namespace); returns the axes."""
-        from .apps.visual import graph_view, plot_graph
+        from .engine.views import graph_view, plot_graph
 
-        view = graph_view(self._viewed(), namespace=namespace, max_nodes=max_nodes)
+        view = graph_view(self._viewed()._state, namespace=namespace, max_nodes=max_nodes)
         return plot_graph(view, ax=ax, color_by=color_by)
 
     def plot_weights(self, *, namespace: str | None = None, axes: Any = None) -> Any:
         """The weight histogram and the decay curve of the current config; returns the axes."""
-        from .apps.visual import graph_view, plot_weights
+        from .engine.views import graph_view, plot_weights
 
         atlas = self._viewed()
-        view = graph_view(atlas, namespace=namespace, max_nodes=max(1, len(atlas)))
+        view = graph_view(self._viewed()._state, namespace=namespace, max_nodes=max(1, len(atlas)))
         cfg = atlas.config
         return plot_weights(view.weights.values(), half_life=cfg.half_life, floor=cfg.weight_floor,
                             cap=cfg.weight_cap, unit=cfg.decay_unit, axes=axes)
@@ -99,24 +130,27 @@ class NotebookViews:
 class Persistence:
     """Explicit persistence: the memory lives in process; these write and read it."""
 
-    def _saved(self) -> ElasticMemoryAtlas:
-        return cast("ElasticMemoryAtlas", self)
+    def _saved(self) -> _Atlas:
+        return cast("_Atlas", self)
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write everything to one file atomically; `load` reads it back. See `shared_core.engine.persistence`."""
         from .engine.persistence import save_atlas
 
-        return save_atlas(self._saved(), path)
+        atlas = self._saved()
+        return save_atlas(atlas._state, path, lifecycle=atlas._life.state)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], **kwargs: Any) -> ElasticMemoryAtlas:
+    def load(cls, path: str | os.PathLike[str], **kwargs: Any) -> Self:
         """A new atlas from a `save` file (`CorruptFileError` if it is damaged); ``kwargs`` go to
         the constructor (an ``embedder`` of the saved dimension, a ``clock``, an ``llm`` ...)."""
-        from .atlas import ElasticMemoryAtlas
         from .engine.persistence import load_atlas
 
-        atlas_cls = cls if issubclass(cls, ElasticMemoryAtlas) else ElasticMemoryAtlas
-        return load_atlas(atlas_cls, path, **kwargs)
+        def parts(atlas: object) -> tuple[EngineState, Any]:
+            loaded = cast("_Atlas", atlas)
+            return loaded._state, loaded._life.restore
+
+        return load_atlas(cls, parts, path, **kwargs)
 
     def export_jsonl(self, path: str | os.PathLike[str], *, namespace: str | None = None,
                      embeddings: bool = False) -> Path:
@@ -125,11 +159,12 @@ class Persistence:
         from .values import _validate as check
 
         ns = None if namespace is None else check.namespace(namespace)
-        return export_jsonl(self._saved(), path, namespace=ns, embeddings=check.flag(embeddings, "embeddings"))
+        return export_jsonl(self._saved()._state, path, namespace=ns, embeddings=check.flag(embeddings, "embeddings"))
 
     def export_graphml(self, path: str | os.PathLike[str], *, namespace: str | None = None) -> Path:
         """The graph as GraphML (Gephi, Cytoscape, yEd)."""
         from .engine.persistence import export_graphml
         from .values import _validate as check
 
-        return export_graphml(self._saved(), path, namespace=None if namespace is None else check.namespace(namespace))
+        ns = None if namespace is None else check.namespace(namespace)
+        return export_graphml(self._saved()._state, path, namespace=ns)

@@ -26,11 +26,11 @@ from .engine.events import AtlasEvent, EventLog
 from .engine.lifecycle.compression import CompressionReport
 from .engine.lifecycle.manager import AtlasStats, Lifecycle
 from .engine.recall import RecallRequest, recall
+from .engine.state import EngineState
 from .engine.writes import MemorySpec, build_spec, insert_batches, insert_memory, specs_from_items
 from .formulas.filters import compile_filters
-from .store.memory._directory import Directory
-from .store.memory.backend import Backend, InProcessBackend, Partition
-from .store.memory.vector_index import vectors_of
+from .store.contract import Backend, Partition
+from .store.memory.backend import InProcessBackend
 from .text.embedding import Embedder, as_embedder, normalize_rows
 from .text.tokens import TokenCounter, as_token_counter
 from .values import _validate as check
@@ -66,59 +66,59 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
             raise InvalidInputError(f"config must be an AtlasConfig, got {type(config).__name__}")
         if clock is not None and not isinstance(clock, Clock):
             raise InvalidInputError(f"clock must have a now() -> float method, got {clock!r}")
-        self.config = config or AtlasConfig()
-        self.embedder: Embedder = as_embedder(embedder)
+        cfg = config or AtlasConfig()
+        model: Embedder = as_embedder(embedder)
         self._token_counter_arg = token_counter
         self._counter: TokenCounter | None = None if token_counter is None else as_token_counter(token_counter)
-        self.clock: Clock = clock or SystemClock()
-        self.events = EventLog(maxlen=event_log_size)
-        self._lock = threading.RLock()
         self._backend_arg = backend
-        self._backend: Backend | None = None if backend is None or isinstance(backend, str) else backend
-        if isinstance(backend, str):
-            self._backend = _backend_from_url(backend, self)
-        # id -> namespace; a shared backend answers for memories that other processes wrote; in
-        # process, a `Directory` (no entry per memory while they are all in one namespace)
-        directory = getattr(self._backend, "directory", None)
-        local = self._backend is None or isinstance(self._backend, InProcessBackend)
-        self._where: MutableMapping[str, str] = (directory() if callable(directory)
-                                                 else Directory(lambda: self.backend) if local else {})
-        self._life = Lifecycle(self, llm=llm, contradiction_detector=contradiction_detector,
+        given = _backend_from_url(backend, model.dim) if isinstance(backend, str) else backend
+        self._state = EngineState(config=cfg, embedder=model, clock=clock or SystemClock(),
+                                  events=EventLog(maxlen=event_log_size), backend=given,
+                                  make_backend=lambda: InProcessBackend(dim=model.dim, config=cfg))
+        self._life = Lifecycle(self._state, llm=llm, contradiction_detector=contradiction_detector,
                                write_filter=write_filter, summarizer=summarizer)
 
-    # -- plumbing -----------------------------------------------------------------------------
+    # -- plumbing: the engine's state (`shared_core.engine.state.EngineState`) ------------------
     @property
-    def token_counter(self) -> TokenCounter:
-        if self._counter is None:  # tiktoken's table takes ~0.5 s to build: only when needed
-            self._counter = as_token_counter(None)
-        return self._counter
+    def config(self) -> AtlasConfig:
+        return self._state.config
+
+    @property
+    def embedder(self) -> Embedder:
+        return self._state.embedder
+
+    @property
+    def clock(self) -> Clock:
+        return self._state.clock
+
+    @property
+    def events(self) -> EventLog:
+        return self._state.events
 
     @property
     def backend(self) -> Backend:
-        if self._backend is None:
-            with self._lock:
-                if self._backend is None:
-                    self._backend = InProcessBackend(dim=self.embedder.dim, config=self.config)
-        return self._backend
+        return self._state.backend
+
+    @property
+    def _lock(self) -> threading.RLock:
+        return self._state.lock
+
+    @property
+    def _where(self) -> MutableMapping[str, str]:
+        return self._state.where
+
+    @property
+    def token_counter(self) -> TokenCounter:
+        if self._counter is None:  # tiktoken's table is built only when needed
+            self._counter = as_token_counter(None)
+        return self._counter
 
     def count_tokens(self, text: str) -> int:
         """Exact tokens of ``text`` with the atlas's counter (cl100k_base by default)."""
         return self.token_counter.count(text)
 
     def _embed(self, texts: Sequence[str], *, progress: bool = False) -> npt.NDArray[np.float32]:
-        dim = self.embedder.dim
-        if not progress:
-            return normalize_rows(self.embedder.embed(list(texts)), dim=dim)
-        from tqdm.auto import tqdm
-
-        out = np.empty((len(texts), dim), dtype=np.float32)
-        step = 64
-        with tqdm(total=len(texts), desc="embedding memories", unit="mem") as bar:
-            for start in range(0, len(texts), step):
-                chunk = texts[start:start + step]
-                out[start:start + len(chunk)] = normalize_rows(self.embedder.embed(list(chunk)), dim=dim)
-                bar.update(len(chunk))
-        return out
+        return self._state.embed(texts, progress=progress)
 
     def _embed_query(self, text: str) -> npt.NDArray[np.float32]:
         query = getattr(self.embedder, "embed_query", None)
@@ -143,7 +143,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
         return part, node
 
     def _public(self, part: Partition, node: MemoryNode) -> MemoryNode:
-        return with_embedding(node, part.vectors.get(node.id))
+        return self._state.public(part, node)
 
     # -- writes -------------------------------------------------------------------------------
     def add_memory(self, content: str, *, namespace: str, session_id: str | None = None,
@@ -440,7 +440,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
             hits = [h for h in recall(part, request, self.config) if h.node.id not in excluded][:k]
             nodes = self._reinforce(part, hits, now) if reinforce else [h.node for h in hits]
             self._life.recalled(part, hits, now, via="retrieve")
-            vectors = vectors_of(part.vectors, [n.id for n in nodes])  # one index call for all
+            vectors = part.vectors.get_many([n.id for n in nodes])  # one index call for all
             return [scored_of(with_embedding(n, v), h.score, h.components, h.paths, h.other_session)
                     for h, n, v in zip(hits, nodes, vectors, strict=True)]
 
@@ -549,11 +549,11 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
                 f"clock={self.clock!r})")
 
 
-def _backend_from_url(url: str, atlas: ElasticMemoryAtlas) -> Backend:
+def _backend_from_url(url: str, dim: int) -> Backend:
     """A backend from its URL: ``falkordb://host:port`` (see `shared_core.store.falkordb`)."""
     scheme = url.partition("://")[0].lower()
     if scheme in ("falkordb", "falkor", "redis"):
         from .store.falkordb import FalkorDBBackend  # loads the falkordb client only now
 
-        return FalkorDBBackend.from_url(url, dim=atlas.embedder.dim)
+        return FalkorDBBackend.from_url(url, dim=dim)
     raise InvalidInputError(f"unsupported backend URL {url!r}: expected falkordb://host:port")

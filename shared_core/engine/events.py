@@ -74,17 +74,16 @@ def _event_of(kind: str, namespace: str, node_id: str | None, at: float, reason:
     return event
 
 
-# Retained events are kept flat, five items a group in one deque: an event's schema (kind,
-# reason, data keys: one shared tuple per distinct combination), namespace, node id, time and
-# data: the value itself for one item (the usual case), else a tuple of the values (None for
-# none). An event takes 40 bytes so, and every item is shared with the caller; as an
-# `AtlasEvent` with its ``data`` dict it took 264 (the dict alone 184). A batch of `emit_many`
-# (the write path's ``add`` events, a recall's ``reinforce`` events) is one group, a run: the
-# node ids as a tuple (which marks the run), the namespace (or a tuple of them when they
-# differ) and the data of each event as a tuple: 16 bytes an event (24 with several
-# namespaces). The log holds up to ``maxlen`` events (10,000 by default: one per memory in an
-# atlas of 10k); the oldest are evicted first, a run's from its start (``_skip`` of the first
-# group are gone, so a single emit never copies a run).
+# Retained events are kept flat, five items a group in one deque: an event's schema (kind, reason,
+# data keys: one shared tuple per distinct combination), namespace, node id, time and data: the
+# value itself for one item (the usual case), else a tuple of the values (None for none). An event
+# takes five pointers so, and every item is shared with the caller (an `AtlasEvent` with its
+# ``data`` dict is built only when read). A batch of `emit_many` (the write path's ``add`` events,
+# a recall's ``reinforce`` events) is one group, a run: the node ids as a tuple (which marks the
+# run), the namespace (or a tuple of them when they differ) and the data of each event as a tuple.
+# The log holds up to ``maxlen`` events (10,000 by default: one per memory in an atlas of 10k); the
+# oldest are evicted first, a run's from its start (``_skip`` of the first group are gone, so a
+# single emit never copies a run).
 _SCHEMAS_MAX = 1024  # distinct schemas interned; reasons with numbers in them are not all kept
 _WIDTH = 5  # deque items per event
 
@@ -139,7 +138,7 @@ class EventLog:
                   reason: str = "", **data: Sequence[Any]) -> None:
         """`emit` for a batch of events of one kind, time and reason: ``namespaces``,
         ``node_ids`` and each ``data`` column give each event's values (the write path's ``add``
-        events). Stored as one run (0.006 against 2 us an event, 1,000 at a time); with
+        events). Stored as one run (no per-event objects); with
         subscribers, one `emit` each, so a subscriber sees the log exactly as `emit` leaves it."""
         if self._subscribers:
             keys = list(data)

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from contextlib import suppress
 from dataclasses import MISSING, fields
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -37,10 +37,15 @@ from ..text.embedding import HashingEmbedder
 from ..values.config import AtlasConfig
 from ..values.errors import AtlasError, CorruptFileError, InvalidInputError
 from ..values.model import NO_METADATA, MemoryEdge, MemoryNode, Relation
+from ..values.version import __version__
 from .events import EventLog
 
 if TYPE_CHECKING:
-    from ..atlas import ElasticMemoryAtlas
+    from .state import EngineState
+
+A = TypeVar("A")
+#: A lifecycle's ``restore(saved, node_from_record)``.
+Restore = Callable[[dict[str, Any], Callable[[dict[str, Any]], MemoryNode]], None]
 
 __all__ = ["FORMAT", "VERSION", "export_graphml", "export_jsonl", "load_atlas", "node_record", "save_atlas"]
 
@@ -93,16 +98,15 @@ def _atomic_write(path: PathLike, write: Callable[[IO[bytes]], None]) -> Path:
     return target
 
 
-def _snapshot(atlas: ElasticMemoryAtlas) -> tuple[dict[str, Any], list[np.ndarray[Any, Any]]]:
+def _snapshot(state: EngineState, lifecycle: Callable[[], dict[str, Any]]
+              ) -> tuple[dict[str, Any], list[np.ndarray[Any, Any]]]:
     """Copy the atlas's whole state into plain data, under its lock."""
-    from .. import __version__
-
     partitions: list[dict[str, Any]] = []
     arrays: list[np.ndarray[Any, Any]] = []
-    dim = atlas.embedder.dim
-    with atlas._lock:
-        for ns in sorted(atlas.backend.namespaces()):
-            part = atlas.backend.partition(ns)
+    dim = state.embedder.dim
+    with state.lock:
+        for ns in sorted(state.backend.namespaces()):
+            part = state.backend.partition(ns)
             if part is None:
                 continue
             nodes = list(part.graph.nodes())
@@ -120,23 +124,24 @@ def _snapshot(atlas: ElasticMemoryAtlas) -> tuple[dict[str, Any], list[np.ndarra
                 "inactive": sorted(part.inactive),
             })
             arrays.append(matrix)
-        state = {
-            "config": {f.name: getattr(atlas.config, f.name) for f in fields(AtlasConfig)},
-            "embedder": {"type": type(atlas.embedder).__name__, "dim": dim},
-            "library": __version__, "saved_at": atlas.clock.now(),
-            "events": {"maxlen": atlas.events.maxlen, "records": atlas.events.records(),
-                       "totals": atlas.events.totals()},
-            "lifecycle": atlas._life.state(),
+        saved = {
+            "config": {f.name: getattr(state.config, f.name) for f in fields(AtlasConfig)},
+            "embedder": {"type": type(state.embedder).__name__, "dim": dim},
+            "library": __version__, "saved_at": state.clock.now(),
+            "events": {"maxlen": state.events.maxlen, "records": state.events.records(),
+                       "totals": state.events.totals()},
+            "lifecycle": lifecycle(),
             "partitions": partitions,
         }
-    return state, arrays
+    return saved, arrays
 
 
-def save_atlas(atlas: ElasticMemoryAtlas, path: PathLike) -> Path:
-    """Write ``atlas`` to ``path`` atomically (see the module docstring); returns the path."""
-    state, arrays = _snapshot(atlas)
+def save_atlas(state: EngineState, path: PathLike, *, lifecycle: Callable[[], dict[str, Any]]) -> Path:
+    """Write the atlas's ``state`` to ``path`` atomically (see the module docstring), with the
+    lifecycle's bookkeeping ``lifecycle()`` (called under the lock); returns the path."""
+    saved, arrays = _snapshot(state, lifecycle)
     try:
-        body = json.dumps(state, allow_nan=False, separators=(",", ":"), default=_jsonable).encode("utf-8")
+        body = json.dumps(saved, allow_nan=False, separators=(",", ":"), default=_jsonable).encode("utf-8")
     except ValueError as exc:
         raise InvalidInputError(f"the atlas holds a value that JSON cannot store: {exc}") from None
     members = {"state.json": body}
@@ -144,7 +149,7 @@ def save_atlas(atlas: ElasticMemoryAtlas, path: PathLike) -> Path:
         buf = io.BytesIO()
         np.save(buf, matrix, allow_pickle=False)
         members[f"vectors/{k}.npy"] = buf.getvalue()
-    manifest = {"format": FORMAT, "version": VERSION, "library": state["library"], "saved_at": state["saved_at"],
+    manifest = {"format": FORMAT, "version": VERSION, "library": saved["library"], "saved_at": saved["saved_at"],
                 "sha256": {name: hashlib.sha256(data).hexdigest() for name, data in members.items()}}
 
     def write(fh: IO[bytes]) -> None:
@@ -265,18 +270,20 @@ def _config(values: object) -> AtlasConfig:
         raise CorruptFileError(f"the saved config is invalid: {exc}") from None
 
 
-def load_atlas(cls: type[ElasticMemoryAtlas], path: PathLike, **kwargs: Any) -> ElasticMemoryAtlas:
-    """Read ``path`` and build a new atlas from it; ``kwargs`` go to the constructor.
+def load_atlas(build: Callable[..., A], parts: Callable[[A], tuple[EngineState, Restore]], path: PathLike,
+               **kwargs: Any) -> A:
+    """Read ``path`` and build a new atlas from it with ``build(**kwargs)``; ``parts(atlas)`` gives
+    the new atlas's state and its lifecycle's ``restore(saved, node_from_record)``.
 
     The embedder defaults to the one saved when it can be rebuilt (`HashingEmbedder`, the
     default MiniLM); any other must be passed again, with the saved dimension.
     """
-    state, arrays = _read(path)
+    saved_state, arrays = _read(path)
     where = str(path)
     try:
         if kwargs.get("config") is None:
-            kwargs["config"] = _config(state["config"])
-        saved = state["embedder"]
+            kwargs["config"] = _config(saved_state["config"])
+        saved = saved_state["embedder"]
         dim = saved["dim"]
         _check(isinstance(dim, int) and dim > 0, f"{where!r}: bad embedding dimension {dim!r}")
         if "embedder" not in kwargs:
@@ -285,19 +292,20 @@ def load_atlas(cls: type[ElasticMemoryAtlas], path: PathLike, **kwargs: Any) -> 
             elif saved["type"] != "MiniLMEmbedder":
                 raise InvalidInputError(f"{where!r} was saved with a {saved['type']} of dimension {dim}: "
                                         "pass embedder= to load it")
-        events = state["events"]
+        events = saved_state["events"]
         kwargs.setdefault("event_log_size", events["maxlen"])
         try:
             log = EventLog.from_records(events["records"], totals=events["totals"], maxlen=events["maxlen"])
         except (InvalidInputError, KeyError, TypeError) as exc:
             raise CorruptFileError(f"the event log is malformed: {exc!r}") from None
-        atlas = cls(**kwargs)
-        if atlas.embedder.dim != dim:
+        atlas = build(**kwargs)
+        state, restore = parts(atlas)
+        if state.embedder.dim != dim:
             raise InvalidInputError(f"{where!r} holds embeddings of dimension {dim}; the embedder gives "
-                                    f"{atlas.embedder.dim}")
-        if any(True for _ in atlas.backend.namespaces()):
+                                    f"{state.embedder.dim}")
+        if any(True for _ in state.backend.namespaces()):
             raise InvalidInputError("load needs an empty backend")
-        partitions = state["partitions"]
+        partitions = saved_state["partitions"]
         _check(isinstance(partitions, list), f"{where!r}: partitions is not a list")
         plans = [_check_partition(p, arrays, dim) for p in partitions]
     except CorruptFileError as exc:
@@ -310,16 +318,16 @@ def load_atlas(cls: type[ElasticMemoryAtlas], path: PathLike, **kwargs: Any) -> 
         raise
     built: list[str] = []
     try:
-        with atlas._lock:
-            indexed = state["lifecycle"]["indexed"]
+        with state.lock:
+            indexed = saved_state["lifecycle"]["indexed"]
             for record, nodes, matrix in plans:
                 built.append(record["namespace"])
-                _build_partition(atlas, record, nodes, matrix, indexed)
-            atlas.events = log
-            atlas._life.restore(state["lifecycle"], node_from_record)
+                _build_partition(state, record, nodes, matrix, indexed)
+            state.events = log
+            restore(saved_state["lifecycle"], node_from_record)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:  # CorruptFileError is a ValueError
         for ns in built:
-            atlas.backend.drop(ns)
+            state.backend.drop(ns)
         raise CorruptFileError(f"{where!r} holds inconsistent data: {exc!r}") from None
     return atlas
 
@@ -350,21 +358,16 @@ def _check_partition(record: Mapping[str, Any], arrays: Mapping[str, np.ndarray[
     return record, nodes, matrix
 
 
-def _build_partition(atlas: ElasticMemoryAtlas, record: Mapping[str, Any], nodes: list[MemoryNode],
+def _build_partition(state: EngineState, record: Mapping[str, Any], nodes: list[MemoryNode],
                      matrix: np.ndarray[Any, Any], indexed: Mapping[str, str]) -> None:
-    part = atlas.backend.partition(record["namespace"], create=True)
+    part = state.backend.partition(record["namespace"], create=True)
     assert part is not None
     by_id = {n.id: n for n in nodes}
     for node in nodes:
         part.graph.put_node(node)
-        atlas._where[node.id] = node.namespace
+        state.where[node.id] = node.namespace
     part.vectors.add([n.id for n in nodes], matrix)
-    add_many = getattr(part.keywords, "add_many", None)
-    if callable(add_many):
-        add_many([(n.id, indexed.get(n.id, n.content), n.session_id) for n in nodes])
-    else:
-        for n in nodes:
-            part.keywords.add(n.id, indexed.get(n.id, n.content), session_id=n.session_id)
+    part.keywords.add_many([(n.id, indexed.get(n.id, n.content), n.session_id) for n in nodes])
     for e in record["edges"]:
         part.graph.put_edge(MemoryEdge(source=e["source"], target=e["target"], relation=Relation(e["relation"]),
                                        strength=float(e["strength"]), created_at=float(e["created_at"]),
@@ -378,24 +381,24 @@ def _build_partition(atlas: ElasticMemoryAtlas, record: Mapping[str, Any], nodes
 
 
 # -- exports -------------------------------------------------------------------------------------
-def _nodes_and_edges(atlas: ElasticMemoryAtlas, namespace: str | None
+def _nodes_and_edges(state: EngineState, namespace: str | None
                      ) -> list[tuple[MemoryNode, list[MemoryEdge]]]:
     out = []
-    with atlas._lock:
-        names = [namespace] if namespace is not None else sorted(atlas.backend.namespaces())
+    with state.lock:
+        names = [namespace] if namespace is not None else sorted(state.backend.namespaces())
         for ns in names:
-            part = atlas.backend.partition(ns)
+            part = state.backend.partition(ns)
             for node in part.graph.nodes() if part is not None else ():
                 edges = [e for e in part.graph.edges(node.id) if e.source == node.id]  # type: ignore[union-attr]
-                out.append((atlas._public(part, node), edges))  # type: ignore[arg-type]
+                out.append((state.public(part, node), edges))  # type: ignore[arg-type]
     return out
 
 
-def export_jsonl(atlas: ElasticMemoryAtlas, path: PathLike, *, namespace: str | None = None,
+def export_jsonl(state: EngineState, path: PathLike, *, namespace: str | None = None,
                  embeddings: bool = False) -> Path:
     """One JSON object per line: ``{"type": "node", ...}`` for each memory (ISO times, optional
     embedding), then ``{"type": "edge", ...}`` for each edge."""
-    items = _nodes_and_edges(atlas, namespace)
+    items = _nodes_and_edges(state, namespace)
 
     def write(fh: IO[bytes]) -> None:
         for node, _ in items:
@@ -408,13 +411,13 @@ def export_jsonl(atlas: ElasticMemoryAtlas, path: PathLike, *, namespace: str | 
     return _atomic_write(path, write)
 
 
-def export_graphml(atlas: ElasticMemoryAtlas, path: PathLike, *, namespace: str | None = None) -> Path:
+def export_graphml(state: EngineState, path: PathLike, *, namespace: str | None = None) -> Path:
     """A GraphML file (Gephi, Cytoscape, yEd, networkx): memories as nodes with their fields
     (times in ISO, metadata as JSON text), edges keyed by relation."""
     import networkx as nx
 
     graph = nx.MultiDiGraph()
-    items = _nodes_and_edges(atlas, namespace)
+    items = _nodes_and_edges(state, namespace)
     for node, _ in items:
         attrs = {k: json.dumps(v) if k == "metadata" else v for k, v in node.as_dict().items()
                  if v is not None and k != "id"}

@@ -19,50 +19,33 @@ from __future__ import annotations
 
 import functools
 import heapq
-import itertools
 import math
 import operator
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from ..formulas._fusion import cosine_scale, fuse
-from ..formulas.decay import decayed_weight, recency_score, rich_weight
+from ..formulas.decay import effective_weight, recency_score
 from ..formulas.filters import Predicate
 from ..formulas.scoring import (
     _Desc,
     linear_score,
     multiplicative_score,
     scale_to,
-    spread_max,
 )
 from ..formulas.timecues import TimeCue, parse_time_cue
-from ..store.memory.vector_index import search_ranked
+from ..store.contract import CandidateQuery, Partition, WalkSpec
 from ..values.config import AtlasConfig
 from ..values.model import MemoryNode, Relation, ScoredMemory, scored_of
 
-if TYPE_CHECKING:
-    from ..store.memory.backend import Partition  # backend imports this module
-
-__all__ = ["RecallRequest", "breadth", "effective_weight", "recall", "resolve_time_cue"]
+__all__ = ["RecallRequest", "breadth", "recall", "resolve_time_cue"]
 
 _PATHS = ("vector", "keyword", "time", "recent")
 _MAX_YEARS_BACK = 30
 
-
-def effective_weight(node: MemoryNode, *, now: float, turn: int, config: AtlasConfig,
-                     association: float = 0.0) -> float:
-    """A memory's weight now, decayed lazily from its last access (see `shared_core.formulas.decay`)."""
-    elapsed = float(turn - node.accessed_turn) if config.decay_unit == "turns" else now - node.last_accessed_at
-    if node.pinned:
-        elapsed = 0.0
-    if config.weight_model == "rich":
-        return rich_weight(node.importance, node.access_count, elapsed, half_life=config.half_life,
-                           association=association, floor=config.weight_floor, cap=config.weight_cap)
-    return decayed_weight(node.weight, elapsed, half_life=config.half_life, floor=config.weight_floor)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -170,48 +153,22 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
         return []
 
     overfetch = k if req.include_history or subset is not None else k + min(len(part.inactive), 4 * k)
-    raw: dict[str, dict[str, float]] = {}  # path -> node id -> the path's own value
     allowed, every = _admission(part, req, subset, admissible)
-
-    def keep(pairs: Iterator[tuple[str, float]] | list[tuple[str, float]], path: str, limit: int) -> None:
-        if every:  # the partition's indexes hold only its memories, and each of them is admissible
-            raw[path] = dict(itertools.islice(pairs, limit))
-            return
-        values: dict[str, float] = {}
-        for node_id, value in pairs:
-            if allowed(node_id):
-                values[node_id] = value
-                if len(values) == limit:
-                    break
-        raw[path] = values
-
-    # The vector search always reaches the candidate_k-th best cosine, the floor of the cosine
-    # scale (cheap: the index ranks in C, and only the hits read become (id, cosine) pairs),
-    # whatever the pool that goes on to fusion.
-    found, found_sims = search_ranked(part.vectors, req.vector, max(overfetch, config.candidate_k), subset=subset)
-    keep(found, "vector", k)
-    if config.keyword_weight > 0:
-        keep(part.keywords.search(req.query, overfetch, session_id=req.session_id if limited else None,
-                                  subset=subset), "keyword", k)
     cue = resolve_time_cue(part, req.query, now=req.now, config=config) if config.time_weight > 0 else None
-    if cue is not None:
-        in_range = [i for i in part.between(cue.start, cue.end) if allowed(i)]
-        if in_range:
-            sims = part.vectors.similarities(req.vector, in_range)
-            order = np.argsort(-sims, kind="stable")[:k]
-            keep(((in_range[int(j)], 1.0) for j in order), "time", k)
-    if req.session_id is not None and config.recency_window > 0 and config.recent_weight > 0:
-        latest = part.latest(req.session_id, config.recency_window + 8)
-        keep(((i, 1.0 / (r + 1)) for r, i in enumerate(latest)), "recent", config.recency_window)
-
+    recent = req.session_id is not None and config.recency_window > 0 and config.recent_weight > 0
+    # The vector search always reaches the candidate_k-th best cosine, the floor of the cosine
+    # scale, whatever the pool that goes on to fusion.
+    found = part.candidates(CandidateQuery(
+        text=req.query, vector=req.vector, k=k, vector_k=max(overfetch, config.candidate_k), keyword_k=overfetch,
+        keywords=config.keyword_weight > 0, keyword_session=req.session_id if limited else None, subset=subset,
+        time_range=None if cue is None else (cue.start, cue.end),
+        recent_session=req.session_id if recent else None, recent_n=config.recency_window + 8,
+        recent_k=config.recency_window, every_admissible=every), allowed)
+    raw, found_sims, cosine = found.paths, found.vector_sims, found.cosine  # path -> node id -> the path's value
     weights = {"vector": config.vector_weight, "keyword": config.keyword_weight,
                "time": config.time_weight, "recent": config.recent_weight}
-    cosine = dict(raw["vector"])  # every candidate's cosine: the vector path's, then the others'
-    others = list(dict.fromkeys(i for path in _PATHS[1:] for i in raw.get(path, ()) if i not in cosine))
-    if not cosine and not others:
+    if not cosine:
         return []
-    if others:
-        cosine.update(zip(others, part.vectors.similarities(req.vector, others).tolist(), strict=True))
     # The cosine of the candidate_k-th best memory is the floor of the scale ("how close to the
     # best"), whatever top_k asked for, so a memory's relevance does not depend on top_k.
     floor = float(found_sims[config.candidate_k - 1]) if len(found_sims) >= config.candidate_k > 0 else None
@@ -224,9 +181,10 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
         seeds = {i: -neg for neg, i in sorted([(-v, i) for i, v in base.items()])[:n_seeds]}
         # an activation under 0.1% of the best seed's cannot move a ranking: do not walk it
         floor_act = 0.001 * max(seeds.values(), default=0.0)
-        boost = spread_max(seeds, _neighbours(part, config), hops=config.graph_hops,
-                           decay=config.graph_hop_decay, fanout=config.graph_fanout,
-                           min_activation=floor_act, beam=_beam(n_seeds, config), walkable=allowed)
+        walk = WalkSpec(factors=_relation_factors(config.relation_weights)[1], hops=config.graph_hops,
+                        decay=config.graph_hop_decay, fanout=config.graph_fanout, min_activation=floor_act,
+                        beam=_beam(n_seeds, config))
+        boost = part.expand(seeds, walk, allowed)
     spread_max_total = sum(config.graph_hop_decay ** h for h in range(1, config.graph_hops + 1))
     norm = 1.0 + config.graph_weight * spread_max_total if boost else 1.0
     gw = config.graph_weight
@@ -295,13 +253,13 @@ def _admission(part: Partition, req: RecallRequest, subset: set[str] | None,
     Every memory may be recalled when nothing narrows the call (no filter, no session scope,
     history or not) and nothing in the partition can be out of date: no superseded or retired
     memory (``inactive``) and no node with an expiry or an end of validity (the graph store's
-    ``bounded_nodes``; a store that does not count them is asked node by node). That is the
+    `GraphStore.bounded_nodes`; a store that does not count them is asked node by node). That is the
     common case, where a recall then fetches no node to admit its few dozen candidates.
     """
     cache: dict[str, bool] = {}
     get_node = part.graph.get_node
     if subset is None and req.predicate is None and (req.include_history or (
-            not part.inactive and getattr(part.graph, "bounded_nodes", None) == 0)):
+            not part.inactive and part.graph.bounded_nodes == 0)):
 
         def exists(node_id: str) -> bool:
             return get_node(node_id) is not None
@@ -341,8 +299,8 @@ def _rank(part: Partition, relevance: Mapping[str, float], pending: Mapping[str,
     relevance, ``resolve`` gives the exact value of a batch of them (best bounds first, those
     that may still beat the k-th score) and they join the exact line. The answer does not
     depend on the batches: a memory is scored when its exact relevance comes up, and the visit
-    stops only when no memory left can beat the k-th score. (One line for both, batches cut at
-    the next exact memory, took 5.3 index calls per 10k top-10 recall against 1.9.)
+    stops only when no memory left can beat the k-th score. (Two lines make fewer index calls
+    than one line for both with batches cut at the next exact memory.)
     """
     get_node = part.graph.get_node
     top: list[tuple[float, float, str, MemoryNode, dict[str, float]]] = []  # min-heap on the sort key
@@ -426,22 +384,6 @@ def _scorer(part: Partition, req: RecallRequest, config: AtlasConfig
 
     return score
 
-
-def _neighbours(part: Partition, config: AtlasConfig) -> Callable[[str], list[tuple[str, float]]]:
-    """Edges of a node as (other end, strength x relation weight). Whether an end may be
-    recalled is asked later, of the few nodes that walk on or rank (`spread_max`'s ``walkable``,
-    `_rank`'s ``allowed``): most nodes a walk reaches are neither."""
-    by_relation, factors = _relation_factors(config.relation_weights)
-    weighted = getattr(part.graph, "weighted_links", None)
-    if weighted is not None:  # the store weighs its edges itself (`DictGraphStore`)
-        return lambda node_id: weighted(node_id, factors)
-    links = part.graph.links
-
-    def neighbours(node_id: str) -> list[tuple[str, float]]:
-        return [(other, min(1.0, strength) * factor) for other, relation, strength in links(node_id)
-                if (factor := by_relation.get(relation)) is not None and other != node_id]
-
-    return neighbours
 
 
 @functools.lru_cache(maxsize=64)

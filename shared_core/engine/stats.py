@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..formulas.decay import effective_weight
 from .events import AtlasEvent
-from .recall import effective_weight
 
 if TYPE_CHECKING:
-    from ..atlas import ElasticMemoryAtlas
+    from .state import EngineState
 
 __all__ = ["HISTOGRAM_EDGES", "KEY_FLAG", "AtlasStats", "KeyHitWindow", "collect_stats", "key_hit_windows"]
 
@@ -158,11 +158,11 @@ class AtlasStats:
         return self.as_table()
 
 
-def collect_stats(atlas: ElasticMemoryAtlas, namespace: str | None, *, bytes_used: int, held: int,
+def collect_stats(state: EngineState, namespace: str | None, *, bytes_used: int, held: int,
                   max_bytes: int | None) -> AtlasStats:
-    """Scan the atlas (or one namespace) under its lock and summarise it."""
-    now = atlas.clock.now()
-    names = [namespace] if namespace is not None else list(atlas.backend.namespaces())
+    """Scan the atlas (or one namespace) and summarise it; the caller holds ``state.lock``."""
+    now = state.clock.now()
+    names = [namespace] if namespace is not None else list(state.backend.namespaces())
     kinds: Counter[str] = Counter()
     sessions: Counter[str] = Counter()
     ends: Counter[str] = Counter()  # edge ends by relation: twice the edges
@@ -171,7 +171,7 @@ def collect_stats(atlas: ElasticMemoryAtlas, namespace: str | None, *, bytes_use
     nodes = edges = pinned = superseded = vector_bytes = 0
     used = 0
     for ns in names:
-        part = atlas.backend.partition(ns)
+        part = state.backend.partition(ns)
         if part is None or part.graph.node_count() == 0:
             continue
         used += 1
@@ -181,24 +181,24 @@ def collect_stats(atlas: ElasticMemoryAtlas, namespace: str | None, *, bytes_use
             sessions[str(node.session_id)] += 1
             pinned += node.pinned
             superseded += node.id in part.inactive
-            weights.append(effective_weight(node, now=now, turn=part.turn, config=atlas.config))
+            weights.append(effective_weight(node, now=now, turn=part.turn, config=state.config))
             if node.metadata.get(KEY_FLAG):
                 key_created.append(node.created_at)
             for other, relation, _ in part.graph.links(node.id):  # each edge from both ends, a self-loop once
                 ends[relation.value] += 2 if other == node.id else 1
-        nbytes = getattr(part.vectors, "nbytes", None)
-        vector_bytes += int(nbytes()) if callable(nbytes) else 0
+        nbytes = part.vectors.nbytes()
+        vector_bytes += 0 if nbytes is None else int(nbytes)
     counts, bins = np.histogram(np.asarray(weights, dtype=float), bins=np.asarray(HISTOGRAM_EDGES))
     histogram = tuple((float(bins[i]), float(bins[i + 1]), int(counts[i])) for i in range(len(counts)))
     totals: Mapping[str, int]
     if namespace is None:
-        totals = atlas.events.totals()
+        totals = state.events.totals()
         evictions, expirations = totals.get("evict", 0), totals.get("expire", 0)
     else:
-        evictions = len(atlas.events.events(kind="evict", namespace=namespace))
-        expirations = len(atlas.events.events(kind="expire", namespace=namespace))
-        totals = dict(Counter(e.kind for e in atlas.events.events(namespace=namespace)))
-    recalls = atlas.events.events(kind="recall", namespace=namespace)
+        evictions = len(state.events.events(kind="evict", namespace=namespace))
+        expirations = len(state.events.events(kind="expire", namespace=namespace))
+        totals = dict(Counter(e.kind for e in state.events.events(namespace=namespace)))
+    recalls = state.events.events(kind="recall", namespace=namespace)
     relations = {relation: n // 2 for relation, n in ends.items()}
     edges = sum(relations.values())
     return AtlasStats(used, nodes, edges, dict(kinds), dict(sessions), relations, histogram,

@@ -18,14 +18,13 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from ..store.contract import Backend, Partition, WriteBatch
 from ..store.memory._ints import number
-from ..store.memory.backend import Backend, Partition
-from ..store.memory.vector_index import Links, add_and_link
 from ..text.embedding import normalize_rows
 from ..values import _validate as check
 from ..values.config import AtlasConfig
 from ..values.errors import InvalidInputError, InvalidMemoryError
-from ..values.model import MemoryEdge, MemoryNode, Relation, new_ids, node_of, with_embedding
+from ..values.model import MemoryNode, Relation, new_ids, node_of, with_embedding
 
 __all__ = ["MemorySpec", "build_spec", "collector_paused", "insert_batches", "insert_memories", "insert_memory",
            "returned_nodes", "specs_from_items"]
@@ -122,14 +121,13 @@ def insert_memories(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDAr
 def collector_paused() -> Iterator[None]:
     """Python's cyclic garbage collector off for the duration (back on after, if it was on).
 
-    An insert allocates a few objects per memory (node, edges, hits), none in cycles, and every
-    700 allocations CPython scans the young objects, every tenth scan the older ones, and now
-    and then every object the process holds: at 100k memories the collector took 19% of a bulk
-    build (2.1 s of 11.3 s), and pausing it here cut that to 0.7 s. Nothing is lost: a deferred
-    scan runs at the next allocation after the insert. The atlas pauses it for a whole write
-    (validation, insert, events and the returned copies): pausing the insert alone left 0.2 s
-    of collections in a 100k build, three of them full scans of ~50 ms inside a batch. The
-    embedding model's call is left out: the switch is process-wide, and that call can be long.
+    An insert allocates a few objects per memory (node, edges, hits), none in cycles, and every 700
+    allocations CPython scans the young objects, every tenth scan the older ones, and now and then
+    every object the process holds: in a large bulk build those scans find nothing and cost a large
+    share of the time. Nothing is lost: a deferred scan runs at the next allocation after the
+    insert. The atlas pauses it for a whole write (validation, insert, events and the returned
+    copies), so no full scan runs inside a batch. The embedding model's call is left out: the
+    switch is process-wide, and that call can be long.
     """
     if not gc.isenabled():
         yield
@@ -155,14 +153,14 @@ def insert_batches(backend: Backend, specs: Sequence[MemorySpec], vecs: Sequence
             end += 1
         part = backend.partition(ns, create=True)
         assert part is not None
-        matrix = np.array(vecs[start:end], dtype=np.float32)  # (np.stack: 0.38 against 0.16 ms a 1,000 rows)
+        matrix = np.array(vecs[start:end], dtype=np.float32)  # (faster than np.stack)
         yield part, insert_memories(part, specs[start:end], matrix, now, cfg, on_rollback=on_rollback)
         start = end
 
 
 CHUNK = 1024
 # Memory per node: a memory or an automatic edge without metadata shares one immutable empty
-# mapping (an empty dict costs 64 bytes), and session ids are interned (one string per session,
+# mapping (no empty dict per node), and session ids are interned (one string per session,
 # not one per memory, when callers build them per request).
 _NO_METADATA: Mapping[str, Any] = MappingProxyType({})
 
@@ -198,75 +196,9 @@ def _insert_chunk(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDArra
                               expires_at=None if spec.ttl is None else now + spec.ttl, valid_from=now, valid_to=None,
                               kind=spec.kind))
     done.extend(nodes)  # from here on a failure must undo these too
-    graph = part.graph
-    put_node = graph.put_node
-    for node in nodes:
-        put_node(node)
-    ids = [n.id for n in nodes]
-    similar = _link(part, ids, vecs, cfg)  # adds the vectors
-    _add_keywords(part, nodes)
-    links: list[tuple[str, str, Relation, float]] = []  # (source, target, relation, strength)
-    last: dict[str | None, str] = {}  # each session's newest id so far
-    similar_to, before, link_temporal = Relation.SIMILAR_TO, Relation.BEFORE, cfg.link_temporal
-    add, sessions = links.append, [node.session_id for node in nodes]
-    for node_id, session, spec, hits in zip(ids, sessions, specs, similar, strict=True):
-        if link_temporal:
-            previous = last.get(session)
-            if previous is None:  # the session's newest before this chunk (tracked below: none of the chunk)
-                latest = part.latest(session, 1)
-                previous = latest[0] if latest else None
-            if previous is not None:
-                add((previous, node_id, before, 1.0))
-            last[session] = node_id
-        for other, sim in hits:
-            add((node_id, other if isinstance(other, str) else ids[other], similar_to, sim))
-        if spec.links:
-            links.extend((node_id, target, relation, strength) for target, relation, strength in spec.links)
-    _track(part, ids, sessions, [node.timestamp for node in nodes])
-    put_links = getattr(graph, "put_links", None)  # the dict store's batched form: no MemoryEdge per edge
-    if put_links is not None:
-        put_links(links, created_at=now)
-    else:
-        for source, target, relation, strength in links:
-            graph.put_edge(MemoryEdge(source=source, target=target, relation=relation, strength=strength,
-                                      created_at=now, metadata=_NO_METADATA))
-
-
-def _track(part: Partition, ids: Sequence[str], sessions: Sequence[str | None], timestamps: Sequence[float]) -> None:
-    """`Partition.track` of each memory, in one call when the partition offers ``track_many``."""
-    track_many = getattr(part, "track_many", None)
-    if track_many is not None:
-        track_many(ids, sessions, timestamps)
-        return
-    for node_id, session, timestamp in zip(ids, sessions, timestamps, strict=True):
-        part.track(node_id, session, timestamp)
-
-
-def _link(part: Partition, ids: Sequence[str], vecs: npt.NDArray[np.float32], cfg: AtlasConfig) -> Links:
-    """Add the rows to the partition's vectors and give, for each row, the ``similar_top`` best
-    (id, cosine) at or above ``similar_threshold`` among the partition's current memories and
-    the earlier rows (given by row number), superseded memories left out."""
-    top = cfg.similar_top
-    if top <= 0:
-        part.vectors.add(ids, vecs)
-        return [[] for _ in ids]
-    inactive = part.inactive
-    spare = min(len(inactive), 8) + 1 if inactive else 0  # room for superseded memories to drop
-    found = add_and_link(part.vectors, ids, vecs, top + spare, min_similarity=cfg.similar_threshold)
-    if inactive:
-        return [[hit for hit in hits if hit[0] not in inactive][:top] for hits in found]
-    return [hits[:top] for hits in found]
-
-
-def _add_keywords(part: Partition, nodes: Sequence[MemoryNode]) -> None:
-    """One transaction for the batch when the index's class offers ``add_many``; else one by one."""
-    rows = [(n.id, n.content, n.session_id) for n in nodes]
-    add_many = getattr(type(part.keywords), "add_many", None)
-    if add_many is not None:
-        add_many(part.keywords, rows)
-        return
-    for node_id, text, session in rows:
-        part.keywords.add(node_id, text, session_id=session)
+    part.write_batch(WriteBatch(nodes=nodes, vectors=vecs, similar_top=cfg.similar_top,
+                                min_similarity=cfg.similar_threshold, link_temporal=cfg.link_temporal,
+                                links=[spec.links for spec in specs], created_at=now))
 
 
 def specs_from_items(config: AtlasConfig, dim: int, items: object, *, namespace: str,

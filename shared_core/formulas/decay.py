@@ -8,8 +8,13 @@ notebook can plot it. The atlas stores a memory's weight *as of its last access*
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-__all__ = ["decayed_weight", "eviction_value", "recency_score", "reinforced_weight", "rich_weight"]
+if TYPE_CHECKING:
+    from ..values.config import AtlasConfig
+    from ..values.model import MemoryNode
+
+__all__ = ["decayed_weight", "effective_weight", "eviction_value", "recency_score", "reinforced_weight", "rich_weight"]
 
 LN2 = math.log(2.0)
 
@@ -87,3 +92,16 @@ def eviction_value(weight: float, age: float, degree: int, *, recency_half_life:
     """
     recency = recency_score(age, half_life=recency_half_life)
     return weight * (0.5 + 0.5 * recency) * (1.0 + math.log1p(max(degree, 0)))
+
+
+def effective_weight(node: MemoryNode, *, now: float, turn: int, config: AtlasConfig,
+                     association: float = 0.0) -> float:
+    """A memory's weight now, decayed lazily from its last access: `rich_weight` or
+    `decayed_weight` of the time (or turns, with ``decay_unit="turns"``) since its last access."""
+    elapsed = float(turn - node.accessed_turn) if config.decay_unit == "turns" else now - node.last_accessed_at
+    if node.pinned:
+        elapsed = 0.0
+    if config.weight_model == "rich":
+        return rich_weight(node.importance, node.access_count, elapsed, half_life=config.half_life,
+                           association=association, floor=config.weight_floor, cap=config.weight_cap)
+    return decayed_weight(node.weight, elapsed, half_life=config.half_life, floor=config.weight_floor)

@@ -93,7 +93,7 @@ class TiktokenCounter:
       costs look-ups, not an encoding. Texts with other whitespace (tabs, two spaces, a
       leading or trailing newline...) or with words over 64 characters are encoded whole.
       Two LRU caches of ``2 * cache_size`` words each, and one of ``cache_size`` lines of
-      blocks (a context block is counted line by line); full, all the caches take about 8 MB.
+      blocks (a context block is counted line by line).
 
     >>> TiktokenCounter().count("hello world")
     2

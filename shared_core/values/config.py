@@ -72,20 +72,16 @@ class AtlasConfig:
     similar_top: int = 3
     link_temporal: bool = True
     # vector index: exact (numpy) below ann_threshold vectors per namespace, approximate (faiss
-    # IVF, see shared_core.store.memory.ann_index) from there on; None keeps every namespace exact. 2048: the
-    # write path's exact link search costs each new memory n dot products against about 4 sqrt(n)
-    # approximate, and add_memories at 10k took 30% longer with 4096
+    # IVF, see shared_core.store.memory.ann_index) from there on; None keeps every namespace exact.
+    # The write path's exact link search costs each new memory n dot products against about
+    # 4 sqrt(n) approximate, which sets the threshold.
     # ann_probe_fraction: the share of the IVF lists a search scans (at least 24 lists)
     # ann_vector_dtype: how the approximate index stores a vector. "float16" (faiss
-    # IndexIVFScalarQuantizer, QT_fp16) halves the bytes its scans read: a raw faiss query (one
-    # thread, 384 dims, top 60) took 48 us instead of 91 at 10k (200 lists, 24 probes) and 397
-    # instead of 833 at 100k (632 lists, 51 probes); the index's k=10 search on MiniLM vectors
-    # 0.058 ms instead of 0.094 and 0.344 instead of 0.778, at the same recall@10; the index holds
-    # about 820 bytes a vector instead of 1,600 (see shared_core.store.memory.ann_index). The stored vectors
-    # are rounded to float16 (a relative error below 2**-11 a component): the index's
-    # get/get_many/vectors/similarities return them rounded, and an atlas saved from it saves
-    # them rounded. "float32" keeps IndexIVFFlat's exact vectors and answers. The exact index
-    # below ann_threshold always stores float32.
+    # IndexIVFScalarQuantizer, QT_fp16) halves the bytes its scans read and the index holds. The
+    # stored vectors are rounded to float16 (a relative error below 2**-11 a component): the
+    # index's get/get_many/vectors/similarities return them rounded, and an atlas saved from it
+    # saves them rounded. "float32" keeps IndexIVFFlat's exact vectors and answers. The exact
+    # index below ann_threshold always stores float32.
     ann_threshold: int | None = 2048
     ann_probe_fraction: float = 0.08
     ann_vector_dtype: Literal["float16", "float32"] = "float16"

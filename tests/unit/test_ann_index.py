@@ -10,6 +10,7 @@ import numpy.typing as npt
 import pytest
 
 from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, InvalidInputError, ManualClock
+from shared_core.store.base import KeywordIndexBase
 from shared_core.store.memory.ann_index import EXACT_SUBSET, IVFVectorIndex, VectorDtype, list_count, retrain_due
 from shared_core.store.memory.backend import TieredVectorIndex
 
@@ -202,8 +203,9 @@ def test_an_atlas_goes_approximate_per_namespace_and_stays_consistent_with_its_g
     assert atlas.retrieve("fact 140", namespace="big", top_k=1, reinforce=False)[0].node.content == facts[140]
 
 
-class _KeywordsFailingAt:
-    """A keyword index whose n-th ``add`` fails (it has no ``add_many``, so each row is added)."""
+class _KeywordsFailingAt(KeywordIndexBase):
+    """A keyword index whose n-th ``add`` fails (``add_many`` is the contract's default, so each
+    row is added)."""
 
     def __init__(self, inner: object, fail_at: int) -> None:
         self.inner, self.fail_at, self.calls = inner, fail_at, 0

@@ -10,13 +10,15 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, InvalidMemoryError, ManualClock, ann_index
+from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, InvalidMemoryError, ManualClock
 from shared_core.engine.writes import build_spec, specs_from_items
+from shared_core.store.memory import ann_index
 from shared_core.store.memory._ivf_training import FIRST_RETRAIN_GROWTH, RETRAIN_GROWTH
 from shared_core.store.memory._link_search import best_links, scan_lists
 from shared_core.store.memory.ann_index import IVFVectorIndex, VectorDtype, list_count, training_size
 from shared_core.store.memory.backend import TieredVectorIndex
-from shared_core.store.memory.vector_index import NumpyVectorIndex, add_and_link, merge_links
+from shared_core.store.memory.vector_index import NumpyVectorIndex
+from shared_core.store.vector_math import merge_links
 
 from ._fp16 import as_stored
 
@@ -189,8 +191,8 @@ def test_the_tiered_index_links_across_the_switch_to_approximate() -> None:
     tiered = TieredVectorIndex(DIM, threshold=1000)
     exact = NumpyVectorIndex(DIM)
     for start in range(0, 3000, 700):
-        got = add_and_link(tiered, ids[start:start + 700], vectors[start:start + 700], 3, min_similarity=0.6)
-        want = add_and_link(exact, ids[start:start + 700], vectors[start:start + 700], 3, min_similarity=0.6)
+        got = tiered.add_and_link(ids[start:start + 700], vectors[start:start + 700], 3, min_similarity=0.6)
+        want = exact.add_and_link(ids[start:start + 700], vectors[start:start + 700], 3, min_similarity=0.6)
         if start < 1000:  # exact until the add that reaches the threshold
             assert got == want
         assert all(len(h) <= 3 for h in got)

@@ -23,6 +23,7 @@ from shared_core import (
     NamespaceViolationError,
     Relation,
 )
+from shared_core.store.base import KeywordIndexBase
 
 from ._state import snapshot
 
@@ -179,7 +180,7 @@ def test_errors_also_inherit_the_builtins() -> None:
     assert issubclass(NamespaceViolationError, PermissionError)
 
 
-class _FailingKeywords:
+class _FailingKeywords(KeywordIndexBase):
     """Wraps a keyword index and fails on the n-th add, to test rollback of a half-done write."""
 
     def __init__(self, inner, fail_at: int) -> None:  # type: ignore[no-untyped-def]

@@ -6,7 +6,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, _ints
+from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder
+from shared_core.store.memory import _ints
 
 
 def test_the_table_numbers_itself_correctly_when_threads_grow_it_at_once() -> None:

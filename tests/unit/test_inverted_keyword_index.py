@@ -334,7 +334,8 @@ def test_frequent_terms_and_repeated_words() -> None:
 
 
 def test_rows_run_out_only_when_live_documents_fill_them(monkeypatch: pytest.MonkeyPatch) -> None:
-    from shared_core import AtlasError, inverted_index
+    from shared_core import AtlasError
+    from shared_core.store.memory import inverted_index
 
     monkeypatch.setattr(inverted_index, "MAX_ROWS", 100)
     index = InvertedKeywordIndex()

@@ -9,8 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, ManualClock, lifecycle
+from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, ManualClock
+from shared_core.engine.lifecycle import manager as lifecycle
 from shared_core.engine.lifecycle.capacity import EDGE_OVERHEAD, NODE_OVERHEAD, node_bytes
+from shared_core.store.base import KeywordIndexBase
 
 Build = Callable[..., ElasticMemoryAtlas]
 
@@ -171,7 +173,7 @@ def test_a_failed_write_leaves_the_byte_count_as_it_was(make_atlas: Build) -> No
     before = atlas.stats().bytes_used
     inner = part.keywords
 
-    class Failing:
+    class Failing(KeywordIndexBase):
         def add(self, *args: object, **kwargs: object) -> None:
             raise OSError("disk on fire")
 
@@ -189,10 +191,10 @@ def test_a_failed_write_leaves_the_byte_count_as_it_was(make_atlas: Build) -> No
 
 def _after_write_one_by_one(life: object, now: float, *, protect: set[str]) -> None:
     """`Lifecycle.after_write` as it was, memory by memory: the reference for the batched one."""
-    atlas = life.atlas  # type: ignore[attr-defined]
+    state = life.engine  # type: ignore[attr-defined]
     for nid in protect:
-        ns = atlas._where.get(nid)
-        part = atlas.backend.partition(ns) if ns is not None else None
+        ns = state.where.get(nid)
+        part = state.backend.partition(ns) if ns is not None else None
         node = part.graph.get_node(nid) if part is not None else None
         if part is not None and node is not None:
             life.account(part, node)  # type: ignore[attr-defined]

@@ -194,7 +194,7 @@ def test_a_failing_embedder_leaves_the_atlas_as_it_was(clock: ManualClock, monke
     def broken(texts: object, **kwargs: object) -> object:
         raise ConnectionError("embedding service down")
 
-    monkeypatch.setattr(atlas, "_embed", broken)
+    monkeypatch.setattr(atlas._state, "embed", broken)
     with pytest.raises(ConnectionError):
         atlas.compress()
     assert snapshot(atlas) == before  # neither the merge nor the summary was applied

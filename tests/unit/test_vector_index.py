@@ -11,7 +11,7 @@ import pytest
 from shared_core import NumpyVectorIndex, VectorIndex
 from shared_core.store.memory.ann_index import IVFVectorIndex
 from shared_core.store.memory.backend import TieredVectorIndex
-from shared_core.store.memory.vector_index import dot_rows, search_many, top_k_rows
+from shared_core.store.vector_math import dot_rows, top_k_rows
 
 from ._fp16 import as_stored
 
@@ -146,7 +146,7 @@ def test_similarities_are_dot_products_and_zero_for_unknown_ids(index: VectorInd
 def test_search_many_equals_one_search_per_row(index: VectorIndex) -> None:
     fill(index, 150)
     queries = unit_rows(9, seed=6)
-    batched = search_many(index, queries, 4)
+    batched = index.search_many(queries, 4)
     single = [index.search(q, 4) for q in queries]
     assert [[i for i, _ in row] for row in batched] == [[i for i, _ in row] for row in single]
     np.testing.assert_allclose([[s for _, s in row] for row in batched],
@@ -190,7 +190,7 @@ class _SearchOnly:
 
 
 def test_ranked_search_and_vectors_of_give_what_search_and_get_give(index: VectorIndex) -> None:
-    from shared_core.store.memory.vector_index import search_ranked, vectors_of
+    from shared_core.store.vector_math import search_ranked, vectors_of
 
     ids, _ = fill(index, 150)
     index.remove(ids[:5])

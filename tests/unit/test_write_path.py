@@ -7,6 +7,7 @@ import pytest
 
 from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, ManualClock, NetworkXGraphStore
 from shared_core.engine import writes as write_module
+from shared_core.store.base import VectorIndexBase
 from shared_core.store.memory.graph_store import DictGraphStore, GraphStore
 from shared_core.values.model import MemoryEdge, MemoryNode, Relation
 
@@ -89,7 +90,7 @@ def test_items_of_several_namespaces_go_to_their_own_partitions() -> None:
                    for e in atlas.edges(node.id))
 
 
-class _VectorsFailingOnAdd:
+class _VectorsFailingOnAdd(VectorIndexBase):
     def __init__(self, inner: object) -> None:
         self.inner = inner
 

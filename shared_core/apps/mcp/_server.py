@@ -20,8 +20,8 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from ... import __version__
 from ...values.errors import AtlasError
+from ...values.version import __version__
 from ._service import Forgotten, MemoryService, ReadResult, SearchResult, StatsResult, Style, Updated, Written
 
 __all__ = ["AtlasMCPServer", "build_server"]

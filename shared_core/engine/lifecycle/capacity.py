@@ -3,18 +3,11 @@
 What a memory costs is counted from what is actually stored for it: its embedding row, its text
 (held twice: by the graph node and by the keyword index), its metadata (as JSON, plus the dict
 that holds it when there is any), and a fixed overhead for the objects and index entries around
-it; each edge costs a fixed overhead too. Measured for the in-process backend on CPython 3.11
-(``benchmarks/memory_breakdown.py --capacity``: the resident memory that 20,000 memories in
-namespaces of 4,000, with about 1 and about 3.7 edges each, add to a process that has already
-loaded faiss, less their texts' UTF-8 bytes and the vector indexes' own bytes), a memory's
-objects and index entries take 743 bytes (the text's ``str`` header included; 765 before
-sessions kept lists instead of id-dicts, 850 before the 24-character ids and the keyword index's
-shared row numbers) and an edge 75, once freed memory is handed back (``malloc_trim``). (The
-figures quoted here before, 870 and then 700 bytes, came from a probe whose memories shared
-their strings with the corpus, so their texts were subtracted without having been counted.) A
-process that never hands freed memory back holds about 650 bytes more per memory of freed heap
-from the write path (the calibration test in ``tests/integration/test_lifecycle_stream.py``);
-the overhead below includes about a third of it. The vector index's own figure (``nbytes()``)
+it; each edge costs a fixed overhead too. The overheads are calibrated for the in-process
+backend on CPython (the resident memory that memories add to a process, less their texts' bytes
+and the vector indexes' own bytes; ``tests/integration/test_lifecycle_stream.py`` checks the
+accounting against real memory), and include part of the freed heap a process that never hands
+memory back keeps from the write path. The vector index's own figure (``nbytes()``)
 adds its spare capacity; an index that holds vectors elsewhere (faiss) must count them there.
 
 >>> stored_bytes(text_bytes=40, metadata_bytes=0, dim=384)
@@ -40,7 +33,7 @@ NODE_OVERHEAD = 1030
 #: bytes per edge (its row in the graph store's arrays and its place in two adjacency lists)
 EDGE_OVERHEAD = 100
 #: bytes of the dict that holds a memory's metadata, when it has any (``sys.getsizeof`` of a
-#: dict of up to five keys; 223 bytes per memory were measured for ``{"role": ..., "i": ...}``)
+#: dict of up to five keys)
 METADATA_OVERHEAD = 184
 
 

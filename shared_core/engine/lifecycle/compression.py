@@ -26,23 +26,41 @@ import logging
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import networkx as nx
 import numpy as np
 import numpy.typing as npt
 
+from ...formulas.decay import effective_weight
 from ...values.model import MemoryEdge, MemoryNode, Relation, iso, new_ids
-from ..recall import effective_weight
 from .contradiction import different_values
 from .summarize import Summarizer, extractive_summary
 
 if TYPE_CHECKING:
-    from ...atlas import ElasticMemoryAtlas
-    from ...store.memory.backend import Partition
+    from ...store.contract import Partition
     from ...values.config import AtlasConfig
+    from ..state import EngineState
 
-__all__ = ["CompressionReport", "MergeRecord", "SummaryRecord", "group_pairs", "keyword_text", "near_duplicate_pairs"]
+__all__ = ["CompressionReport", "Ledger", "MergeRecord", "SummaryRecord", "group_pairs", "keyword_text",
+           "near_duplicate_pairs"]
+
+
+class Ledger(Protocol):
+    """The lifecycle bookkeeping a compression run updates (`shared_core.engine.lifecycle.manager.Lifecycle`)."""
+
+    summarizer: Summarizer
+
+    def remove(self, part: Partition, node: MemoryNode, *, kind: str | None, reason: str) -> None: ...
+
+    def account(self, part: Partition, node: MemoryNode, *, indexed: str | None = None,
+                previous: MemoryNode | None = None) -> None: ...
+
+    def dirty_ids(self, namespace: str) -> set[str] | None: ...
+
+    def clear_dirty(self, namespace: str, seen: set[str] | None) -> None: ...
+
+    def enforce(self, now: float, *, protect: set[str]) -> None: ...
 
 logger = logging.getLogger("shared_core")
 
@@ -322,12 +340,12 @@ def plan_chapters(part: Partition, *, config: AtlasConfig, exclude: Collection[s
     return plans
 
 
-def write_summary(atlas: ElasticMemoryAtlas, part: Partition, plan: SummaryPlan, now: float
+def write_summary(state: EngineState, life: Ledger, part: Partition, plan: SummaryPlan, now: float
                   ) -> tuple[MemoryNode, list[MemoryNode]] | None:
     """Insert a planned summary over its members that still exist; None if too few remain."""
     members = [n for i in plan.members if (n := part.graph.get_node(i)) is not None
                and i not in part.inactive and n.is_current(now)]
-    least = atlas.config.summary_min_size if plan.kind == "cluster" else 1
+    least = state.config.summary_min_size if plan.kind == "cluster" else 1
     if len(members) < least or plan.vector is None or not plan.text.strip():
         return None
     start, end = min(n.timestamp for n in members), max(n.timestamp for n in members)
@@ -341,12 +359,12 @@ def write_summary(atlas: ElasticMemoryAtlas, part: Partition, plan: SummaryPlan,
         part.keywords.add(node.id, node.content, session_id=node.session_id)
         part.track(node.id, node.session_id, node.timestamp)
         _place_before(part, node.id, node.session_id, {n.id for n in members})
-        atlas._where[node.id] = part.namespace
+        state.where[node.id] = part.namespace
         for m in members:
             part.graph.put_edge(MemoryEdge(source=node.id, target=m.id, relation=Relation.SUMMARIZES,
                                            strength=1.0, created_at=now))
     except BaseException:
-        atlas._life.remove(part, node, kind=None, reason="rollback")
+        life.remove(part, node, kind=None, reason="rollback")
         raise
     return node, members
 
@@ -363,7 +381,8 @@ def _place_before(part: Partition, node_id: str, session: str | None, members: s
     part.sessions[session] = dict.fromkeys(order)
 
 
-def compress_atlas(atlas: ElasticMemoryAtlas, namespaces: Sequence[str], *, progress: bool) -> CompressionReport:
+def compress_atlas(state: EngineState, life: Ledger, namespaces: Sequence[str], *, progress: bool
+                   ) -> CompressionReport:
     """Run the three steps over ``namespaces`` (see the module docstring).
 
     Everything is planned under the lock without changing anything; summary texts and their
@@ -371,14 +390,14 @@ def compress_atlas(atlas: ElasticMemoryAtlas, namespaces: Sequence[str], *, prog
     the memories that still qualify. So a failing embedder or summarizer leaves the atlas as it was.
     """
     started = time.perf_counter()
-    cfg, life = atlas.config, atlas._life
+    cfg = state.config
     bar = _progress(progress)
     groups: list[tuple[str, str, list[str]]] = []
     plans: list[SummaryPlan] = []
     seen: dict[str, set[str] | None] = {}
-    with atlas._lock:
-        now = atlas.clock.now()
-        parts = [p for ns in namespaces if (p := atlas.backend.partition(ns)) is not None]
+    with state.lock:
+        now = state.clock.now()
+        parts = [p for ns in namespaces if (p := state.backend.partition(ns)) is not None]
         if bar is not None:
             bar.total = sum(p.graph.node_count() for p in parts)
         for part in parts:
@@ -395,19 +414,19 @@ def compress_atlas(atlas: ElasticMemoryAtlas, namespaces: Sequence[str], *, prog
                 bar.refresh()
             for plan in plans:
                 plan.text = _summarize(life.summarizer, plan.texts)
-            for plan, vector in zip(plans, atlas._embed([p.text for p in plans]), strict=True):
+            for plan, vector in zip(plans, state.embed([p.text for p in plans]), strict=True):
                 plan.vector = vector
-        with atlas._lock:
-            now = atlas.clock.now()
+        with state.lock:
+            now = state.clock.now()
             merged = [record for ns, survivor, absorbed in groups
-                      if (record := _apply_merge(atlas, ns, survivor, absorbed, now)) is not None]
-            summaries, faded = _apply_summaries(atlas, plans, now, bar)
+                      if (record := _apply_merge(state, life, ns, survivor, absorbed, now)) is not None]
+            summaries, faded = _apply_summaries(state, life, plans, now, bar)
             for ns, dirty in seen.items():
                 life.clear_dirty(ns, dirty)
             report = CompressionReport(tuple(merged), tuple(summaries), faded, tuple(namespaces),
                                        time.perf_counter() - started)
             for ns in namespaces:
-                atlas.events.emit("compress", namespace=ns, node_id=None, at=now, reason="compress",
+                state.events.emit("compress", namespace=ns, node_id=None, at=now, reason="compress",
                                   merged=sum(len(m.absorbed) for m in merged if m.namespace == ns),
                                   summaries=sum(s.namespace == ns for s in summaries))
             life.enforce(now, protect={s.summary_id for s in summaries})
@@ -430,9 +449,9 @@ def _summarize(summarizer: Summarizer, texts: Sequence[str]) -> str:
     return text
 
 
-def _apply_merge(atlas: ElasticMemoryAtlas, namespace: str, survivor_id: str, absorbed_ids: Sequence[str],
+def _apply_merge(state: EngineState, life: Ledger, namespace: str, survivor_id: str, absorbed_ids: Sequence[str],
                  now: float) -> MergeRecord | None:
-    part = atlas.backend.partition(namespace)
+    part = state.backend.partition(namespace)
     survivor = _live(part, survivor_id, now) if part is not None else None
     if part is None or survivor is None:
         return None
@@ -441,39 +460,39 @@ def _apply_merge(atlas: ElasticMemoryAtlas, namespace: str, survivor_id: str, ab
         return None
 
     def drop(node: MemoryNode) -> None:
-        atlas._life.remove(part, node, kind=None, reason="merge")
+        life.remove(part, node, kind=None, reason="merge")
 
-    merged = merge_group(part, survivor, absorbed, config=atlas.config, remove=drop)
-    atlas._life.account(part, merged, indexed=keyword_text(merged), previous=survivor)
-    atlas.events.emit("merge", namespace=namespace, node_id=merged.id, at=now,
-                      reason=f"near-duplicates (cosine >= {atlas.config.merge_threshold})",
+    merged = merge_group(part, survivor, absorbed, config=state.config, remove=drop)
+    life.account(part, merged, indexed=keyword_text(merged), previous=survivor)
+    state.events.emit("merge", namespace=namespace, node_id=merged.id, at=now,
+                      reason=f"near-duplicates (cosine >= {state.config.merge_threshold})",
                       absorbed=[n.id for n in absorbed])
     return MergeRecord(namespace, merged.id, tuple(n.id for n in absorbed))
 
 
-def _apply_summaries(atlas: ElasticMemoryAtlas, plans: Sequence[SummaryPlan], now: float, bar: Any
+def _apply_summaries(state: EngineState, life: Ledger, plans: Sequence[SummaryPlan], now: float, bar: Any
                      ) -> tuple[list[SummaryRecord], int]:
-    cfg = atlas.config
+    cfg = state.config
     summaries: list[SummaryRecord] = []
     faded = 0
     for plan in plans:
-        owner = atlas.backend.partition(plan.namespace)
-        written = write_summary(atlas, owner, plan, now) if owner is not None else None
+        owner = state.backend.partition(plan.namespace)
+        written = write_summary(state, life, owner, plan, now) if owner is not None else None
         if bar is not None:
             bar.update(1)
         if owner is None or written is None:
             continue
         node, members = written
-        atlas._life.account(owner, node)
+        life.account(owner, node)
         summaries.append(SummaryRecord(plan.namespace, node.id, plan.kind, tuple(m.id for m in members),
                                        plan.session_id))
-        atlas.events.emit("summarize", namespace=plan.namespace, node_id=node.id, at=now,
+        state.events.emit("summarize", namespace=plan.namespace, node_id=node.id, at=now,
                           reason=f"{plan.kind} of {len(members)} memories", members=[m.id for m in members])
         if plan.kind == "cluster":
             for m in members:
                 weight = max(cfg.weight_floor, m.weight * cfg.summary_fade)
                 owner.graph.put_node(replace(m, weight=weight))
-                atlas.events.emit("decay", namespace=plan.namespace, node_id=m.id, at=now,
+                state.events.emit("decay", namespace=plan.namespace, node_id=m.id, at=now,
                                   reason=f"summarized by {node.id} (x{cfg.summary_fade})", weight=weight)
                 faded += 1
     return summaries, faded

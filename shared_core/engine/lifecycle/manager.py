@@ -28,11 +28,10 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ...formulas.decay import eviction_value
+from ...formulas.decay import effective_weight, eviction_value
 from ...values.errors import InvalidInputError
 from ...values.model import MemoryEdge, MemoryNode, Relation, ScoredMemory
 from ..persistence import node_record
-from ..recall import effective_weight
 from ..stats import KEY_FLAG, AtlasStats, collect_stats
 from .capacity import EDGE_OVERHEAD, NODE_OVERHEAD, cleanup_level, node_bytes, prunable, stored_bytes
 from .compression import CompressionReport, compress_atlas
@@ -46,8 +45,8 @@ from .summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from .write_filter import HeuristicWriteFilter, WorkingBuffer, WriteFilter
 
 if TYPE_CHECKING:
-    from ...atlas import ElasticMemoryAtlas
-    from ...store.memory.backend import Partition
+    from ...store.contract import Partition
+    from ..state import EngineState
     from ..writes import MemorySpec
 
 __all__ = ["AtlasStats", "Lifecycle"]
@@ -65,22 +64,22 @@ def _plugin(value: Any, method: str, name: str) -> Any:
 class Lifecycle:
     """Filter, contradictions, compression, removal, expiry, caps and stats for one atlas."""
 
-    def __init__(self, atlas: ElasticMemoryAtlas, *, llm: Any = None, contradiction_detector: Any = None,
+    def __init__(self, state: EngineState, *, llm: Any = None, contradiction_detector: Any = None,
                  write_filter: Any = None, summarizer: Any = None) -> None:
         if llm is not None and not (callable(llm) or hasattr(llm, "invoke") or hasattr(llm, "complete")):
             raise InvalidInputError(f"llm must be a LangChain model, a LlamaIndex LLM or a callable, got {llm!r}")
-        self.atlas = atlas
+        self.engine = state
         self.llm = llm
         self._detector: ContradictionDetector | None = _plugin(contradiction_detector, "detect",
                                                                "contradiction_detector")
         self._filter: WriteFilter | None = _plugin(write_filter, "score", "write_filter")
         self.summarizer: Summarizer = _plugin(summarizer, "summarize", "summarizer") or (
             LLMSummarizer(llm) if llm is not None else ExtractiveSummarizer())
-        self.held = WorkingBuffer(per_session=max(16, atlas.config.working_memory))
+        self.held = WorkingBuffer(per_session=max(16, state.config.working_memory))
         self._expiry: list[tuple[float, str]] = []
         self.indexed: dict[str, str] = {}  # keyword text of merged memories
         # the sum of `size` over the accounted memories; a memory's own figure is recomputed from
-        # its node when needed rather than kept per id (a dict of ints took 53 bytes a memory)
+        # its node when needed rather than kept per id (no int per id)
         self._node_bytes = 0
         self._dirty: dict[str, set[str] | None] = {}
         self._since_compress: Counter[str] = Counter()
@@ -94,14 +93,14 @@ class Lifecycle:
         """The filter in use: the one passed to the atlas, else the heuristic if the config asks."""
         if self._filter is not None:
             return self._filter
-        return HeuristicWriteFilter() if self.atlas.config.write_filter else None
+        return HeuristicWriteFilter() if self.engine.config.write_filter else None
 
     @property
     def detector(self) -> ContradictionDetector | None:
         """The detector in use: the one passed, else the LLM one (with ``llm``) or the heuristic."""
         if self._detector is not None:
             return self._detector
-        if not self.atlas.config.contradiction_check:
+        if not self.engine.config.contradiction_check:
             return None
         return LLMContradictionDetector(self.llm) if self.llm is not None else HeuristicContradictionDetector()
 
@@ -124,7 +123,7 @@ class Lifecycle:
             except Exception:
                 logger.exception("write filter %r failed; writing the turn", flt)
                 continue
-            if score < self.atlas.config.write_threshold:
+            if score < self.engine.config.write_threshold:
                 held[i] = (spec, score)
         return held
 
@@ -136,7 +135,7 @@ class Lifecycle:
             return kept
         nodes: dict[int, MemoryNode] = {}
         for i, (spec, score) in held.items():
-            part = self.atlas.backend.partition(spec.namespace)
+            part = self.engine.backend.partition(spec.namespace)
             turn = part.turn if part is not None else 0
             node = MemoryNode(id=f"wm-{uuid.uuid4().hex}", content=spec.content, namespace=spec.namespace,
                               session_id=spec.session_id, weight=spec.importance, importance=spec.importance,
@@ -145,8 +144,8 @@ class Lifecycle:
                               valid_from=now, kind="working")
             self.held.add(node)
             nodes[i] = node
-            self.atlas.events.emit("hold", namespace=spec.namespace, node_id=node.id, at=now,
-                                   reason=f"importance {score:.2f} < {self.atlas.config.write_threshold}: "
+            self.engine.events.emit("hold", namespace=spec.namespace, node_id=node.id, at=now,
+                                   reason=f"importance {score:.2f} < {self.engine.config.write_threshold}: "
                                           "working memory only", session_id=spec.session_id)
         out: list[MemoryNode] = []
         rest = iter(kept)
@@ -177,20 +176,20 @@ class Lifecycle:
             for node in nodes:
                 if node.kind == "memory":
                     self._check_contradictions(detector, node)
-        every = self.atlas.config.compress_every
+        every = self.engine.config.compress_every
         if every is not None:
-            with self.atlas._lock:
+            with self.engine.lock:
                 due = [ns for ns, n in self._since_compress.items() if n >= every]
             if due:
                 self.compress(due, progress=False)
 
     def _check_contradictions(self, detector: ContradictionDetector, node: MemoryNode) -> None:
-        atlas, cfg = self.atlas, self.atlas.config
-        with atlas._lock:
-            part = atlas.backend.partition(node.namespace)
+        state, cfg = self.engine, self.engine.config
+        with state.lock:
+            part = state.backend.partition(node.namespace)
             if part is None or node.embedding is None or part.graph.get_node(node.id) is None:
                 return
-            now = atlas.clock.now()
+            now = state.clock.now()
             candidates: list[MemoryNode] = []
             for other, sim in part.vectors.search(node.embedding, cfg.contradiction_neighbors + 17):
                 old = part.graph.get_node(other)
@@ -212,8 +211,8 @@ class Lifecycle:
             logger.warning("contradiction detector %r gave a malformed answer %r; nothing changed",
                            detector, found)
             return
-        with atlas._lock:
-            now = atlas.clock.now()
+        with state.lock:
+            now = state.clock.now()
             if part.graph.get_node(node.id) is None:
                 return
             for c in found:
@@ -226,7 +225,7 @@ class Lifecycle:
                 part.graph.put_edge(MemoryEdge(source=node.id, target=old.id, relation=Relation.CONTRADICTS,
                                                strength=1.0, created_at=now,
                                                metadata={"kind": c.kind, "reason": c.reason}))
-                atlas.events.emit("contradict", namespace=part.namespace, node_id=old.id, at=now,
+                state.events.emit("contradict", namespace=part.namespace, node_id=old.id, at=now,
                                   reason=c.reason, by=node.id, conflict=c.kind, weight=weight)
 
     # -- compression ------------------------------------------------------------------------
@@ -236,8 +235,8 @@ class Lifecycle:
         if not self._compressing.acquire(blocking=False):
             return CompressionReport()
         try:
-            report = compress_atlas(self.atlas, namespaces, progress=progress)
-            with self.atlas._lock:
+            report = compress_atlas(self.engine, self, namespaces, progress=progress)
+            with self.engine.lock:
                 for ns in namespaces:
                     self._since_compress.pop(ns, None)
             return report
@@ -260,7 +259,7 @@ class Lifecycle:
         dirty = self._dirty.get(namespace)
         if dirty is not None:
             dirty.add(node_id)
-            if len(dirty) > 4096 and len(dirty) * 2 > len(self.atlas._where):
+            if len(dirty) > 4096 and len(dirty) * 2 > len(self.engine.where):
                 self._dirty[namespace] = None  # cheaper to look at everything next time
 
     def _mark_many(self, namespace: str, node_ids: list[str]) -> None:
@@ -269,7 +268,7 @@ class Lifecycle:
         dirty = self._dirty.get(namespace)
         if dirty is not None:
             dirty.update(node_ids)
-            if len(dirty) > 4096 and len(dirty) * 2 > len(self.atlas._where):
+            if len(dirty) > 4096 and len(dirty) * 2 > len(self.engine.where):
                 self._dirty[namespace] = None
 
     # -- removal, expiry, caps --------------------------------------------------------------
@@ -292,8 +291,8 @@ class Lifecycle:
         """Accounted bytes: memories, edges, the vector indexes' spare rows and the turns held in
         working memory (see `shared_core.engine.lifecycle.capacity`)."""
         edges = slack = 0
-        for ns in self.atlas.backend.namespaces():
-            part = self.atlas.backend.partition(ns)
+        for ns in self.engine.backend.namespaces():
+            part = self.engine.backend.partition(ns)
             if part is not None:
                 edges += part.graph.edge_count()
                 slack += _vector_slack(part)
@@ -304,11 +303,11 @@ class Lifecycle:
     def schedule_expiry(self, node: MemoryNode) -> None:
         assert node.expires_at is not None
         heapq.heappush(self._expiry, (node.expires_at, node.id))
-        if len(self._expiry) > 2 * len(self.atlas._where) + 1024:  # drop entries of removed memories
+        if len(self._expiry) > 2 * len(self.engine.where) + 1024:  # drop entries of removed memories
             live = []
             for at, nid in self._expiry:
-                ns = self.atlas._where.get(nid)
-                part = self.atlas.backend.partition(ns) if ns is not None else None
+                ns = self.engine.where.get(nid)
+                part = self.engine.backend.partition(ns) if ns is not None else None
                 found = part.graph.get_node(nid) if part is not None else None
                 if found is not None and found.expires_at == at:
                     live.append((at, nid))
@@ -324,14 +323,14 @@ class Lifecycle:
         part.vectors.remove([node.id])
         part.keywords.remove(node.id)
         part.untrack(node.id, node.session_id, node.timestamp)
-        self.atlas._where.pop(node.id, None)
+        self.engine.where.pop(node.id, None)
         self.indexed.pop(node.id, None)
         dirty = self._dirty.get(part.namespace)
         if dirty:
             dirty.discard(node.id)
         if kind is not None:
-            self.atlas.events.emit(kind, namespace=part.namespace, node_id=node.id,
-                                   at=self.atlas.clock.now(), reason=reason,
+            self.engine.events.emit(kind, namespace=part.namespace, node_id=node.id,
+                                   at=self.engine.clock.now(), reason=reason,
                                    content=node.content[:120])
 
     def after_write(self, now: float, *, protect: set[str]) -> None:
@@ -339,8 +338,8 @@ class Lifecycle:
 
         `account` and `_mark` of each memory still in the atlas, with each namespace's partition
         and vector width looked up once and its dirty set marked in one step (the write path's
-        per-memory cost: 20,000 memories a second leave 50 us for all of a memory's work)."""
-        where, partition, indexed = self.atlas._where, self.atlas.backend.partition, self.indexed
+        per-memory cost)."""
+        where, partition, indexed = self.engine.where, self.engine.backend.partition, self.indexed
         found: dict[str, tuple[Partition | None, int, list[str]]] = {}
         added = 0
         for nid in protect:
@@ -374,8 +373,8 @@ class Lifecycle:
         removed = 0
         while self._expiry and self._expiry[0][0] <= now:
             _, node_id = heapq.heappop(self._expiry)
-            ns = self.atlas._where.get(node_id)
-            part = self.atlas.backend.partition(ns) if ns is not None else None
+            ns = self.engine.where.get(node_id)
+            part = self.engine.backend.partition(ns) if ns is not None else None
             node = part.graph.get_node(node_id) if part is not None else None
             if part is None or node is None or node.expires_at is None or node.expires_at > now:
                 continue
@@ -385,7 +384,7 @@ class Lifecycle:
 
     def prune(self, now: float, *, protect: set[str], force: bool = False) -> int:
         """The cleanup rule (see the module docstring); returns how many memories it removed."""
-        cfg = self.atlas.config
+        cfg = self.engine.config
         level = "normal" if cfg.max_bytes is None else \
             cleanup_level(self.bytes_used() / cfg.max_bytes, pressure=cfg.cleanup_pressure)
         if cfg.prune_below is None and level == "normal":
@@ -397,8 +396,8 @@ class Lifecycle:
         below = 0.2 if cfg.prune_below is None else cfg.prune_below
         idle = cfg.prune_idle if level == "normal" else cfg.prune_idle / 4
         victims = []
-        for ns in self.atlas.backend.namespaces():
-            part = self.atlas.backend.partition(ns)
+        for ns in self.engine.backend.namespaces():
+            part = self.engine.backend.partition(ns)
             for node in part.graph.nodes() if part is not None else ():
                 if node.id in protect:
                     continue
@@ -418,19 +417,19 @@ class Lifecycle:
 
         Pinned memories are never evicted, nor are the memories of the write being settled
         (``protect``): a single write larger than the cap overshoots it until the next write."""
-        cfg = self.atlas.config
-        over_nodes = cfg.max_nodes is not None and len(self.atlas._where) > cfg.max_nodes
+        cfg = self.engine.config
+        over_nodes = cfg.max_nodes is not None and len(self.engine.where) > cfg.max_nodes
         used = self.bytes_used() if cfg.max_bytes is not None else 0
         over_bytes = cfg.max_bytes is not None and used > cfg.max_bytes
         if not over_nodes and not over_bytes:
             self._warned_full = False
             return 0
-        node_target = len(self.atlas._where) if cfg.max_nodes is None else \
+        node_target = len(self.engine.where) if cfg.max_nodes is None else \
             min(cfg.max_nodes, max(0, int(cfg.max_nodes * (1.0 - cfg.eviction_batch))))
         byte_target = used if cfg.max_bytes is None else int(cfg.max_bytes * (1.0 - cfg.eviction_batch))
         candidates: list[tuple[bool, float, float, str, str]] = []
-        for ns in self.atlas.backend.namespaces():
-            part = self.atlas.backend.partition(ns)
+        for ns in self.engine.backend.namespaces():
+            part = self.engine.backend.partition(ns)
             if part is None:
                 continue
             for node in part.graph.nodes():
@@ -444,16 +443,16 @@ class Lifecycle:
         evicted = 0
         reason = f"capacity {cfg.max_nodes}" if over_nodes else f"max_bytes {cfg.max_bytes}"
         for _, value, _, node_id, ns in sorted(candidates):
-            if len(self.atlas._where) <= node_target and used <= byte_target:
+            if len(self.engine.where) <= node_target and used <= byte_target:
                 break
-            owner = self.atlas.backend.partition(ns)
+            owner = self.engine.backend.partition(ns)
             victim = owner.graph.get_node(node_id) if owner else None
             if owner is None or victim is None:
                 continue
             # its vector row stays allocated (as spare capacity) until the index shrinks: the
             # index's bytes do not change, and its rows' count falls by 4 bytes a dimension
             # (`_vector_slack`)
-            row = owner.vectors.dim * 4 if callable(getattr(owner.vectors, "nbytes", None)) else 0
+            row = owner.vectors.dim * 4 if owner.vectors.nbytes() is not None else 0
             used -= self.size(owner, victim) - row + owner.graph.degree(node_id) * EDGE_OVERHEAD
             self.remove(owner, victim, kind="evict", reason=f"{reason}; value {value:.3f}")
             evicted += 1
@@ -467,18 +466,18 @@ class Lifecycle:
     def recalled(self, part: Partition, hits: Sequence[ScoredMemory], now: float, *, via: str) -> None:
         """Log a recall, naming the caller-flagged key memories it returned."""
         keys = [h.node.id for h in hits if h.node.metadata.get(KEY_FLAG)]
-        self.atlas.events.emit("recall", namespace=part.namespace, node_id=None, at=now, reason=via,
+        self.engine.events.emit("recall", namespace=part.namespace, node_id=None, at=now, reason=via,
                                hits=len(hits), ids=[h.node.id for h in hits[:20]], keys=keys)
 
     def stats(self, namespace: str | None) -> AtlasStats:
         if namespace is None:
             used, held = self.bytes_used(), len(self.held)
         else:
-            part = self.atlas.backend.partition(namespace)
+            part = self.engine.backend.partition(namespace)
             used = 0 if part is None else sum(self.size(part, n) for n in part.graph.nodes()) \
                 + part.graph.edge_count() * EDGE_OVERHEAD + _vector_slack(part)
             held = sum(n.namespace == namespace for n in self.held)
-        return collect_stats(self.atlas, namespace, bytes_used=used, held=held, max_bytes=self.atlas.config.max_bytes)
+        return collect_stats(self.engine, namespace, bytes_used=used, held=held, max_bytes=self.engine.config.max_bytes)
 
     # -- persistence ------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
@@ -498,8 +497,8 @@ class Lifecycle:
         self.indexed = {str(k): str(v) for k, v in state["indexed"].items()}
         self._node_bytes = 0
         self._expiry = []
-        for ns in self.atlas.backend.namespaces():
-            part = self.atlas.backend.partition(ns)
+        for ns in self.engine.backend.namespaces():
+            part = self.engine.backend.partition(ns)
             for node in part.graph.nodes() if part is not None else ():
                 self.account(part, node)  # type: ignore[arg-type]
                 if node.expires_at is not None:
@@ -515,10 +514,9 @@ def _vector_slack(part: Partition) -> int:
     this corrects the sum to what the index holds (``nbytes``): a growing matrix's spare
     capacity, an approximate index's lists (with their spare room), labels, direct map and
     centroids. With float16 storage (``AtlasConfig.ann_vector_dtype``) a row takes ``2 dim + 16``
-    bytes, so the correction is negative (about -700 bytes a memory at 384 dimensions): counting
-    4 a dimension there would overstate each memory by about 770 bytes and a capped atlas would
-    evict about a quarter of its memories before it must."""
-    nbytes = getattr(part.vectors, "nbytes", None)
-    if not callable(nbytes):
+    bytes, so the correction is negative: counting 4 a dimension there would overstate each
+    memory and a capped atlas would evict memories before it must."""
+    nbytes = part.vectors.nbytes()
+    if nbytes is None:
         return 0
-    return int(nbytes()) - len(part.vectors) * part.vectors.dim * 4
+    return int(nbytes) - len(part.vectors) * part.vectors.dim * 4

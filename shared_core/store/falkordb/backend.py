@@ -12,6 +12,7 @@ from collections.abc import Iterator, MutableMapping
 from typing import Any
 
 from ...values.errors import BackendError, InvalidInputError
+from ..base import BackendBase
 from . import cypher as q
 from .client import Connection, GraphKey, Settings, parse_url
 from .partition import FalkorPartition
@@ -19,7 +20,7 @@ from .partition import FalkorPartition
 __all__ = ["FalkorDBBackend"]
 
 
-class FalkorDBBackend:
+class FalkorDBBackend(BackendBase):
     """The atlas's storage on a FalkorDB server (see ``docs/falkordb.md``).
 
     >>> from shared_core import ElasticMemoryAtlas

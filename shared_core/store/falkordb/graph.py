@@ -22,6 +22,7 @@ from typing import Any
 
 from ...values.errors import NamespaceViolationError
 from ...values.model import MemoryEdge, MemoryNode, Relation
+from ..base import GraphStoreBase
 from . import cypher as q
 from .client import GraphKey
 
@@ -119,7 +120,7 @@ def _sorted_edges(node_id: str, rows: Sequence[Sequence[Any]]) -> list[MemoryEdg
     return [_edge(r) for r in sorted(rows, key=lambda r: (r[0] != node_id, r[5] or 0))]
 
 
-class FalkorGraphStore:
+class FalkorGraphStore(GraphStoreBase):
     """Nodes and typed edges of one namespace, on the server."""
 
     def __init__(self, graph: GraphKey, namespace: str, cache: ReadCache | None = None) -> None:

@@ -19,8 +19,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ...values.errors import InvalidEmbeddingError
-from ..memory.keyword_index import query_terms
-from ..memory.vector_index import Hits, Vector
+from ..base import KeywordIndexBase, VectorIndexBase
+from ..contract import Hits, Vector
+from ..terms import query_terms
 from . import cypher as q
 from .client import GraphKey, Literal
 
@@ -41,7 +42,7 @@ def vector_literal(vector: npt.NDArray[np.float32]) -> Literal:
     return Literal("[" + ",".join(np.char.mod("%.9g", np.asarray(vector, dtype=np.float32)).tolist()) + "]")
 
 
-class FalkorVectorIndex:
+class FalkorVectorIndex(VectorIndexBase):
     """Unit vectors of one namespace's memories, on the server."""
 
     def __init__(self, graph: GraphKey, dim: int, *, prefetch: Prefetch = _no_prefetch) -> None:
@@ -111,7 +112,7 @@ def _quote(text: str) -> str:
     return quoted
 
 
-class FalkorKeywordIndex:
+class FalkorKeywordIndex(KeywordIndexBase):
     """Full-text search over one namespace's memories, on the server."""
 
     def __init__(self, graph: GraphKey, *, prefetch: Prefetch = _no_prefetch) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 
 from ...values.config import AtlasConfig
 from ...values.model import MemoryNode
+from ..base import PartitionBase
 from . import cypher as q
 from .client import GraphKey
 from .graph import FalkorGraphStore, ReadCache, node_from_row
@@ -133,7 +134,7 @@ class _Inactive(MutableSet[str]):
         return items - self.among(i for i in items if isinstance(i, str))
 
 
-class FalkorPartition:
+class FalkorPartition(PartitionBase):
     """One namespace on the server: graph, vectors, keywords and bookkeeping."""
 
     def __init__(self, graph: GraphKey, namespace: str, dim: int) -> None:

@@ -100,11 +100,8 @@ class IntLists:
         those after the change into the new block (a list whose block changes twice goes one
         by one from the first change). In a write of 1,000 memories about two thirds of the
         8,000 values go with numpy: a new memory's lists take a block for their first value and
-        then have room for three more. Given as int64 arrays, that took 2.1 us a memory at 90k to
-        100k memories against 2.7 one by one, 1.8 against 2.0 at 5k to 10k (CPU, medians of five
-        or seven, interleaved); given as lists, their conversion ate the gain. Below `BULK`
-        values one by one is faster: the 280 values of a batch of 100 memories took 3.1 us a
-        memory with numpy against 1.5.
+        then have room for three more. The values must come as int64 arrays (converting lists
+        costs what numpy saves); below `BULK` values one by one is faster.
         """
         m = len(slots)
         if m != len(values):

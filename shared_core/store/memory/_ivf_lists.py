@@ -6,15 +6,13 @@ array map instead of its hashtable.
 
 faiss keeps a list's vectors in a ``std::vector<uint8_t>`` (inside a ``MaybeOwnedVector``) and
 appends one vector at a time, so a full list doubles: over a namespace's growth about a third
-of the bytes it held for vectors was spare room (``benchmarks/memory_breakdown.py``: 2,321 bytes
-a vector at 10k, where the vector and its label take 1,544). Here, before each add, a list that
+of the bytes it holds for vectors is spare room. Here, before each add, a list that
 would overflow gets a buffer of ``need + need // 16 + 2`` entries (float16; ``need // 32`` for
 float32), without the 2 when the add gives it more than 2 (`room_for`; `reserve`: copied out,
 emptied, resized to that room, which from size 0 allocates exactly that, and refilled); a list
 that removals left under half full is given back its spare room with a new buffer swapped in
 (`shrink`). A list's id column (8 bytes an entry) is grown alike when its codes are, and
-otherwise left to ``std::vector``'s doubling and modelled (`ListRoom.ids`); it is half a percent
-of a list's bytes.
+otherwise left to ``std::vector``'s doubling and modelled (`ListRoom.ids`).
 
 Hand-written because faiss's Python API has no call that sets a list's capacity: ``resize``
 keeps the capacity, and a fresh ``ArrayInvertedLists`` per retrain is a full copy that starts
@@ -55,25 +53,15 @@ def room_for(need: npt.NDArray[np.int64], added: npt.NDArray[np.int64] | None = 
 
     The room is a trade of bytes for copies: a list grown by a factor ``g`` is copied about
     ``1 / (g - 1)`` times over its growth and holds ``(g - 1) / 2`` of it spare on average.
-    Building 100k memories as ``benchmarks/latency.py`` does, an eighth more plus 8 left 124
-    bytes a vector spare and took 1.9 us of CPU a memory (copies, and the list moves of
-    `ListRoom._move`); a sixteenth plus 4, 63 bytes and 3.0 us; 3/64 plus 2, 47 bytes and 3.9
-    us; a thirty-second plus 2, 34 bytes and 4.6 us. faiss's doubling left about 610 bytes spare
-    and its copies took about 2.1 us, so this costs about 2.5 us a memory more than doubling at
-    100k for 576 bytes less. (Measured with lists grown by `ListRoom._move`; `ListRoom._grow`
-    takes 37 us a grown list at 100k, 174 entries on average, where `_move` took 57.) These are
-    float32 entries; a float16 entry is half as many bytes, and lists of float16 grow by a
-    sixteenth (`SHIFT`): about the bytes a thirty-second of float32 held, for fewer copies. At
-    100k memories (float16) a sixteenth left 28 bytes a memory spare against 16 and took about
-    2% less CPU a memory over the second half of the build (`benchmarks/write_ab.py`, five runs:
-    0.963 to 0.995); an eighth left 52 and took 4 to 8% less.
+    Growing by an eighth, a sixteenth or a thirty-second trades fewer copies for more spare
+    bytes; faiss's doubling holds several times the spare room. Float16 lists grow by a
+    sixteenth (`SHIFT`), which holds about the bytes a thirty-second of float32 held, for fewer
+    copies; float32 lists by a thirty-second.
 
     Why not the 2 for a list that took more at once than its spare room would hold: it is
     written in batches larger than that room, so the next such batch copies it whatever it has
-    spare. At 10k memories (167 lists) a batch of 1,000 gives a list 6 on average and regrew
-    nearly every list either way, and the 2 entries were 31 of the 72 bytes a memory that the
-    lists held spare; a list written one memory at a time keeps them (two copies in three
-    spared).
+    spare: a large batch regrows nearly every list either way, and the 2 entries would be most
+    of the spare room; a list written one memory at a time keeps them.
 
     >>> room_for(np.array([1, 100, 1000])).tolist(), room_for(np.array([100, 100]), np.array([5, 6])).tolist()
     ([3, 105, 1033], [105, 103])
@@ -154,9 +142,8 @@ class ListRoom:
 
         faiss's calls suffice here, unlike in `_move` (a shrink): a list resized within its
         capacity keeps its buffer. Against `_move` this permutes no lists: one
-        ``permute_invlists`` rebuilds the table of all lists, 13 us at 632 lists. A grown list
-        took 57 us with `_move`, 45 when copied out whole, 37 with half of it moved by
-        ``std::vector`` (100k memories, 174 entries on average).
+        ``permute_invlists`` rebuilds the table of all lists, and half of a grown list is moved by
+        ``std::vector`` itself.
         If an allocation fails, the old buffers are still there, with room for ``size``: the
         list gets its entries back and the error goes on."""
         if not moves:

@@ -36,8 +36,8 @@ def faiss_module() -> Any:
     """The faiss module, set to one OpenMP thread for the calling thread.
 
     A query or a write here touches a few thousand vectors: far too little work to pay for an
-    OpenMP barrier. On a busy two-core machine a parallel region waits for a descheduled worker,
-    which was measured to turn a 0.01 ms insert into 4 to 15 ms. (The setting is per thread and
+    OpenMP barrier. On a busy machine a parallel region waits for a descheduled worker, which turns
+    a short insert into a long one. (The setting is per thread and
     only affects faiss's own OpenMP runtime.)
     """
     try:
@@ -65,14 +65,11 @@ def retrain_due(n: int, trained_on: int) -> bool:
     had too few vectors for ``2 sqrt(n)`` lists (``n / 39`` lists instead: below 6,084 vectors,
     which is the first training, at the exact index's threshold) and `RETRAIN_GROWTH` (4) after.
 
-    Why sooner the first time: the first index (76 lists on 3,000 vectors) kept its 76 lists
-    to 12,000 vectors, and a search probes at least 24 of them: a third of the vectors at 10k.
-    Retrained past 6,000 (167 lists on 7,000 vectors), a search at 10k scans 1,520 vectors
-    instead of 3,330, at recall@10 0.970 instead of 0.962 (MiniLM mixes of LoCoMo turns grown
-    like an atlas, mean of 10 training seeds); ``retrieve`` at 10k took 9% less CPU
-    (``benchmarks/read_ab.py``). The retrain costs the write path about 30 ms once (3 us a
-    memory over the first 10k, CPU); the next ones come past 28,000 instead of past 12,000 and
-    52,000, so an atlas grown to 100k spent 69 us a memory instead of 78.
+    Why sooner the first time: the first index, trained on the few thousand vectors of the
+    exact index's threshold, has few lists, and a search probes at least `min_probes` of them:
+    kept to four times its size, a search would scan a third of the vectors. Retrained at twice
+    its size, a search scans about half as many vectors at a slightly better recall, for one
+    extra training on the write path; the later retrains then come at the same growth.
 
     >>> retrain_due(6001, 3000), retrain_due(12_001, 7000), retrain_due(28_001, 7000)
     (True, False, True)

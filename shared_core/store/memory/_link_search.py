@@ -4,10 +4,9 @@ Each row's neighbours are looked for in the inverted lists it probes, among the 
 there (`scan_lists`) and among the batch's earlier rows filed in those lists (`pairs_in_lists`),
 and the two are merged into each row's best ``k`` (`best_links`). The scan runs list by list:
 each (row, list) pair is a one-list query and the queries are sorted by list, so a list is read
-from memory once for all the rows probing it (half the time of faiss's row-by-row order at
-100k). The results stay flat arrays until the last step, which builds Python objects for the
-kept links only (about three a row): per-row hit lists merged in Python (`merge_links`) took
-about 7 us a row at 100k, a fifth of the link search; `best_links` takes 2 to 4.
+from memory once for all the rows probing it (faster than faiss's row-by-row order). The
+results stay flat arrays until the last step, which builds Python objects for the kept links
+only (about three a row), not per-row hit lists merged in Python (`merge_links`).
 """
 
 from __future__ import annotations
@@ -18,11 +17,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .vector_index import Links
+from ..vector_math import Links
 
 __all__ = ["best_links", "pairs_in_lists", "scan_lists"]
 
-PAIR_STEP = 1024  # pairs_in_lists gathers this many pairs of rows at a time (1.5 MB each side at 384 dims)
+PAIR_STEP = 1024  # pairs_in_lists gathers this many pairs of rows at a time (bounded memory each side)
 ROUNDED_MARGIN = 2.0**-10  # pairs_in_lists compares again the pairs this close to the floor (twice float16's
 # bound on how far rounding moves the cosine of unit rows)
 
@@ -62,9 +61,8 @@ def pairs_in_lists(data: npt.NDArray[np.float32], assign: npt.NDArray[np.int64],
     one-by-one insert of row ``r`` would compare them, so a batch and one-by-one inserts link
     alike. Only the pairs within `ROUNDED_MARGIN` of the floor by their unrounded cosine are
     compared again with the stored rows: rounding moves a cosine of unit rows by at most
-    ``2**-11`` (float16's relative rounding error), and rounding the whole batch would cost
-    about 1.5 us a row (faiss's encoder and decoder, 1,000 x 384) where the pairs near the
-    floor are a few a row."""
+    ``2**-11`` (float16's relative rounding error), and rounding the whole batch would run faiss's
+    encoder and decoder over every row where the pairs near the floor are a few a row."""
     n, probes = assign.shape
     home = assign[:, 0]
     order = np.argsort(home, kind="stable")
@@ -91,7 +89,7 @@ def _cosines(left: npt.NDArray[np.float32], rows: npt.NDArray[np.intp], right: n
              cols: npt.NDArray[np.intp]) -> npt.NDArray[np.float32]:
     """``left[rows[i]] . right[cols[i]]`` for each ``i``, `PAIR_STEP` pairs at a time."""
     sims = np.empty(len(rows), dtype=np.float32)
-    for a in range(0, len(rows), PAIR_STEP):  # the gathered rows stay in cache: 3.1 -> 1.7 ms at 9k
+    for a in range(0, len(rows), PAIR_STEP):  # the gathered rows stay in cache
         sims[a:a + PAIR_STEP] = np.einsum("ij,ij->i", left[rows[a:a + PAIR_STEP]], right[cols[a:a + PAIR_STEP]])
     return sims
 

@@ -1,7 +1,7 @@
 """A namespace's sessions: each session's memory ids in write order, compactly.
 
-A session's order was a dict of ids (its keys): about 40 bytes a memory for the hash table.
-`SessionIds` keeps a plain list (8 bytes a memory, plus the list's spare room) and removes
+`SessionIds` keeps a plain list (one pointer a memory, where a dict of ids would add a hash
+table entry) and removes
 lazily: a removed id goes into a small set of removal marks and is skipped by every reader;
 the list is compacted once the marks reach a quarter of it, so a removal costs
 ``O(1)`` amortised (a compaction of ``n`` ids after ``n / 4`` removals). A removal of the last

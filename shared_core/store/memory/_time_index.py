@@ -1,10 +1,9 @@
 """`TimeIndex`: memory ids sorted by (timestamp, id), for a partition's time-range queries.
 
-Each entry costs 16 bytes: the timestamp in an ``array('d')`` and the id in a list, in chunks of
-at most `CHUNK` entries (a list of (timestamp, id) tuples took 72 bytes an entry, a tuple being
-64). Chunks keep an insert in the middle to a short move (a batch written at one time, or memories
-that happened in the past, land anywhere): with one pair of columns, inserting into 100k entries
-moved 800 KB and took 22 us, where a chunk takes 2 (and the tuple list 13). Appends, the usual
+Each entry costs two machine words: the timestamp in an ``array('d')`` and the id in a list, in
+chunks of at most `CHUNK` entries (no tuple per entry). Chunks keep an insert in the middle to a
+short move (a batch written at one time, or memories that happened in the past, land anywhere)
+instead of a move of the whole column. Appends, the usual
 case (a memory that happened now), go straight to the last chunk; a batch of one time goes in
 chunk by chunk (`TimeIndex.add_many`). Hand-written because
 ``sortedcontainers.SortedList`` keeps one Python object per entry, the cost this avoids.
@@ -66,8 +65,7 @@ class TimeIndex:
         and merged chunk by chunk: each chunk it reaches is found once, by one `bisect_left` in
         the sorted batch, not once an entry by a bisect over the chunks' first entries (a
         tuple compare at each step), and a chunk splits once it is full of the batch's entries.
-        Other batches go entry by entry. Batches of 1,000 new ids of one time into 50k to 100k
-        entries: 1.46-1.80 us an entry against 1.85-2.22 one by one (CPU, medians, three runs).
+        Other batches go entry by entry.
         """
         n = len(node_ids)
         stamps = list(timestamps)

@@ -1,78 +1,37 @@
 """`IVFVectorIndex`: approximate cosine search for large namespaces, on faiss's inverted file.
 
-Why an inverted file (IVF) rather than a graph index (HNSW)? A memory takes writes one at a
-time and in batches, deletes, and must answer right after a write. An IVF insert is one nearest
+Why an inverted file (IVF) rather than a graph index (HNSW): a memory takes writes one at a time
+and in batches, deletes, and must answer right after a write. An IVF insert is one nearest
 centroid lookup (one matrix product for a batch) and a delete is O(1) through a direct map
-(label -> list and offset: faiss's array map, kept by `shared_core.store.memory._ivf_lists.DirectMap`, 8
-bytes a vector where faiss's hashtable map took about 48); an HNSW insert is a full graph search
-and faiss's HNSW cannot delete. Measured on one core with the 100k vectors of
-``benchmarks/latency.py``: this index took 75,000 inserts a second (27,000 with the write path's
-link search; grown from 2,048 to 100k in batches of 1,000 it now takes 73,000 and 37,000, thread
-time: 110,000 and 41,000 before `_ivf_lists` reserved
-the lists' room), answered k=200 in 0.8 ms at recall@10 1.00
-and held 1.66 kB a vector (2.2 kB while faiss doubled its lists: `shared_core.store.memory._ivf_lists`);
-faiss ``IndexHNSWFlat`` (M=16) took 5,100 a second at efConstruction 100 (11,000 at 40),
-answered in 0.4 ms at recall@10 0.95 (0.79 at efConstruction 40) and held 1.8 kB a vector.
-Compressed scans were tried for the write path's neighbour search and rejected:
-a 64- or 96-dimensional PCA sketch or 4-bit PQ fast-scan kept only 0.2 to 0.7 of the exact top
-3 neighbours even after re-ranking 8 to 32 candidates exactly, and fast-scan cannot delete.
+(label -> list and offset, `shared_core.store.memory._ivf_lists.DirectMap`); an HNSW insert is a
+graph search and faiss's HNSW cannot delete. Compressed scans (PCA sketches, 4-bit PQ fast-scan)
+lose too many of the write path's exact neighbours and fast-scan cannot delete.
 
 Vectors are stored as float16 by default (``vector_dtype``, ``AtlasConfig.ann_vector_dtype``):
 faiss ``IndexIVFScalarQuantizer`` with ``QT_fp16``, not by residual, so a list holds 2 bytes a
-component (776 bytes an entry with its label at 384 dimensions, against 1,544) and a scan reads
-half the memory; "float32" keeps ``IndexIVFFlat`` and gives bit for bit the answers, links and
-lists it gave before the option (``benchmarks/read_ab.py --vector-dtype float32`` against
-main: 0 of 800 answers and 0 of 1,000 recalls differing at 10k and 100k; ``write_ab.py``: no
-stored part differing at 12k and 100k; ``single_ab.py``: none at 10k). The stored vectors are
-the given ones rounded to nearest float16 (faiss rounds ties away from zero): everything read
+component and a scan reads half the memory; "float32" keeps ``IndexIVFFlat``. The stored vectors
+are the given ones rounded to nearest float16 (faiss rounds ties away from zero): everything read
 back (`get`, `get_many`, `vectors`, `similarities`, the exact search of a small subset) is the
-rounded vector, and the scans compare the float32 query with it. The index held 833 bytes a
-vector at 10k and 806 at 100k (grown in batches of 1,000 from 2,048, as an atlas grows; 1,623
-and 1,590 with float32). Measured (one thread; MiniLM vectors of ``latency.py --real-recall``):
-a k=10 search took 0.058 ms instead of 0.094 at 10k (200 lists, 24 probes) and 0.344 instead of
-0.778 at 100k (632 lists, 51 probes), at the same recall@10 (0.968, 0.981 and 0.988 at 2.8k,
-10k and 100k for both; 1.000 for both on the synthetic corpus at 10k and 100k; grown like an
-atlas, ``benchmarks/ivf_growth.py`` seeds 1 to 3: 0.972 against 0.973 at 10k). In the atlas
-(interleaved CPU against main, ``benchmarks/read_ab.py`` and ``write_ab.py``): ``retrieve``
-0.85 to 0.87 of main's time at 100k and 0.99 to 1.00 at 10k, ``build_context`` 0.89 to 0.92
-and 0.99 to 1.01; ``add_memories`` at 100k 0.94 to 0.95 of main's CPU a memory in the second
-half of the build (three runs, e.g. 50.3 us against 53.6; 1.04 in a fourth run beside other
-work, where an A/A run of identical trees gave 1.03); ``add_memory`` at 100k 247 us against
-259 (``single_ab.py``).
-At 10k the saved scan time (search_ranked k=200: 96 us instead of 108 to 142) is spent again
-reading vectors back: faiss reconstructs a scalar-quantized vector through a fresh decoder,
-1.35 us a vector where ``IndexIVFFlat`` copies one in 0.4 (`similarities` of 200 ids: 277 us
-against 82); a decoder in numpy (views of the lists' buffers through the direct map) was no
-faster (224 us: the per-row loop and numpy's float16 conversion). Answers move a little: of 200
-queries, the top 10 ids of 1 (10k) and 5 (100k) differed from float32's, and of 400 contexts 1
-and 3; of the links the write path made, those of 45 of 12,000 memories and 788 of 100,000 went
-to other memories (all strengths, the cosines, differ in the last digits). Links within one
+rounded vector, and the scans compare the float32 query with it. Links within one
 ``add_memories`` batch compare the new row with the earlier one as stored, as a one-by-one
 insert would (`_link_search.pairs_in_lists`).
 
 ``lists`` (k-means centroids) is about ``2 sqrt(n)`` (`list_count`), trained on a sample
 (`training_size`) when the index is built and retrained when it has grown four times since
 (`RETRAIN_GROWTH`; twice after the first, small training: `retrain_due`), so over a
-namespace's growth retraining costs about a third of quantizing its inserts. A search scans
-``probes`` lists: ``probe_fraction`` of them, at least ``min_probes``. The defaults (8%, at
-least 24) keep recall@10 at or above 0.95 on MiniLM vectors, which are harder than clustered
-synthetic data: grown to 10k (76 lists) like an atlas grew before `retrain_due`, 24 probes
-gave 0.966 and 16 gave 0.935; at 100k (632 lists) 48 probes gave 0.970 to
-0.988 over three training seeds and 32 gave 0.956 to 0.978 (see ``benchmarks/latency.py
---real-recall``). If the probed lists hold fewer than ``k`` admissible vectors the search falls
-back to scanning every list, so a query never comes back short. Searches restricted to a small
-``subset`` of ids are exact.
+namespace's growth retraining costs a fraction of quantizing its inserts. A search scans
+``probes`` lists: ``probe_fraction`` of them, at least ``min_probes``; the defaults keep
+recall@10 at or above 0.95 on MiniLM vectors (``benchmarks/latency.py --real-recall``). If the
+probed lists hold fewer than ``k`` admissible vectors the search falls back to scanning every
+list, so a query never comes back short. Searches restricted to a small ``subset`` of ids are
+exact.
 
 `add_and_link` is the write path's call: it quantizes a batch once, looks for each new vector's
 near neighbours in up to ``link_probes`` closest lists (those within ``link_margin`` of the
 closest centroid's similarity), pairs the batch's rows filed in those lists, then files the
 batch with the same quantization. For a batch the search runs list by list (each (row, list)
 pair a one-list query, sorted by list) so a list is read from memory once for all the rows
-probing it: half the time of faiss's row-by-row order at 100k (see `shared_core.store.memory._link_search`).
-On 100k vectors it found 0.998 of the exact top-3 links above cosine 0.6 on the benchmark corpus
-and 0.965 on MiniLM mixes (measured again grown like an atlas, checking the last 5,000 rows:
-0.999 and 0.955). At 100k the scan is most of a link search's time (18 of 28 us a row): a
-batch of 1,000 reaches nearly every list, so each batch reads the whole index once.
+probing it (`shared_core.store.memory._link_search`).
 
 >>> import numpy as np
 >>> rng = np.random.default_rng(0)
@@ -93,6 +52,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ...values.errors import InvalidInputError
+from ..base import VectorIndexBase
+from ..vector_math import Hits, Links, Ranked, Vector, batch_pairs, dot_rows, merge_links
 from ._ints import numbers
 from ._ivf_lists import SHIFT, DirectMap, ListRoom
 from ._ivf_training import (
@@ -104,7 +65,6 @@ from ._ivf_training import (
 )
 from ._ivf_training import faiss_module as _faiss
 from ._link_search import best_links, pairs_in_lists, scan_lists
-from .vector_index import Hits, Links, Ranked, Vector, batch_pairs, dot_rows, merge_links
 
 __all__ = ["IVFVectorIndex", "VectorDtype", "ann_available", "list_count", "retrain_due", "train_centroids",
            "training_size"]
@@ -116,7 +76,7 @@ VectorDtype = Literal["float16", "float32"]  # how the lists store a vector (`IV
 BYTES_PER_COMPONENT: dict[str, int] = {"float16": 2, "float32": 4}
 
 
-class IVFVectorIndex:
+class IVFVectorIndex(VectorIndexBase):
     """Approximate search: a faiss inverted file over inner product, ids mapped to int labels.
 
     ``vector_dtype`` "float16" (the default) stores each vector as float16 in an
@@ -479,7 +439,7 @@ class IVFVectorIndex:
             old_labels = np.fromiter((lab for lab in self._labels.values() if lab not in fresh), dtype=np.int64)
             labels = np.concatenate([old_labels, new_labels])
             data = np.empty((len(labels), self._dim), dtype=np.float32)  # the old rows read straight in:
-            self._index.reconstruct_batch(old_labels, data[:len(old_labels)])  # no 80 MB copy at 53k (0.1 s)
+            self._index.reconstruct_batch(old_labels, data[:len(old_labels)])  # no copy of the whole index
             data[len(old_labels):] = new_vectors
         else:
             labels, data = new_labels, new_vectors

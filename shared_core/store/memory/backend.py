@@ -14,104 +14,35 @@ exact next to a large one.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Iterator, MutableMapping, MutableSet, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
-from ...engine.recall import effective_weight
-from ...formulas.decay import reinforced_weight
+from ...formulas.decay import effective_weight, reinforced_weight
 from ...values.config import AtlasConfig
 from ...values.model import MemoryNode, evolve
+from ..base import BackendBase, PartitionBase, VectorIndexBase
+from ..contract import GraphStore, Hits, Links, Ranked, Vector, VectorIndex
+from ..vector_math import link_exactly
+from ._directory import Directory
 from ._sessions import SessionIds, SessionMap
 from ._time_index import TimeIndex
 from .ann_index import IVFVectorIndex, VectorDtype, ann_available
-from .graph_store import DictGraphStore, GraphStore
+from .graph_store import DictGraphStore
 from .inverted_index import InvertedKeywordIndex
-from .keyword_index import FTS5KeywordIndex, KeywordIndex
-from .vector_index import (
-    Hits,
-    Links,
-    NumpyVectorIndex,
-    Ranked,
-    Vector,
-    VectorIndex,
-    link_exactly,
-    search_many,
-    search_ranked,
-    vectors_of,
-)
+from .keyword_index import FTS5KeywordIndex
+from .vector_index import NumpyVectorIndex
 
-__all__ = ["Backend", "InProcessBackend", "InProcessPartition", "Partition", "TieredVectorIndex"]
+__all__ = ["InProcessBackend", "InProcessPartition", "TieredVectorIndex"]
 
 logger = logging.getLogger("shared_core")
 
 
-@runtime_checkable
-class Partition(Protocol):
-    """Everything the atlas keeps for one namespace: three stores and the bookkeeping.
-
-    Besides the graph, vector and keyword stores, a partition answers what the read path needs
-    without scanning the namespace: the ids of each session in write order (``sessions``), the
-    superseded ids (``inactive``), the memories' timestamps for time ranges (`between`) and the
-    namespace's write counter (``turn``). `InProcessPartition` keeps them in this process; a
-    server backend answers them from the server, the one source of truth when several
-    processes share a namespace.
-
-    Weight updates go through `reinforce` and `fade`, each one atomic step (decay to ``now``,
-    then scale), so concurrent workers sharing a server never lose an update.
-    """
-
-    namespace: str
-
-    @property
-    def graph(self) -> GraphStore: ...
-
-    @property
-    def vectors(self) -> VectorIndex: ...
-
-    @property
-    def keywords(self) -> KeywordIndex: ...
-
-    @property
-    def sessions(self) -> MutableMapping[str | None, Collection[str]]:
-        """Session id -> its tracked ids in write order, sessions in first-write order; assigning a
-        session's ids reorders it."""
-
-    @property
-    def inactive(self) -> MutableSet[str]:
-        """The ids of superseded memories."""
-
-    turn: int  # the namespace's write counter; assigning rolls back a failed write's turns
-
-    def next_turn(self, count: int = 1) -> int:
-        """Reserve ``count`` consecutive turns; returns the first (the counter ends on the last)."""
-
-    def track(self, node_id: str, session_id: str | None, timestamp: float) -> None:
-        """Count a stored memory in its session's order and in the time index."""
-
-    def untrack(self, node_id: str, session_id: str | None, timestamp: float) -> None: ...
-
-    def between(self, start: float, end: float) -> list[str]:
-        """Ids whose timestamp lies in ``[start, end)``, oldest first."""
-
-    def latest(self, session_id: str | None, n: int) -> list[str]:
-        """The last ``n`` ids written to a session, newest first."""
-
-    def reinforce(self, node_id: str, *, now: float, config: AtlasConfig) -> MemoryNode | None:
-        """Recall's reinforcement, in one step: the weight decayed to ``now`` times
-        ``reinforce_factor`` (at most ``weight_cap``), one more access, last access now.
-        Returns the updated node (None if it is gone)."""
-
-    def fade(self, node_id: str, factor: float, *, now: float, config: AtlasConfig) -> MemoryNode | None:
-        """The weight decayed to ``now`` times ``factor`` (at least ``weight_floor``), last access
-        now. Returns the updated node (None if it is gone)."""
-
 
 @dataclass(slots=True, eq=False)
-class InProcessPartition:
+class InProcessPartition(PartitionBase):
     """The in-process `Partition`: stores and bookkeeping in this process's memory."""
 
     namespace: str
@@ -122,7 +53,7 @@ class InProcessPartition:
     inactive: set[str] = field(default_factory=set)
     _times: TimeIndex = field(default_factory=TimeIndex)  # ids by timestamp, for `between`
     # each session's ids in write order, sessions in first-write order: lists, not id-dicts
-    # (8 bytes a memory instead of ~40; `shared_core.store.memory._sessions`)
+    # (`shared_core.store.memory._sessions`)
     _sessions: dict[str | None, SessionIds] = field(default_factory=dict)
 
     @property
@@ -193,18 +124,8 @@ class InProcessPartition:
         return updated
 
 
-@runtime_checkable
-class Backend(Protocol):
-    """Hands out the partition of each namespace."""
 
-    def partition(self, namespace: str, *, create: bool = False) -> Partition | None: ...
-
-    def namespaces(self) -> Iterator[str]: ...
-
-    def drop(self, namespace: str) -> None: ...
-
-
-class TieredVectorIndex:
+class TieredVectorIndex(VectorIndexBase):
     """Exact search while small, approximate from ``threshold`` vectors (None: always exact).
 
     Starts as a `NumpyVectorIndex`; the add that reaches ``threshold`` moves the vectors into an
@@ -272,17 +193,17 @@ class TieredVectorIndex:
         return self._impl.get(node_id)
 
     def get_many(self, ids: Sequence[str]) -> list[Vector | None]:
-        return vectors_of(self._impl, ids)
+        return self._impl.get_many(ids)
 
     def search(self, query: Vector, k: int, *, subset: Collection[str] | None = None) -> Hits:
         return self._impl.search(query, k, subset=subset)
 
     def search_many(self, queries: npt.NDArray[np.float32], k: int, *,
                     min_similarity: float | None = None) -> list[Hits]:
-        return search_many(self._impl, queries, k, min_similarity=min_similarity)
+        return self._impl.search_many(queries, k, min_similarity=min_similarity)
 
     def search_ranked(self, query: Vector, k: int, *, subset: Collection[str] | None = None) -> Ranked:
-        return search_ranked(self._impl, query, k, subset=subset)
+        return self._impl.search_ranked(query, k, subset=subset)
 
     def similarities(self, query: Vector, ids: Sequence[str]) -> npt.NDArray[np.float32]:
         return self._impl.similarities(query, ids)
@@ -304,7 +225,7 @@ class TieredVectorIndex:
                                           vector_dtype=self.vector_dtype)
 
 
-class InProcessBackend:
+class InProcessBackend(BackendBase):
     """Dict graph + tiered numpy/faiss vectors + in-memory BM25 keywords, all in this process.
 
     ``config`` supplies the vector index's ``ann_threshold``, ``ann_probe_fraction`` and
@@ -331,6 +252,10 @@ class InProcessBackend:
 
     def namespaces(self) -> Iterator[str]:
         return iter(list(self._partitions))
+
+    def directory(self) -> Directory:
+        """Memory id -> namespace over this backend's partitions (`Directory`)."""
+        return Directory(lambda: self)
 
     def drop(self, namespace: str) -> None:
         part = self._partitions.pop(namespace, None)

@@ -1,4 +1,4 @@
-"""The `GraphStore` seam, the in-process default `DictGraphStore` and `NetworkXGraphStore`.
+"""The in-process graph stores: the default `DictGraphStore` and `NetworkXGraphStore`.
 
 A graph store holds the memories and typed edges of *one* namespace; the backend gives each
 namespace its own store, so no walk can leave a namespace: there is no edge to follow.
@@ -7,11 +7,9 @@ namespace its own store, so no walk can leave a namespace: there is no edge to f
 (the inner loop of spreading activation) matter at 100k memories. It keeps no Python object per
 edge: edges are rows of typed arrays, and each node's lists of rows share two int arrays. Readers
 that only need (other end, relation, strength) call `GraphStore.links`, which builds no
-`MemoryEdge`; `edges` builds them (about 1 us each). A networkx
-``MultiDiGraph`` keeps, per node, an attribute dict plus successor and predecessor dicts, and per
-edge nested dicts on each side: 2.2 KB per memory with four edges (tracemalloc, 10k memories, the
-node and edge objects themselves not counted). networkx stays available for users who want its
-algorithms on the store.
+`MemoryEdge`; `edges` builds them. A networkx ``MultiDiGraph`` keeps, per node, an attribute
+dict plus successor and predecessor dicts, and per edge nested dicts on each side; it stays
+available for users who want its algorithms on the store.
 """
 
 from __future__ import annotations
@@ -20,11 +18,13 @@ from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import repeat
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ...values.model import NO_METADATA, MemoryEdge, MemoryNode, Relation, edge_of
+from ..base import GraphStoreBase
+from ..contract import GraphStore, Link
 from ._int_lists import CAPACITIES, IntLists
 from ._ints import number
 
@@ -32,46 +32,6 @@ if TYPE_CHECKING:
     import networkx as nx
 
 __all__ = ["DictGraphStore", "GraphStore", "Link", "NetworkXGraphStore"]
-
-#: One edge as the read path sees it: (the other end's id, relation, strength).
-Link = tuple[str, Relation, float]
-
-
-@runtime_checkable
-class GraphStore(Protocol):
-    """Nodes and typed edges of one namespace."""
-
-    def put_node(self, node: MemoryNode) -> None:
-        """Insert or replace a node (same id)."""
-
-    def get_node(self, node_id: str) -> MemoryNode | None: ...
-
-    def remove_node(self, node_id: str) -> list[MemoryEdge]:
-        """Remove a node and its edges; return the removed edges."""
-
-    def put_edge(self, edge: MemoryEdge) -> None:
-        """Insert or replace the edge (source, target, relation)."""
-
-    def remove_edge(self, source: str, target: str, relation: Relation) -> bool: ...
-
-    def edges(self, node_id: str) -> list[MemoryEdge]:
-        """Every edge into or out of a node: out-edges first, then in-edges (a self-loop once)."""
-
-    def links(self, node_id: str) -> list[Link]:
-        """(other end, relation, strength) for each edge of `edges`, in its order (a self-loop's
-        other end is the node itself): the read path's form, with no edge objects to build."""
-
-    def neighbors(self, node_id: str) -> list[tuple[str, float]]:
-        """(neighbour id, edge strength) for every edge into or out of a node."""
-
-    def nodes(self) -> Iterator[MemoryNode]: ...
-
-    def node_count(self) -> int: ...
-
-    def edge_count(self) -> int: ...
-
-    def degree(self, node_id: str) -> int: ...
-
 
 _RELATIONS: tuple[Relation, ...] = tuple(Relation)
 # by member and by value: an Enum member hashes as its name, so "before" and Relation.BEFORE differ
@@ -85,7 +45,7 @@ def _bounded(node: MemoryNode) -> bool:
     return node.expires_at is not None or node.valid_to is not None
 
 
-class DictGraphStore:
+class DictGraphStore(GraphStoreBase):
     """Nodes in a dict, edges as rows of typed arrays; at most one edge per (source, target, relation).
 
     Each id has a slot number (``_slot``); per slot, the node and two lists of edge rows
@@ -100,10 +60,7 @@ class DictGraphStore:
     rather than a graph library because those keep one or more Python objects per edge
     (networkx: four dicts), which is the cost this store exists to avoid.
 
-    Measured at 10k memories with about four edges each (``benchmarks/memory_breakdown.py``, the
-    `MemoryNode` objects not counted): 0.17 KB per memory for the id index, slots and edges,
-    against 0.59 KB for the previous design (a dict of nodes and one list of shared `MemoryEdge`
-    objects per node). Replacing an edge keeps its place, as networkx does.
+    Replacing an edge keeps its place, as networkx does.
 
     >>> from shared_core.values.model import MemoryEdge, MemoryNode, Relation
     >>> g = DictGraphStore()
@@ -117,9 +74,8 @@ class DictGraphStore:
     """
 
     #: `put_links` takes at least this many edges in one step (`_append_new`); fewer go edge by
-    #: edge: its numpy calls cost more than they save on a single memory's 4-8 links (an
-    #: `add_memory` at 1k spent 95 us in it against 38 edge by edge, cProfile), and a batch of
-    #: 1,000 memories (about 4,000 links) takes half the time. Both ways leave identical stores.
+    #: edge: its numpy calls cost more than they save on a single memory's few links, and pay
+    #: off on a batch's thousands. Both ways leave identical stores.
     bulk_links = 64
 
     __slots__ = ("_bounded", "_edges", "_ends", "_free_rows", "_free_slots", "_ids", "_in", "_meta", "_node", "_nodes",
@@ -221,7 +177,7 @@ class DictGraphStore:
         rows = list(links)
         if not rows:
             return
-        columns: Sequence[Sequence[Any]]  # one C pass a column: 0.2-0.3 ms for 4,000 links, zip(*rows) 1.1-1.5
+        columns: Sequence[Sequence[Any]]  # one C pass a column (faster than zip(*rows))
         if set(map(type, rows)) == {tuple} and set(map(len, rows)) == {4}:
             columns = [list(map(column, rows)) for column in _COLUMNS]
         else:
@@ -242,8 +198,7 @@ class DictGraphStore:
         repeats another: the row columns grow in one step each, and only the adjacency lists take
         the edges one by one. False, with nothing changed, when the edges do not qualify (an end
         with no slot, time 0.0, an edge that may exist): `_put` does the work, with the same result.
-        The write path's edges qualify (each has a new memory at one end); edge by edge, storing
-        them was about 9 us a memory at 100k memories, and this takes about half."""
+        The write path's edges qualify (each has a new memory at one end)."""
         slots = self._slot
         try:
             s_list, t_list = list(map(slots.__getitem__, sources)), list(map(slots.__getitem__, targets))
@@ -469,7 +424,7 @@ class DictGraphStore:
                         meta.get(e, NO_METADATA)) for e in self._in.get(s)]
 
 
-class NetworkXGraphStore:
+class NetworkXGraphStore(GraphStoreBase):
     """A `networkx.MultiDiGraph` keyed by relation: at most one edge per (source, target, relation)."""
 
     __slots__ = ("graph",)

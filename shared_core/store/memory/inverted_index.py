@@ -12,12 +12,12 @@ with N the number of documents, n_t those containing t, len(d) a document's numb
 and avglen their mean, all over the documents indexed now. Query words are OR-ed (a document
 needs one of them); two query words with one stem count twice, as in FTS5.
 
-Why hand-written: FTS5 calls ``bm25()`` through an auxiliary-function callback once per
-matching row, which made a 200-result search over 10,000 memories cost 0.41 ms, nearly all of it
-in that callback; here a search is a few dozen numpy operations over the query words' postings
-(0.05 ms). The BM25 libraries do not fit a store that changes on every write: ``bm25s`` scores
-from a static sparse matrix (each write would rebuild it) and ``rank_bm25`` scores every document
-in pure Python. Nor is the text kept: only the terms and their postings.
+Why hand-written: FTS5 calls ``bm25()`` through an auxiliary-function callback once per matching
+row, and nearly all of a search's time goes to that callback; here a search is a few dozen numpy
+operations over the query words' postings. The BM25 libraries do not fit a store that changes on
+every write: ``bm25s`` scores from a static sparse matrix (each write would rebuild it) and
+``rank_bm25`` scores every document in pure Python. Nor is the text kept: only the terms and their
+postings.
 
 Tokens are FTS5's: unicode61 (lower case, Latin diacritics removed, letters and digits make
 words) then Porter stems from PyStemmer, whose Snowball "porter" is the 1980 algorithm; FTS5's
@@ -58,8 +58,9 @@ import numpy.typing as npt
 import Stemmer
 
 from ...values.errors import AtlasError, InvalidInputError
+from ..base import KeywordIndexBase
+from ..terms import _STOPWORDS
 from ._ints import number, numbers, shared
-from .keyword_index import _STOPWORDS
 
 __all__ = ["InvertedKeywordIndex", "index_terms", "query_stems"]
 
@@ -68,9 +69,9 @@ __all__ = ["InvertedKeywordIndex", "index_terms", "query_stems"]
 _TOKEN = re.compile(r"(?:[^\W_]|[\ue000-\uf8ff\U000f0000-\U0010fffd])+")
 _ASCII_TOKEN = re.compile(r"[a-z0-9]+", re.ASCII)  # the same on lower-cased ASCII text, 40% faster
 # ... and on ASCII text `_ASCII_TOKEN`'s words again, without a regex: upper case to lower, every
-# byte but a letter or digit to a space, then `str.split` (2.5x faster than the regex's findall)
+# byte but a letter or digit to a space, then `str.split` (faster than the regex's findall)
 _ASCII_FOLD = bytes(c + 32 if 65 <= c <= 90 else c if 48 <= c <= 57 or 97 <= c <= 122 else 32 for c in range(256))
-_STEM_CACHE_MAX = 1 << 14  # words (about 1.2 MB when full), shared by every index of the process
+_STEM_CACHE_MAX = 1 << 14  # words, shared by every index of the process
 _stemmer = Stemmer.Stemmer("porter", 0)  # Snowball's Porter, without its own cache (ours is cheaper)
 _stem_lock = threading.Lock()  # a Stemmer object must not be used by two threads at once
 
@@ -273,7 +274,7 @@ def _grown(array: npt.NDArray[Any], need: int) -> npt.NDArray[Any]:
 
 
 # -- the index --------------------------------------------------------------------------------------
-class InvertedKeywordIndex:
+class InvertedKeywordIndex(KeywordIndexBase):
     """BM25 over in-memory posting lists (see the module docstring). Thread-safe."""
 
     MIN_DEAD = 64  # compaction waits for at least this many removed rows ...
@@ -359,8 +360,7 @@ class InvertedKeywordIndex:
                 self.add(node_id, text, session_id=session)
             return
         # a text's words are dropped as soon as they are stemmed (stems are shared strings): a
-        # batch's worth of word strings at once fragmented the heap (1.4 MB more RSS per 20k
-        # memories; again 70 B a memory at 10k when a batch's distinct words were stemmed once each)
+        # batch's worth of word strings at once fragments the heap
         fold, key_of = _ASCII_FOLD, _key_of  # `_keys(_words(text))`, inlined for ASCII text
         terms = [list(map(key_of, text.encode().translate(fold).decode().split())) if text.isascii()
                  else _keys(_words(text)) for text, _ in last.values()]

@@ -1,14 +1,12 @@
-"""The `KeywordIndex` seam and `FTS5KeywordIndex`: BM25 through SQLite FTS5 from the standard library.
+"""`FTS5KeywordIndex`: BM25 through SQLite FTS5 from the standard library.
 
-The in-process default is now `shared_core.store.memory.inverted_index.InvertedKeywordIndex`, which ranks as
-this index does (same BM25, same tokenizer) 8 times faster at 10,000 memories and 17 times at
-100,000 (``benchmarks/keyword_index.py``); FTS5 remains the alternative.
+The in-process default is `shared_core.store.memory.inverted_index.InvertedKeywordIndex`, which
+ranks as this index does (same BM25, same tokenizer) and faster; FTS5 remains the alternative.
 
 FTS5 is incremental (insert and delete one memory at a time, no rebuild), ranks with BM25
 (``bm25()``, k1 = 1.2, b = 0.75) and stems English with the Porter tokenizer, so "prefers" finds
-"preferred". Tables keep full detail (positions): ``bm25()`` over 100k short memories took
-2.4 ms per query with it against 14 ms with ``detail='column'`` (measured with five-word OR
-queries matching ~1,800 rows), for 2 more index bytes per memory. Each namespace gets its own
+"preferred". Tables keep full detail (positions): ``bm25()`` runs several times faster with it
+than with ``detail='column'``, for a few more index bytes per memory. Each namespace gets its own
 table, so term statistics (document frequencies) never mix namespaces: one tenant's words cannot
 change another tenant's scores.
 """
@@ -16,55 +14,17 @@ change another tenant's scores.
 from __future__ import annotations
 
 import logging
-import re
 import sqlite3
 import threading
 from collections.abc import Collection, Sequence
-from typing import Protocol, runtime_checkable
+
+from ..base import KeywordIndexBase
+from ..contract import KeywordIndex
+from ..terms import query_terms
 
 logger = logging.getLogger("shared_core")
 
 __all__ = ["FTS5KeywordIndex", "KeywordIndex", "query_terms"]
-
-# Words as FTS5's unicode61 tokenizer sees them: letters and digits, with "_" a separator. A query
-# term the tokenizer would split ("0_0") would otherwise become a phrase query (which a
-# detail='column' table, as this one was, refuses).
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-# Query-side stopwords only (documents keep every word): an OR over "the" would match the whole
-# table and make a query slow without changing the ranking.
-_STOPWORDS = frozenset((
-    "a", "an", "and", "are", "as", "at", "be", "been", "but", "by", "can", "could", "did", "do",
-    "does", "for", "from", "had", "has", "have", "he", "her", "hers", "him", "his", "how", "i",
-    "if", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "our", "she", "so",
-    "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "to", "was",
-    "we", "were", "what", "when", "where", "which", "who", "whom", "why", "will", "with", "would",
-    "you", "your", "yours",
-))
-
-
-def query_terms(text: str, *, max_terms: int = 32) -> list[str]:
-    """The distinct lower-cased words of a query, stopwords removed (all words if only stopwords).
-
-    >>> query_terms("What milk does Alice prefer?")
-    ['milk', 'alice', 'prefer']
-    """
-    words = [w.lower() for w in _WORD.findall(text)]
-    kept = [w for w in words if w not in _STOPWORDS] or words
-    return list(dict.fromkeys(kept))[:max_terms]
-
-
-@runtime_checkable
-class KeywordIndex(Protocol):
-    """Full-text BM25 search over the memories of one namespace."""
-
-    def add(self, node_id: str, text: str, *, session_id: str | None = None) -> None: ...
-
-    def remove(self, node_id: str) -> None: ...
-
-    def search(self, query: str, k: int, *, session_id: str | None = None,
-               subset: Collection[str] | None = None) -> list[tuple[str, float]]:
-        """Up to k ids (among ``subset``, when given), best first, with their BM25 score
-        (higher is better)."""
 
 
 class _SharedDatabase:
@@ -86,7 +46,7 @@ class _SharedDatabase:
             return name
 
 
-class FTS5KeywordIndex:
+class FTS5KeywordIndex(KeywordIndexBase):
     """BM25 over one FTS5 table. Create through `FTS5KeywordIndex.create()`."""
 
     def __init__(self, db: _SharedDatabase, table: str) -> None:

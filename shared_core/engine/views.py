@@ -1,0 +1,240 @@
+"""Seeing the memory: an interactive graph page, static matplotlib plots, and their data.
+
+`to_html` writes one self-contained page (no network): vis-network's JavaScript is read from the
+``pyvis`` wheel (installed by the ``notebooks`` extra) and inlined, nodes are coloured by session
+or type and sized by weight, edges are coloured by relation, and hovering a node shows its text,
+weight and timestamps. In Jupyter, typing ``atlas`` shows the same page in an ``iframe``.
+"""
+
+from __future__ import annotations
+
+import html
+import importlib.util
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..formulas.decay import decayed_weight, effective_weight
+from ..values.errors import InvalidInputError, MissingDependencyError
+from ..values.model import MemoryEdge, MemoryNode, Relation, iso
+
+if TYPE_CHECKING:
+    from .state import EngineState
+
+__all__ = ["GraphView", "graph_view", "plot_graph", "plot_weights", "render_html"]
+
+PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
+           "#9c755f", "#bab0ac")
+RELATION_COLOURS = {
+    Relation.BEFORE: "#c7c7c7", Relation.AFTER: "#c7c7c7", Relation.SIMILAR_TO: "#76b7b2",
+    Relation.RELATED_TO: "#8c8c8c", Relation.CAUSED_BY: "#e15759", Relation.PART_OF: "#59a14f",
+    Relation.CONTRADICTS: "#d62728", Relation.SUPERSEDES: "#b07aa1", Relation.SUMMARIZES: "#edc948",
+    Relation.RESPONDS_TO: "#9c755f",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class GraphView:
+    """A consistent snapshot of (part of) the graph, with each memory's current weight."""
+
+    nodes: tuple[MemoryNode, ...]
+    edges: tuple[MemoryEdge, ...]
+    weights: dict[str, float]
+    truncated: int
+
+
+def graph_view(state: EngineState, *, namespace: str | None = None, max_nodes: int = 400) -> GraphView:
+    """The heaviest ``max_nodes`` memories of one namespace (or all) and the edges among them."""
+    if max_nodes < 1:
+        raise InvalidInputError(f"max_nodes must be >= 1, got {max_nodes!r}")
+    with state.lock:
+        now = state.clock.now()
+        names = [namespace] if namespace is not None else list(state.backend.namespaces())
+        scored: list[tuple[float, MemoryNode, Any]] = []
+        for ns in names:
+            part = state.backend.partition(ns)
+            if part is None:
+                continue
+            for node in part.graph.nodes():
+                w = effective_weight(node, now=now, turn=part.turn, config=state.config)
+                scored.append((w, node, part))
+        scored.sort(key=lambda t: (-t[0], t[1].created_at))
+        kept = scored[:max_nodes]
+        ids = {node.id for _, node, _ in kept}
+        edges = [e for _, node, part in kept for e in part.graph.edges(node.id)
+                 if e.source == node.id and e.target in ids]
+        return GraphView(tuple(n for _, n, _ in kept), tuple(edges), {n.id: w for w, n, _ in kept},
+                         len(scored) - len(kept))
+
+
+def _vis_js() -> str:
+    spec = importlib.util.find_spec("pyvis")  # located, not imported: we only need its bundled file
+    if spec is None or spec.origin is None:
+        raise MissingDependencyError.for_extra("pyvis", "notebooks")
+    lib = Path(spec.origin).parent / "lib"
+    candidates = sorted(lib.glob("vis-*/vis-network.min.js"))
+    if not candidates:
+        raise MissingDependencyError("pyvis is installed without vis-network.min.js; reinstall it")
+    return candidates[-1].read_text(encoding="utf-8")
+
+
+def _group_key(node: MemoryNode, color_by: str, *, several_namespaces: bool = False) -> str:
+    if color_by == "type":
+        return node.type or node.kind
+    if color_by == "namespace":
+        return node.namespace
+    # sessions are named per namespace: two users' "monday" are different sessions
+    return f"{node.namespace} · {node.session_id}" if several_namespaces else str(node.session_id)
+
+
+def _several_namespaces(view: GraphView) -> bool:
+    return len({n.namespace for n in view.nodes}) > 1
+
+
+def _payload(view: GraphView, color_by: str) -> dict[str, Any]:
+    groups: dict[str, str] = {}
+    several = _several_namespaces(view)
+    nodes = []
+    for node in view.nodes:
+        key = _group_key(node, color_by, several_namespaces=several)
+        colour = groups.setdefault(key, PALETTE[len(groups) % len(PALETTE)])
+        weight = view.weights.get(node.id, node.weight)
+        tip = (f"{node.content}\n\nweight {weight:.2f} (importance {node.importance:g}, "
+               f"{node.access_count} recalls){' · pinned' if node.pinned else ''}\n"
+               f"happened {iso(node.timestamp)}\nstored {iso(node.created_at)}\n"
+               f"last recalled {iso(node.last_accessed_at)}\n"
+               f"{node.namespace} · session {node.session_id} · {node.kind}")
+        label = node.content if len(node.content) <= 28 else node.content[:27] + "…"
+        nodes.append({"id": node.id, "label": label, "title": tip, "value": round(8 + 14 * math.sqrt(weight), 2),
+                      "color": colour, "shape": "star" if node.kind == "summary" else "dot",
+                      "borderWidth": 3 if node.pinned else 1})
+    edges = [{"from": e.source, "to": e.target, "title": f"{e.relation.value} ({e.strength:.2f})",
+              "color": {"color": RELATION_COLOURS.get(e.relation, "#8c8c8c")},
+              "width": round(0.5 + 2 * min(e.strength, 1.5), 2), "arrows": "to",
+              "dashes": e.relation in (Relation.BEFORE, Relation.AFTER)} for e in view.edges]
+    return {"nodes": nodes, "edges": edges, "groups": groups,
+            "relations": {r.value: c for r, c in RELATION_COLOURS.items()}}
+
+
+def render_html(view: GraphView, *, color_by: str = "session", title: str = "Elastic Atlas") -> str:
+    """A complete, self-contained HTML page drawing ``view`` with vis-network."""
+    if color_by not in ("session", "type", "namespace"):
+        raise InvalidInputError(f"color_by must be 'session', 'type' or 'namespace', got {color_by!r}")
+    # "<" as \u003c: no user text can end the script element or open an HTML comment in it
+    data = json.dumps(_payload(view, color_by)).replace("<", "\\u003c").replace(">", "\\u003e")
+    legend = "".join(f'<span class="key"><i style="background:{c}"></i>{html.escape(k)}</span>'
+                     for k, c in _payload(view, color_by)["groups"].items())
+    note = f" · {view.truncated} lighter memories not shown" if view.truncated else ""
+    return f"""<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<style>
+body {{ margin: 0; font: 13px system-ui, sans-serif; }}
+#graph {{ width: 100%; height: 560px; border-bottom: 1px solid #ddd; }}
+header {{ padding: 6px 10px; }} .key {{ margin-right: 12px; }}
+.key i {{ display: inline-block; width: 10px; height: 10px; border-radius: 5px; margin-right: 4px; }}
+div.vis-tooltip {{ white-space: pre-wrap; max-width: 420px; }}
+</style></head>
+<body><header><b>{html.escape(title)}</b> · {len(view.nodes)} memories, {len(view.edges)} edges{note}
+· colour by {html.escape(color_by)}: {legend}</header>
+<div id="graph"></div>
+<script>{_vis_js()}</script>
+<script>
+const data = {data};
+const container = document.getElementById("graph");
+const network = new vis.Network(container,
+  {{nodes: new vis.DataSet(data.nodes), edges: new vis.DataSet(data.edges)}},
+  {{nodes: {{scaling: {{min: 8, max: 40}}, font: {{size: 11}}}},
+    edges: {{smooth: false}}, interaction: {{hover: true, tooltipDelay: 80}},
+    physics: {{stabilization: {{iterations: 200}}, barnesHut: {{springLength: 120}}}}}});
+network.once("stabilizationIterationsDone", () => {{
+  document.body.setAttribute("data-drawn", String(data.nodes.length));
+}});
+if (data.nodes.length === 0) document.body.setAttribute("data-drawn", "0");
+</script></body></html>
+"""
+
+
+def plot_graph(view: GraphView, *, ax: Any = None, color_by: str = "session", seed: int = 7,
+               labels: bool | None = None) -> Any:
+    """A static matplotlib drawing of ``view`` (spring layout); returns the axes.
+
+    Nodes are coloured by ``color_by`` and sized by weight, edges coloured by relation (dashed:
+    ``before``/``after``), with a legend for each (for the nodes, when there are no more groups
+    than colours); ``labels`` (default: when there are at most 24 nodes) writes the start of
+    each memory's text next to its node.
+    """
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # pragma: no cover - the notebooks extra
+        raise MissingDependencyError.for_extra("matplotlib", "notebooks") from exc
+    import networkx as nx
+
+    g = nx.DiGraph()
+    g.add_nodes_from(n.id for n in view.nodes)
+    g.add_edges_from((e.source, e.target) for e in view.edges)
+    from matplotlib.lines import Line2D
+
+    pos = nx.spring_layout(g, seed=seed, k=1.5 / math.sqrt(max(1, len(view.nodes))))
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 6.5))
+    groups: dict[str, str] = {}
+    several = _several_namespaces(view)
+    keys = [_group_key(n, color_by, several_namespaces=several) for n in view.nodes]
+    colours = [groups.setdefault(key, PALETTE[len(groups) % len(PALETTE)]) for key in keys]
+    shrink = min(1.0, math.sqrt(60 / max(1, len(view.nodes))))  # large graphs: smaller nodes, less overlap
+    sizes = [(40 + 160 * view.weights.get(n.id, n.weight)) * shrink for n in view.nodes]
+    for dashed in (True, False):
+        drawn = [e for e in view.edges if (e.relation in (Relation.BEFORE, Relation.AFTER)) is dashed]
+        if drawn:
+            nx.draw_networkx_edges(g, pos, ax=ax, edgelist=[(e.source, e.target) for e in drawn],
+                                   edge_color=[RELATION_COLOURS.get(e.relation, "#8c8c8c") for e in drawn],
+                                   style="dashed" if dashed else "solid", alpha=0.7, arrows=True, arrowsize=6,
+                                   node_size=sizes)
+    nx.draw_networkx_nodes(g, pos, ax=ax, nodelist=[n.id for n in view.nodes], node_color=colours,
+                           node_size=sizes, linewidths=0.5, edgecolors="#333")
+    if labels if labels is not None else len(view.nodes) <= 24:
+        short = {n.id: n.content if len(n.content) <= 24 else n.content[:23] + "…" for n in view.nodes}
+        nx.draw_networkx_labels(g, {k: (x, y - 0.045) for k, (x, y) in pos.items()}, labels=short, ax=ax,
+                                font_size=7, verticalalignment="top", font_color="#333")
+    if 0 < len(groups) <= len(PALETTE):  # beyond that, colours repeat and the legend would mislead
+        handles = [Line2D([], [], marker="o", ls="", color=c, label=k) for k, c in groups.items()]
+        ax.add_artist(ax.legend(handles=handles, title=color_by, loc="upper left", fontsize=8, title_fontsize=8))
+    relations = sorted({e.relation for e in view.edges}, key=lambda r: r.value)
+    if relations:
+        handles = [Line2D([], [], color=RELATION_COLOURS.get(r, "#8c8c8c"), label=r.value,
+                          ls="--" if r in (Relation.BEFORE, Relation.AFTER) else "-") for r in relations]
+        ax.legend(handles=handles, title="edges", loc="upper right", fontsize=8, title_fontsize=8)
+    coloured = f"colour = {color_by}" + (f", {len(groups)} groups" if len(groups) > len(PALETTE) else "")
+    ax.set_title(f"{len(view.nodes)} memories, {len(view.edges)} edges (size = weight, {coloured})")
+    ax.margins(0.1)
+    ax.set_axis_off()
+    return ax
+
+
+def plot_weights(weights: Iterable[float], *, half_life: float, floor: float, cap: float = 3.0,
+                 unit: str = "seconds", axes: Any = None) -> Any:
+    """The weight histogram next to the decay curve ``w(t) = max(floor, 2 ** (-t / half_life))``."""
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # pragma: no cover - the notebooks extra
+        raise MissingDependencyError.for_extra("matplotlib", "notebooks") from exc
+    import numpy as np
+
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(10, 3.5))
+    values = list(weights)
+    axes[0].hist(values, bins=np.linspace(0.0, cap, 25), color=PALETTE[0])
+    axes[0].set_title(f"current weights ({len(values)} memories)")
+    axes[0].set_xlabel("weight")
+    axes[0].set_ylabel("memories")
+    scale = 86_400.0 if unit == "seconds" else 1.0
+    t = np.linspace(0, 5 * half_life, 200)
+    axes[1].plot(t / scale, [decayed_weight(1.0, x, half_life=half_life, floor=floor) for x in t], color=PALETTE[1])
+    axes[1].set_title(f"decay: half-life {half_life / scale:g} {'days' if unit == 'seconds' else 'turns'}")
+    axes[1].set_xlabel("days since last recall" if unit == "seconds" else "writes since last recall")
+    axes[1].set_ylabel("weight of a memory at 1.0")
+    axes[0].figure.tight_layout()
+    return axes

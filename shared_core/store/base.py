@@ -1,0 +1,237 @@
+"""Defaults of the storage contract's derived operations (`shared_core.store.contract`).
+
+An implementation subclasses the base class of each store it provides and overrides what it can
+serve better: a batch in one call, a search in C, a round trip to a server. The defaults are
+built from the protocol's basic operations only, so a new backend is correct before it is fast.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Collection, Iterable, Iterator, MutableMapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..formulas.scoring import spread_max
+from ..values.model import NO_METADATA, MemoryEdge, Relation
+from .contract import CandidateQuery, Candidates, Hits, Link, Links, Predicate, Ranked, Vector, WalkSpec, WriteBatch
+from .vector_math import link_exactly, search_many, search_ranked, vectors_of
+
+__all__ = ["BackendBase", "GraphStoreBase", "KeywordIndexBase", "PartitionBase", "VectorIndexBase"]
+
+_RELATIONS: tuple[Relation, ...] = tuple(Relation)
+_RELATION_INDEX = {r: i for i, r in enumerate(_RELATIONS)}
+
+
+class GraphStoreBase:
+    """Defaults of `GraphStore`'s derived operations, from `put_edge` and `links`."""
+
+    __slots__ = ()
+
+    if TYPE_CHECKING:  # the basic operations an implementation provides
+        def put_edge(self, edge: MemoryEdge) -> None:
+            ...
+
+        def links(self, node_id: str) -> list[Link]:
+            ...
+
+    def put_links(self, links: Iterable[tuple[str, str, Relation, float]], *, created_at: float) -> None:
+        for source, target, relation, strength in links:
+            self.put_edge(MemoryEdge(source=source, target=target, relation=relation, strength=strength,
+                                     created_at=created_at, metadata=NO_METADATA))
+
+    def weighted_links(self, node_id: str, factors: Sequence[float | None]) -> list[tuple[str, float]]:
+        index = _RELATION_INDEX
+        return [(other, min(1.0, strength) * factor) for other, relation, strength in self.links(node_id)
+                if (factor := factors[index[relation]]) is not None and other != node_id]
+
+    @property
+    def bounded_nodes(self) -> int | None:
+        return None
+
+
+class VectorIndexBase:
+    """Defaults of `VectorIndex`'s derived operations, from `add`, `get` and `search`."""
+
+    __slots__ = ()
+
+    if TYPE_CHECKING:  # the basic operations an implementation provides
+        def __len__(self) -> int:
+            ...
+
+        def add(self, ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> None:
+            ...
+
+        def get(self, node_id: str) -> Vector | None:
+            ...
+
+        def search(self, query: Vector, k: int, *, subset: Collection[str] | None = None) -> Hits:
+            ...
+
+    def add_and_link(self, ids: Sequence[str], vectors: npt.NDArray[np.float32], k: int, *,
+                     min_similarity: float) -> Links:
+        return link_exactly(self, ids, vectors, k, min_similarity=min_similarity, add=self.add)
+
+    def get_many(self, ids: Sequence[str]) -> list[Vector | None]:
+        return vectors_of(self, ids)
+
+    def search_many(self, queries: npt.NDArray[np.float32], k: int, *,
+                    min_similarity: float | None = None) -> list[Hits]:
+        return search_many(self, queries, k, min_similarity=min_similarity)
+
+    def search_ranked(self, query: Vector, k: int, *, subset: Collection[str] | None = None) -> Ranked:
+        return search_ranked(self, query, k, subset=subset)
+
+    def nbytes(self) -> int | None:
+        return None
+
+
+class KeywordIndexBase:
+    """Default of `KeywordIndex.add_many`: `add` of each row."""
+
+    __slots__ = ()
+
+    if TYPE_CHECKING:  # the basic operations an implementation provides
+        def add(self, node_id: str, text: str, *, session_id: str | None = None) -> None:
+            ...
+
+    def add_many(self, rows: Sequence[tuple[str, str, str | None]]) -> None:
+        for node_id, text, session in rows:
+            self.add(node_id, text, session_id=session)
+
+
+class PartitionBase:
+    """Defaults of `Partition`'s composite operations, from its stores and bookkeeping."""
+
+    __slots__ = ()
+
+    graph: Any
+    vectors: Any
+    keywords: Any
+    inactive: Any
+
+    if TYPE_CHECKING:  # the basic operations an implementation provides
+        def track(self, node_id: str, session_id: str | None, timestamp: float) -> None:
+            ...
+
+        def between(self, start: float, end: float) -> list[str]:
+            ...
+
+        def latest(self, session_id: str | None, n: int) -> list[str]:
+            ...
+
+    def track_many(self, node_ids: Sequence[str], session_ids: Sequence[str | None],
+                   timestamps: Sequence[float]) -> None:
+        for node_id, session_id, timestamp in zip(node_ids, session_ids, timestamps, strict=True):
+            self.track(node_id, session_id, timestamp)
+
+    def candidates(self, query: CandidateQuery, allowed: Predicate) -> Candidates:
+        return _gather(self, query, allowed)
+
+    def expand(self, seeds: dict[str, float], walk: WalkSpec, walkable: Predicate | None) -> dict[str, float]:
+        weighted, factors = self.graph.weighted_links, walk.factors
+        return spread_max(seeds, lambda node_id: weighted(node_id, factors), hops=walk.hops, decay=walk.decay,
+                          fanout=walk.fanout, min_activation=walk.min_activation, beam=walk.beam,
+                          walkable=walkable)
+
+    def write_batch(self, batch: WriteBatch) -> None:
+        _write(self, batch)
+
+
+class BackendBase:
+    """Default of `Backend.directory`: the backend keeps none."""
+
+    __slots__ = ()
+
+    def directory(self) -> MutableMapping[str, str] | None:
+        return None
+
+
+
+def _gather(part: PartitionBase, q: CandidateQuery, allowed: Predicate) -> Candidates:
+    """The default `Partition.candidates`: the searches one after another, then one
+    `VectorIndex.similarities` call for the candidates the vector path did not find."""
+    every = q.every_admissible
+    paths: dict[str, dict[str, float]] = {}
+
+    def keep(pairs: Iterator[tuple[str, float]] | list[tuple[str, float]], path: str, limit: int) -> None:
+        if every:  # the partition's indexes hold only its memories, and each of them is admissible
+            paths[path] = dict(itertools.islice(pairs, limit))
+            return
+        values: dict[str, float] = {}
+        for node_id, value in pairs:
+            if allowed(node_id):
+                values[node_id] = value
+                if len(values) == limit:
+                    break
+        paths[path] = values
+
+    found, found_sims = part.vectors.search_ranked(q.vector, q.vector_k, subset=q.subset)
+    keep(found, "vector", q.k)
+    if q.keywords:
+        keep(part.keywords.search(q.text, q.keyword_k, session_id=q.keyword_session, subset=q.subset),
+             "keyword", q.k)
+    if q.time_range is not None:
+        in_range = [i for i in part.between(*q.time_range) if allowed(i)]
+        if in_range:
+            sims = part.vectors.similarities(q.vector, in_range)
+            order = np.argsort(-sims, kind="stable")[:q.k]
+            keep(((in_range[int(j)], 1.0) for j in order), "time", q.k)
+    if q.recent_session is not None:
+        latest = part.latest(q.recent_session, q.recent_n)
+        keep(((i, 1.0 / (r + 1)) for r, i in enumerate(latest)), "recent", q.recent_k)
+    cosine = dict(paths["vector"])  # every candidate's cosine: the vector path's, then the others'
+    others = list(dict.fromkeys(i for path, found_by in paths.items() if path != "vector"
+                                for i in found_by if i not in cosine))
+    if others:
+        cosine.update(zip(others, part.vectors.similarities(q.vector, others).tolist(), strict=True))
+    return Candidates(paths, found_sims, cosine)
+
+
+def _write(part: PartitionBase, batch: WriteBatch) -> None:
+    """The default `Partition.write_batch`: nodes, then vectors with their neighbour search,
+    keywords, ``before``/``similar_to``/extra edges in one `GraphStore.put_links`, tracking."""
+    nodes, graph = batch.nodes, part.graph
+    put_node = graph.put_node
+    for node in nodes:
+        put_node(node)
+    ids = [n.id for n in nodes]
+    similar = _link(part, ids, batch.vectors, batch.similar_top, batch.min_similarity)  # adds the vectors
+    part.keywords.add_many([(n.id, n.content, n.session_id) for n in nodes])
+    links: list[tuple[str, str, Relation, float]] = []  # (source, target, relation, strength)
+    last: dict[str | None, str] = {}  # each session's newest id so far
+    similar_to, before, link_temporal = Relation.SIMILAR_TO, Relation.BEFORE, batch.link_temporal
+    add, sessions = links.append, [node.session_id for node in nodes]
+    for node_id, session, extra, hits in zip(ids, sessions, batch.links, similar, strict=True):
+        if link_temporal:
+            previous = last.get(session)
+            if previous is None:  # the session's newest before this chunk (tracked below: none of the chunk)
+                latest = part.latest(session, 1)
+                previous = latest[0] if latest else None
+            if previous is not None:
+                add((previous, node_id, before, 1.0))
+            last[session] = node_id
+        for other, sim in hits:
+            add((node_id, other if isinstance(other, str) else ids[other], similar_to, sim))
+        if extra:
+            links.extend((node_id, target, relation, strength) for target, relation, strength in extra)
+    part.track_many(ids, sessions, [node.timestamp for node in nodes])
+    graph.put_links(links, created_at=batch.created_at)
+
+
+def _link(part: PartitionBase, ids: Sequence[str], vecs: npt.NDArray[np.float32], top: int,
+          min_similarity: float) -> Links:
+    """Add the rows to the partition's vectors and give, for each row, the ``top`` best
+    (id, cosine) at or above ``min_similarity`` among the partition's current memories and
+    the earlier rows (given by row number), superseded memories left out."""
+    if top <= 0:
+        part.vectors.add(ids, vecs)
+        return [[] for _ in ids]
+    inactive = part.inactive
+    spare = min(len(inactive), 8) + 1 if inactive else 0  # room for superseded memories to drop
+    found: Links = part.vectors.add_and_link(ids, vecs, top + spare, min_similarity=min_similarity)
+    if inactive:
+        return [[hit for hit in hits if hit[0] not in inactive][:top] for hits in found]
+    return [hits[:top] for hits in found]

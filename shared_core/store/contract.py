@@ -1,0 +1,325 @@
+"""The storage contract: every operation a backend may serve, declared on a protocol.
+
+A backend hands out one `Partition` per namespace; a partition holds a `GraphStore`, a
+`VectorIndex` and a `KeywordIndex` and the bookkeeping the read path needs. Each protocol
+declares every operation the engine calls. The operations that have a portable default (a batch
+form of a single-item call, a derived search) get it in a small base class
+(`GraphStoreBase`, `VectorIndexBase`, `KeywordIndexBase`, `PartitionBase`, `BackendBase`), which
+an implementation subclasses and overrides where it can do better (one round trip, one C call).
+Operations whose answer may be unknown say so in their return type (``None``), never by being
+absent; the engine never probes a store with ``getattr``.
+
+Designed for a server: recall's candidate generation is one call (`Partition.candidates`: vector
+top-k with the similarities, keyword top-k, a time range's memories, a session's latest turns,
+and the cosine of every candidate) plus one per walked hop of the graph (`GraphStore.weighted_links`),
+and a batch write is one call (`Partition.write_batch`: nodes, vectors and neighbour search,
+keywords, session and time tracking, edges).
+
+>>> from shared_core.store.memory.backend import InProcessBackend
+>>> part = InProcessBackend(dim=4).partition("alice", create=True)
+>>> isinstance(part, Partition), isinstance(part.graph, GraphStore), isinstance(part.vectors, VectorIndex)
+(True, True, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Iterator, MutableMapping, MutableSet, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from ..values.config import AtlasConfig
+from ..values.model import MemoryEdge, MemoryNode, Relation
+from .vector_math import Hits, Links, Ranked, Vector
+
+__all__ = ["Backend", "CandidateQuery", "Candidates", "GraphStore", "Hits",
+           "KeywordIndex", "Link", "Links", "Partition", "Ranked",
+           "Vector", "VectorIndex", "WalkSpec", "WriteBatch"]
+
+#: One edge as the read path sees it: (the other end's id, relation, strength).
+Link = tuple[str, Relation, float]
+
+
+# -- graph ------------------------------------------------------------------------------------
+@runtime_checkable
+class GraphStore(Protocol):
+    """Nodes and typed edges of one namespace."""
+
+    def put_node(self, node: MemoryNode) -> None:
+        """Insert or replace a node (same id)."""
+
+    def get_node(self, node_id: str) -> MemoryNode | None: ...
+
+    def remove_node(self, node_id: str) -> list[MemoryEdge]:
+        """Remove a node and its edges; return the removed edges."""
+
+    def put_edge(self, edge: MemoryEdge) -> None:
+        """Insert or replace the edge (source, target, relation)."""
+
+    def put_links(self, links: Iterable[tuple[str, str, Relation, float]], *, created_at: float) -> None:
+        """`put_edge` of each (source, target, relation, strength), no metadata, in order."""
+
+    def remove_edge(self, source: str, target: str, relation: Relation) -> bool: ...
+
+    def edges(self, node_id: str) -> list[MemoryEdge]:
+        """Every edge into or out of a node: out-edges first, then in-edges (a self-loop once)."""
+
+    def links(self, node_id: str) -> list[Link]:
+        """(other end, relation, strength) for each edge of `edges`, in its order (a self-loop's
+        other end is the node itself): the read path's form, with no edge objects to build."""
+
+    def weighted_links(self, node_id: str, factors: Sequence[float | None]) -> list[tuple[str, float]]:
+        """(other end, ``min(1, strength) * factors[relation]``) for each edge of `links` whose
+        relation's factor (indexed in `Relation`'s order) is not None, self-loops left out: one
+        hop of recall's graph walk."""
+
+    def neighbors(self, node_id: str) -> list[tuple[str, float]]:
+        """(neighbour id, edge strength) for every edge into or out of a node."""
+
+    def nodes(self) -> Iterator[MemoryNode]: ...
+
+    def node_count(self) -> int: ...
+
+    @property
+    def bounded_nodes(self) -> int | None:
+        """How many nodes may stop being current (an ``expires_at`` or a ``valid_to``; None: not
+        counted). While there are none, recall admits a memory without fetching its node."""
+
+    def edge_count(self) -> int: ...
+
+    def degree(self, node_id: str) -> int: ...
+
+
+# -- vectors ----------------------------------------------------------------------------------
+@runtime_checkable
+class VectorIndex(Protocol):
+    """Unit vectors by memory id, searchable by cosine similarity.
+
+    Adding an id that is already present replaces its vector.
+    """
+
+    @property
+    def dim(self) -> int: ...
+
+    def add(self, ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> None: ...
+
+    def add_and_link(self, ids: Sequence[str], vectors: npt.NDArray[np.float32], k: int, *,
+                     min_similarity: float) -> Links:
+        """Add ``vectors`` under new ``ids`` and give, for each row, its ``k`` most similar vectors
+        at or above ``min_similarity`` among those present before the call (by id) and the call's
+        earlier rows (by row number), best first: what adding the rows one at a time, each after a
+        search, would give."""
+
+    def remove(self, ids: Sequence[str]) -> None: ...
+
+    def get(self, node_id: str) -> Vector | None: ...
+
+    def get_many(self, ids: Sequence[str]) -> list[Vector | None]:
+        """`get` of each id (None for an unknown one); the rows may share one array."""
+
+    def search(self, query: Vector, k: int, *, subset: Collection[str] | None = None) -> Hits:
+        """The k most similar ids (best first), optionally among ``subset`` only."""
+
+    def search_many(self, queries: npt.NDArray[np.float32], k: int, *,
+                    min_similarity: float | None = None) -> list[Hits]:
+        """`search` for each row of ``queries``, keeping hits at or above ``min_similarity``."""
+
+    def search_ranked(self, query: Vector, k: int, *, subset: Collection[str] | None = None) -> Ranked:
+        """`search` as (an iterator of its hits, their similarities as an array), best first."""
+
+    def similarities(self, query: Vector, ids: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Cosine of ``query`` with each id (0 for an unknown id)."""
+
+    def nbytes(self) -> int | None:
+        """Bytes the index holds (None: not known, e.g. on a server)."""
+
+    def __len__(self) -> int: ...
+
+
+# -- keywords ---------------------------------------------------------------------------------
+@runtime_checkable
+class KeywordIndex(Protocol):
+    """Full-text BM25 search over the memories of one namespace."""
+
+    def add(self, node_id: str, text: str, *, session_id: str | None = None) -> None: ...
+
+    def add_many(self, rows: Sequence[tuple[str, str, str | None]]) -> None:
+        """`add` of each (id, text, session id), all or nothing."""
+
+    def remove(self, node_id: str) -> None: ...
+
+    def search(self, query: str, k: int, *, session_id: str | None = None,
+               subset: Collection[str] | None = None) -> list[tuple[str, float]]:
+        """Up to k ids (among ``subset``, when given), best first, with their BM25 score
+        (higher is better)."""
+
+
+# -- partitions and backends ----------------------------------------------------------------
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CandidateQuery:
+    """What recall asks a partition for, in one call (`Partition.candidates`).
+
+    ``vector_k`` hits of the vector search (the first ``k`` admitted become the vector path; all
+    of their similarities come back for the cosine scale); the keyword search's ``keyword_k``
+    best (none when ``keywords`` is False) restricted to ``keyword_session`` when given; the
+    memories whose timestamp lies in ``time_range``, best cosine first; the ``recent_n`` latest
+    of ``recent_session``. Every path keeps at most ``k`` admitted memories (``recent_k`` for the
+    recent path); ``subset`` (when given) bounds the vector and keyword searches. With
+    ``every_admissible`` every memory the indexes hold may be recalled: hits are kept unchecked.
+    """
+
+    text: str
+    vector: Vector
+    k: int
+    vector_k: int
+    keyword_k: int
+    keywords: bool = True
+    keyword_session: str | None = None
+    subset: Collection[str] | None = None
+    time_range: tuple[float, float] | None = None
+    recent_session: str | None = None
+    recent_n: int = 0
+    recent_k: int = 0
+    every_admissible: bool = False
+
+
+@dataclass(slots=True)
+class Candidates:
+    """A partition's answer to a `CandidateQuery`.
+
+    ``paths``: path name -> {id: the path's own value} in the path's rank order (``vector``:
+    cosine; ``keyword``: BM25; ``time``: 1; ``recent``: ``1 / (rank + 1)``); ``vector_sims``: the
+    similarities of the whole vector search, best first; ``cosine``: the query's cosine with
+    every candidate of every path.
+    """
+
+    paths: dict[str, dict[str, float]]
+    vector_sims: npt.NDArray[np.floating[Any]]
+    cosine: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WalkSpec:
+    """The graph expansion of recall's seeds (`shared_core.formulas.scoring.spread_max`):
+    ``factors`` weigh each relation (in `Relation`'s order; None: not walked)."""
+
+    factors: Sequence[float | None]
+    hops: int
+    decay: float
+    fanout: int
+    min_activation: float
+    beam: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WriteBatch:
+    """One chunk of new memories for `Partition.write_batch`: the nodes (turns reserved), their
+    vectors, the neighbour search (``similar_k`` best at or above ``min_similarity``, of which
+    ``similar_top`` are kept after superseded memories are dropped), whether each memory follows
+    its session's previous one (``before`` edges), the caller's extra links per node, and the
+    edges' creation time."""
+
+    nodes: Sequence[MemoryNode]
+    vectors: npt.NDArray[np.float32]
+    similar_top: int
+    min_similarity: float
+    link_temporal: bool
+    links: Sequence[Sequence[tuple[str, Relation, float]]]
+    created_at: float
+
+
+Predicate = Callable[[str], bool]
+
+
+@runtime_checkable
+class Partition(Protocol):
+    """Everything kept for one namespace: three stores and the bookkeeping.
+
+    Besides the graph, vector and keyword stores, a partition answers what the read path needs
+    without scanning the namespace: the ids of each session in write order (``sessions``), the
+    superseded ids (``inactive``), the memories' timestamps for time ranges (`between`) and the
+    namespace's write counter (``turn``). `shared_core.store.memory.backend.InProcessPartition`
+    keeps them in this process; a server backend answers them from the server, the one source
+    of truth when several processes share a namespace.
+
+    Weight updates go through `reinforce` and `fade`, each one atomic step (decay to ``now``,
+    then scale), so concurrent workers sharing a server never lose an update.
+    """
+
+    namespace: str
+
+    @property
+    def graph(self) -> GraphStore: ...
+
+    @property
+    def vectors(self) -> VectorIndex: ...
+
+    @property
+    def keywords(self) -> KeywordIndex: ...
+
+    @property
+    def sessions(self) -> MutableMapping[str | None, Collection[str]]:
+        """Session id -> its tracked ids in write order, sessions in first-write order; assigning a
+        session's ids reorders it."""
+
+    @property
+    def inactive(self) -> MutableSet[str]:
+        """The ids of superseded memories."""
+
+    turn: int  # the namespace's write counter; assigning rolls back a failed write's turns
+
+    def next_turn(self, count: int = 1) -> int:
+        """Reserve ``count`` consecutive turns; returns the first (the counter ends on the last)."""
+
+    def track(self, node_id: str, session_id: str | None, timestamp: float) -> None:
+        """Count a stored memory in its session's order and in the time index."""
+
+    def track_many(self, node_ids: Sequence[str], session_ids: Sequence[str | None],
+                   timestamps: Sequence[float]) -> None:
+        """`track` of each memory, in order."""
+
+    def untrack(self, node_id: str, session_id: str | None, timestamp: float) -> None: ...
+
+    def between(self, start: float, end: float) -> list[str]:
+        """Ids whose timestamp lies in ``[start, end)``, oldest first."""
+
+    def latest(self, session_id: str | None, n: int) -> list[str]:
+        """The last ``n`` ids written to a session, newest first."""
+
+    def reinforce(self, node_id: str, *, now: float, config: AtlasConfig) -> MemoryNode | None:
+        """Recall's reinforcement, in one step: the weight decayed to ``now`` times
+        ``reinforce_factor`` (at most ``weight_cap``), one more access, last access now.
+        Returns the updated node (None if it is gone)."""
+
+    def fade(self, node_id: str, factor: float, *, now: float, config: AtlasConfig) -> MemoryNode | None:
+        """The weight decayed to ``now`` times ``factor`` (at least ``weight_floor``), last access
+        now. Returns the updated node (None if it is gone)."""
+
+    def candidates(self, query: CandidateQuery, allowed: Predicate) -> Candidates:
+        """Recall's candidate generation in one call (see `CandidateQuery`); ``allowed`` admits
+        a memory (asked of each hit unless ``query.every_admissible``, and of the time range's)."""
+
+    def expand(self, seeds: dict[str, float], walk: WalkSpec, walkable: Predicate | None) -> dict[str, float]:
+        """The graph expansion of recall's seeds: `spread_max` over `GraphStore.weighted_links`."""
+
+    def write_batch(self, batch: WriteBatch) -> None:
+        """Store a chunk of new memories in one call: nodes, vectors, keywords, session and time
+        tracking, ``similar_to`` edges to the neighbours found, ``before`` edges, extra links."""
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """Hands out the partition of each namespace."""
+
+    def partition(self, namespace: str, *, create: bool = False) -> Partition | None: ...
+
+    def namespaces(self) -> Iterator[str]: ...
+
+    def drop(self, namespace: str) -> None: ...
+
+    def directory(self) -> MutableMapping[str, str] | None:
+        """Memory id -> namespace kept by the backend (a server shared by processes), or None:
+        the engine keeps its own."""
+
