@@ -1,15 +1,17 @@
 # Two commands set everything up on a machine with Python 3.11+ and make:
 #   make demo   # a scripted multi-session conversation through the memory (no LLM, no network)
-#   make test   # ruff, mypy and every test (unit, integration, notebooks)
+#   make test   # make lint, then every test (unit, integration, notebooks): what CI runs
+# While working: make test-fast (unit, contract and adapter tests, no server, no real model),
+# make lint (ruff, mypy, the import layers, no import cycle), make format (ruff's fixes).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip
 
-.PHONY: help demo test lint typecheck unit integration notebooks bench install install-dev clean falkordb falkordb-stop browser
+.PHONY: help demo test test-fast lint format typecheck unit integration notebooks bench install install-dev clean falkordb falkordb-stop browser
 
 help:
-	@echo "make demo | make test | make lint | make notebooks | make bench | make falkordb | make clean"
+	@echo "make demo | make test | make test-fast | make lint | make format | make notebooks | make bench | make falkordb | make clean"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,9 +31,22 @@ install-dev: $(VENV)/.dev
 demo: $(VENV)/.core
 	$(BIN)/python -m shared_core.demo
 
+# The layers of docs/architecture.md (import-linter contracts in pyproject.toml) and no import
+# cycle in shared_core, imports inside functions and under TYPE_CHECKING counted.
 lint: $(VENV)/.dev
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
+	$(BIN)/python scripts/check_cycles.py shared_core
+
+format: $(VENV)/.dev
+	$(BIN)/ruff check --fix .
+
+# The contributor loop: everything but the real model, the FalkorDB server, the notebooks and the
+# wheel build (a few minutes on two cores); `make test` stays the full run.
+test-fast: $(VENV)/.dev
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not integration and not falkordb" \
+	  --ignore=tests/test_notebooks.py --ignore=tests/test_packaging.py
 
 typecheck: lint
 
@@ -48,9 +63,7 @@ browser:
 # pid whatever the tests do.
 FALKORDB_TEST := .falkordb/test
 
-test: $(VENV)/.dev browser
-	$(BIN)/ruff check .
-	$(BIN)/mypy
+test: lint browser
 	@$(BIN)/python scripts/falkordb.py stop --dir $(FALKORDB_TEST) >/dev/null 2>&1; rm -rf $(FALKORDB_TEST)
 	$(BIN)/python scripts/falkordb.py start --dir $(FALKORDB_TEST) --appendfsync always
 	trap '$(BIN)/python scripts/falkordb.py stop --dir $(FALKORDB_TEST)' EXIT; \
@@ -70,8 +83,10 @@ falkordb-stop:
 notebooks: $(VENV)/.dev
 	ATLAS_NOTEBOOK_OUTPUT=build/notebooks $(BIN)/python -m pytest tests/test_notebooks.py -q -s -p no:cacheprovider
 
+# The product benchmarks (benchmarks/README.md): LoCoMo evidence recall, then latency at 1k-100k.
 bench: $(VENV)/.dev
 	$(BIN)/python benchmarks/locomo_recall.py --data ../shared/data/locomo/locomo_dev.json
+	$(BIN)/python benchmarks/latency.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache build *.egg-info
