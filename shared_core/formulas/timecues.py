@@ -222,11 +222,31 @@ def _relative_to_now(query: str, now: float, today: datetime) -> TimeCue | None:
             back = (today.weekday() - 5) % 7 or 7
             start = today - timedelta(days=back)
             return TimeCue(start.timestamp(), (start + timedelta(days=2)).timestamp(), m.group(0).lower())
-        days = _UNITS[unit]
-        if which == "this":
-            return TimeCue(now - days * DAY, now + 1.0, m.group(0).lower())
-        return TimeCue(now - 2 * days * DAY, now + 1.0, m.group(0).lower())
+        if which == "this" or (which == "past" and unit != "day"):
+            return TimeCue(now - _UNITS[unit] * DAY, now + 1.0, m.group(0).lower())
+        start, end = _previous_period(unit, today)
+        return TimeCue(start.timestamp(), end.timestamp(), m.group(0).lower())
     return None
+
+
+def _previous_period(unit: str, today: datetime) -> tuple[datetime, datetime]:
+    """The calendar period before the current one, ``[start, end)``: "last week" is Monday to
+    Sunday of the week before this one (ISO weeks), "last month" the previous calendar month,
+    "last year" the previous calendar year, "last day" yesterday. It never includes today.
+
+    >>> [d.day for d in _previous_period("week", datetime(2026, 12, 2, tzinfo=UTC))]  # a Wednesday
+    [23, 30]
+    """
+    if unit == "week":
+        end = today - timedelta(days=today.weekday())
+        return end - timedelta(days=7), end
+    if unit == "month":
+        end = today.replace(day=1)
+        return (end - timedelta(days=1)).replace(day=1), end
+    if unit == "year":
+        end = today.replace(month=1, day=1)
+        return end.replace(year=end.year - 1), end
+    return today - timedelta(days=1), today
 
 
 def _month_or_year(query: str, reference: datetime) -> TimeCue | None:
@@ -255,7 +275,8 @@ def parse_time_cue(query: str, *, now: float) -> TimeCue | None:
 
     Precedence, most specific first: an explicit range ("between ... and ..."), a span around a
     date ("the week before 16 Nov"), a date ("on 9 November, 2022"), a cue relative to ``now``
-    ("yesterday", "3 days ago", "last week"), a month ("in May 2023"), a year, and last the vague
+    ("yesterday", "3 days ago"; "last week" / "last month" / "last year" is the previous calendar
+    period, never today; "this week" / "past week" the seven days up to ``now``), a month ("in May 2023"), a year, and last the vague
     "recently" (the two weeks up to ``now``).
     """
     if (_RE_ANY_ASCII.search(query.lower()) if query.isascii() else _RE_ANY.search(query)) is None:

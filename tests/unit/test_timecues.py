@@ -109,3 +109,28 @@ def test_the_prefilter_never_hides_a_cue() -> None:
             assert _RE_ANY.search(query) is not None, query
             assert parse_time_cue(query, now=NOW) == cue
     assert found >= 40
+
+
+@pytest.mark.parametrize(("query", "start", "end"), [
+    ("what did we talk about last week?", "2024-06-03", "2024-06-10"),  # Monday to Sunday before this week
+    ("anything from the previous week", "2024-06-03", "2024-06-10"),
+    ("what did I buy last month", "2024-05-01", "2024-06-01"),
+    ("where did we travel last year", "2023-01-01", "2024-01-01"),
+])
+def test_last_names_the_previous_calendar_period(query: str, start: str, end: str) -> None:
+    assert days(parse_time_cue(query, now=NOW)) == (start, end)
+
+
+@pytest.mark.parametrize("now", [NOW, datetime(2024, 6, 10, 0, 30, tzinfo=UTC).timestamp(),  # Monday just after midnight
+                                 datetime(2024, 6, 16, 23, tzinfo=UTC).timestamp()])  # Sunday night
+def test_last_week_never_includes_today(now: float) -> None:
+    cue = parse_time_cue("what happened last week", now=now)
+    assert cue is not None and not cue.contains(now) and cue.end - cue.start == 7 * 86_400
+    midnight = datetime.fromtimestamp(now, UTC).replace(hour=0, minute=0).timestamp()
+    assert cue.end <= midnight and not cue.contains(midnight)
+
+
+def test_past_and_this_week_are_the_seven_days_up_to_now() -> None:
+    for query in ("what did we do this week", "anything in the past week"):
+        cue = parse_time_cue(query, now=NOW)
+        assert cue is not None and cue.contains(NOW) and cue.start == NOW - 7 * 86_400
