@@ -36,7 +36,7 @@ from .text.tokens import TokenCounter, as_token_counter
 from .values import _validate as check
 from .values.clock import Clock, SystemClock
 from .values.config import AtlasConfig
-from .values.errors import InvalidInputError, MemoryNotFoundError, NamespaceViolationError
+from .values.errors import InvalidInputError, InvalidMemoryError, MemoryNotFoundError, NamespaceViolationError
 from .values.model import Context, MemoryEdge, MemoryNode, Relation, ScoredMemory, scored_of, with_embedding
 
 __all__ = ["ElasticMemoryAtlas"]
@@ -149,17 +149,20 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
     def add_memory(self, content: str, *, namespace: str, session_id: str | None = None,
                    timestamp: Any = None, metadata: Mapping[str, Any] | None = None,
                    importance: float = 1.0, pinned: bool = False, ttl: float | None = None,
-                   links_to: Sequence[LinkSpec] = (), embedding: Any = None) -> MemoryNode:
+                   links_to: Sequence[LinkSpec] = (), embedding: Any = None,
+                   valid_from: Any = None) -> MemoryNode:
         """Store one memory and link it: ``before`` from the session's previous memory,
         ``similar_to`` to the closest memories of the namespace, and any ``links_to`` given.
 
         ``timestamp`` is when the remembered thing happened (default: now); ``ttl`` seconds
-        until it expires; ``embedding`` skips the model. Returns the stored node.
+        until it expires; ``embedding`` skips the model; ``valid_from`` (a datetime, ISO string
+        or POSIX seconds; default: now) is when the fact became true, which ``as_of`` recall
+        reads. Returns the stored node.
         """
         spec = build_spec(self.config, self.embedder.dim, content, namespace=namespace,
                           session_id=session_id, timestamp=timestamp, metadata=metadata,
                           importance=importance, pinned=pinned, ttl=ttl, links_to=links_to,
-                          embedding=embedding)
+                          embedding=embedding, valid_from=valid_from)
         return self._write([spec], progress=False)[0]
 
     def add_memories(self, items: Sequence[str | Mapping[str, Any]], *, namespace: str,
@@ -260,13 +263,15 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
     def update_memory(self, node_id: str, content: str, *, metadata: Mapping[str, Any] | None = None,
                       importance: float | None = None, embedding: Any = None,
                       namespace: str | None = None, session_id: str | None = None,
-                      reason: str = "update") -> MemoryNode:
+                      reason: str = "update", valid_from: Any = None) -> MemoryNode:
         """Store a corrected version: a new node that ``supersedes`` the old one.
 
         The old node is kept, with ``valid_to`` set, and leaves recall unless
         ``include_history=True``; `history` returns the chain. Metadata merges into the old;
         the new version stays in the old one's session unless ``session_id`` names the session
-        in which the correction was made.
+        in which the correction was made. ``valid_from`` (default: now) is when the correction
+        became true: the old version is valid until then (it must not be before the old one's
+        own ``valid_from``).
         """
         with self._lock:
             part, old = self._locate(node_id, namespace)
@@ -277,7 +282,10 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
                               session_id=old.session_id if session_id is None else session_id,
                               metadata=merged,
                               importance=old.importance if importance is None else importance,
-                              pinned=old.pinned, embedding=embedding)
+                              pinned=old.pinned, embedding=embedding, valid_from=valid_from)
+            if spec.valid_from is not None and spec.valid_from < old.valid_from:
+                raise InvalidMemoryError(f"valid_from {spec.valid_from!r} is before the old version's "
+                                         f"valid_from {old.valid_from!r}")
         vec = spec.embedding if spec.embedding is not None else self._embed([spec.content])[0]
         with self._lock:
             part, old = self._locate(node_id, namespace)
@@ -285,9 +293,10 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
                 raise InvalidInputError(f"memory {node_id!r} was already superseded; update its newest version")
             now = self.clock.now()
             new_part, new = self._insert(spec, vec, now)
+            ends = new.valid_from if spec.valid_from is not None else now
             part.graph.put_edge(MemoryEdge(source=new.id, target=old.id, relation=Relation.SUPERSEDES,
                                            strength=1.0, created_at=now))
-            part.graph.put_node(replace(old, valid_to=now))
+            part.graph.put_node(replace(old, valid_to=ends))
             part.inactive.add(old.id)
             self.events.emit("update", namespace=part.namespace, node_id=new.id, at=now,
                              reason=reason, supersedes=old.id)
@@ -408,15 +417,20 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
     def retrieve(self, query: str, *, namespace: str, session_id: str | None = None, top_k: int = 5,
                  filters: Mapping[str, Any] | None = None, reinforce: bool = True,
                  include_history: bool = False, explain: bool = False,
-                 cross_session: bool | None = None, exclude_ids: Collection[str] = ()) -> list[ScoredMemory]:
+                 cross_session: bool | None = None, exclude_ids: Collection[str] = (),
+                 as_of: Any = None) -> list[ScoredMemory]:
         """Hybrid recall within ``namespace``; see `shared_core.engine.recall` for the paths.
 
         With ``session_id``, only that session is searched unless ``cross_session`` (default
         from the config) lets the namespace's other sessions in, with a penalty and labelled
         ``other_session``. Recalled memories are reinforced unless ``reinforce=False``.
         ``exclude_ids`` are never returned (e.g. turns the caller already shows the model).
+        ``as_of`` (a datetime, ISO string or POSIX seconds) answers from the versions valid then:
+        a memory superseded later is still the one recalled, a memory valid only from a later
+        time is not.
         """
         text = check.query(query)
+        when = check.timestamp(as_of, "as_of")
         ns = check.namespace(namespace)
         session = check.session(session_id)
         k = check.count(top_k, "top_k")
@@ -436,7 +450,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
             now = self.clock.now()
             request = RecallRequest(query=text, vector=vector, now=now, session_id=session, top_k=k + len(excluded),
                                     predicate=predicate, include_history=include_history,
-                                    cross_session=cross, explain=explain)
+                                    cross_session=cross, explain=explain, as_of=when)
             hits = [h for h in recall(part, request, self.config) if h.node.id not in excluded][:k]
             nodes = self._reinforce(part, hits, now) if reinforce else [h.node for h in hits]
             self._life.recalled(part, hits, now, via="retrieve")
@@ -462,7 +476,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
                       token_budget: int, style: str = "timeline", working_memory: int | None = None,
                       reinforce: bool = True, filters: Mapping[str, Any] | None = None,
                       cross_session: bool | None = None, llm: Any = None,
-                      exclude_ids: Collection[str] = ()) -> Context:
+                      exclude_ids: Collection[str] = (), as_of: Any = None) -> Context:
         """The context an LLM should see for ``query``, within ``token_budget`` exact tokens.
 
         Tiers in priority order: the session's last ``working_memory`` memories, recalled
@@ -470,8 +484,10 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
         ``"narrative"``; for the narrative, an optional ``llm`` (LangChain chat model, LlamaIndex
         LLM or ``str -> str`` callable) rewrites the extractive paragraph, kept only if it fits.
         ``exclude_ids`` are left out of every tier (e.g. turns the caller already shows the model).
+        ``as_of`` answers from the versions valid then, as in `retrieve` (working memory too).
         """
         text = check.query(query)
+        when = check.timestamp(as_of, "as_of")
         ns = check.namespace(namespace)
         session = check.session(session_id)
         budget = check.count(token_budget, "token_budget")
@@ -495,13 +511,17 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
             if session is not None and wm > 0:
                 for nid in part.latest(session, wm + min(len(part.inactive), 16) + len(excluded)):
                     node = part.graph.get_node(nid)
-                    if node is not None and nid not in part.inactive and nid not in excluded and node.is_current(now) \
+                    valid = node is not None and (node.is_valid_at(when) if when is not None
+                                                  else nid not in part.inactive and node.is_current(now))
+                    if node is not None and valid and nid not in excluded \
                             and (predicate is None or predicate(node)) and len(working) < wm:
                         working.append(ScoredMemory(node, 1.0, {"working": 1.0}, ("working",)))
-            working = self._life.with_held(working, part, session, wm, predicate, exclude=excluded)
+            if when is None:  # turns held back by the write filter are today's
+                working = self._life.with_held(working, part, session, wm, predicate, exclude=excluded)
             top_k = min(400, max(20, math.ceil(budget * self.config.context_candidates)))
             request = RecallRequest(query=text, vector=vector, now=now, session_id=session,
-                                    top_k=top_k + len(excluded), predicate=predicate, cross_session=cross)
+                                    top_k=top_k + len(excluded), predicate=predicate, cross_session=cross,
+                                    as_of=when)
             hits = [h for h in recall(part, request, self.config) if h.node.id not in excluded]
             recalled = [h for h in hits if h.node.kind != "summary"]
             summaries = [h for h in hits if h.node.kind == "summary"]

@@ -13,6 +13,10 @@
    weighted by relation and strength, decaying per hop), so the turns around a match, its
    causes, parts and summaries come along;
 7. rank by relevance x weight x recency (or the linear preset), session penalty applied.
+
+With ``as_of`` a recall answers from the versions valid then (`MemoryNode.is_valid_at`): a
+memory superseded or contradicted after ``as_of`` is still the one recalled for that time, and
+one whose ``valid_from`` is later is not seen; relative time cues count from ``as_of``.
 """
 
 from __future__ import annotations
@@ -60,6 +64,7 @@ class RecallRequest:
     cross_session: bool = False
     explain: bool = False
     candidate_k: int | None = None
+    as_of: float | None = None
 
 
 def _latest_timestamp(part: Partition, now: float) -> float | None:
@@ -135,7 +140,10 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
             return False
         if limited and node.session_id != req.session_id:
             return False
-        if not req.include_history and (node.id in part.inactive or not node.is_current(req.now)):
+        if req.as_of is not None:
+            if not node.is_valid_at(req.as_of):
+                return False
+        elif not req.include_history and (node.id in part.inactive or not node.is_current(req.now)):
             return False
         return req.predicate is None or req.predicate(node)
 
@@ -147,14 +155,17 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
     if req.predicate is not None:
         pool = subset if subset is not None else (n.id for n in graph.nodes())
         subset = {i for i in pool if admissible(graph.get_node(i))}
-    elif subset is not None and not req.include_history:
+    elif subset is not None and not req.include_history and req.as_of is None:
         subset -= part.inactive
     if subset is not None and not subset:
         return []
 
     overfetch = k if req.include_history or subset is not None else k + min(len(part.inactive), 4 * k)
+    if req.as_of is not None and subset is None:  # later versions and later memories take places
+        overfetch = 5 * k
     allowed, every = _admission(part, req, subset, admissible)
-    cue = resolve_time_cue(part, req.query, now=req.now, config=config) if config.time_weight > 0 else None
+    cue = resolve_time_cue(part, req.query, now=req.now if req.as_of is None else req.as_of, config=config) \
+        if config.time_weight > 0 else None
     recent = req.session_id is not None and config.recency_window > 0 and config.recent_weight > 0
     # The vector search always reaches the candidate_k-th best cosine, the floor of the cosine
     # scale, whatever the pool that goes on to fusion.
@@ -258,14 +269,14 @@ def _admission(part: Partition, req: RecallRequest, subset: set[str] | None,
     """
     cache: dict[str, bool] = {}
     get_node = part.graph.get_node
-    if subset is None and req.predicate is None and (req.include_history or (
+    if subset is None and req.predicate is None and req.as_of is None and (req.include_history or (
             not part.inactive and part.graph.bounded_nodes == 0)):
 
         def exists(node_id: str) -> bool:
             return get_node(node_id) is not None
 
         return exists, True
-    if subset is None and not req.include_history:  # no filter, no session scope: the common case
+    if subset is None and not req.include_history and req.as_of is None:  # no filter, no session scope: the common case
         inactive, now = part.inactive, req.now
 
         def current(node_id: str) -> bool:

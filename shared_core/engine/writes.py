@@ -30,7 +30,7 @@ __all__ = ["MemorySpec", "build_spec", "collector_paused", "insert_batches", "in
            "returned_nodes", "specs_from_items"]
 
 ITEM_FIELDS = frozenset({"content", "namespace", "session_id", "timestamp", "metadata", "importance",
-                         "pinned", "ttl", "links_to", "embedding"})
+                         "pinned", "ttl", "links_to", "embedding", "valid_from"})
 _SHORT_FIELDS = frozenset({"content", "session_id"})
 
 
@@ -49,12 +49,13 @@ class MemorySpec(NamedTuple):
     links: tuple[tuple[str, Relation, float], ...]
     embedding: npt.NDArray[np.float32] | None
     kind: str = "memory"
+    valid_from: float | None = None
 
 
 def build_spec(config: AtlasConfig, dim: int, content: object, *, namespace: object, session_id: object = None,
               timestamp: object = None, metadata: object = None, importance: object = 1.0,
               pinned: object = False, ttl: object = None, links_to: object = (),
-              embedding: object = None, kind: str = "memory") -> MemorySpec:
+              embedding: object = None, kind: str = "memory", valid_from: object = None) -> MemorySpec:
         text = check.content(content, max_chars=config.max_content_chars)
         ns = check.namespace(namespace)
         links: list[tuple[str, Relation, float]] = []
@@ -78,7 +79,7 @@ def build_spec(config: AtlasConfig, dim: int, content: object, *, namespace: obj
         return MemorySpec(text, ns, check.session(session_id), check.timestamp(timestamp),
                      check.metadata(metadata), check.number(importance, "importance", minimum=0.0, maximum=1e6),
                      check.flag(pinned, "pinned"), ttl_value if ttl_value is not None else config.default_ttl,
-                     tuple(links), vector, kind)
+                     tuple(links), vector, kind, check.timestamp(valid_from, "valid_from"))
 
 
 def insert_memory(part: Partition, spec: MemorySpec, vec: npt.NDArray[np.float32], now: float,
@@ -193,7 +194,8 @@ def _insert_chunk(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDArra
                               timestamp=spec.timestamp if spec.timestamp is not None else now, created_at=now,
                               last_accessed_at=now, access_count=0, turn=turn, accessed_turn=turn,
                               metadata=spec.metadata or _NO_METADATA, pinned=spec.pinned,
-                              expires_at=None if spec.ttl is None else now + spec.ttl, valid_from=now, valid_to=None,
+                              expires_at=None if spec.ttl is None else now + spec.ttl,
+                              valid_from=now if spec.valid_from is None else spec.valid_from, valid_to=None,
                               kind=spec.kind))
     done.extend(nodes)  # from here on a failure must undo these too
     part.write_batch(WriteBatch(nodes=nodes, vectors=vecs, similar_top=cfg.similar_top,
@@ -226,7 +228,7 @@ def specs_from_items(config: AtlasConfig, dim: int, items: object, *, namespace:
                 if default_ns is None:
                     default_ns = check.namespace(namespace)
                 append(new_spec(MemorySpec, (text, default_ns, session_of(session), None, {}, 1.0, False, ttl, (),
-                                             None, "memory")))
+                                             None, "memory", None)))
             elif mapping:
                 unknown = set(item) - ITEM_FIELDS
                 if unknown:

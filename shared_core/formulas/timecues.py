@@ -276,8 +276,8 @@ def parse_time_cue(query: str, *, now: float) -> TimeCue | None:
     Precedence, most specific first: an explicit range ("between ... and ..."), a span around a
     date ("the week before 16 Nov"), a date ("on 9 November, 2022"), a cue relative to ``now``
     ("yesterday", "3 days ago"; "last week" / "last month" / "last year" is the previous calendar
-    period, never today; "this week" / "past week" the seven days up to ``now``), a month ("in May 2023"), a year, and last the vague
-    "recently" (the two weeks up to ``now``).
+    period, never today; "this week" / "past week" the seven days up to ``now``), a month
+    ("in May 2023"), a year, and last the vague "recently" (the two weeks up to ``now``).
     """
     if (_RE_ANY_ASCII.search(query.lower()) if query.isascii() else _RE_ANY.search(query)) is None:
         return None

@@ -132,6 +132,19 @@ class MemoryNode:
             return False
         return self.valid_to is None or self.valid_to > now
 
+    def is_valid_at(self, when: float) -> bool:
+        """Whether this version was the valid one at ``when`` (valid time): ``valid_from <= when``,
+        not yet superseded (``valid_to``) and not yet expired then. The memory's current version
+        answers for today; an older one, superseded later, answers for its own time.
+
+        >>> node = MemoryNode(id="a", content="x", namespace="n", valid_from=10.0, valid_to=20.0)
+        >>> node.is_valid_at(5.0), node.is_valid_at(10.0), node.is_valid_at(20.0)
+        (False, True, False)
+        """
+        if self.valid_from > when or (self.valid_to is not None and self.valid_to <= when):
+            return False
+        return self.expires_at is None or self.expires_at > when
+
     def as_dict(self, *, embedding: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for f in fields(self):

@@ -121,7 +121,7 @@ def test_last_names_the_previous_calendar_period(query: str, start: str, end: st
     assert days(parse_time_cue(query, now=NOW)) == (start, end)
 
 
-@pytest.mark.parametrize("now", [NOW, datetime(2024, 6, 10, 0, 30, tzinfo=UTC).timestamp(),  # Monday just after midnight
+@pytest.mark.parametrize("now", [NOW, datetime(2024, 6, 10, 0, 30, tzinfo=UTC).timestamp(),  # Monday, 00:30
                                  datetime(2024, 6, 16, 23, tzinfo=UTC).timestamp()])  # Sunday night
 def test_last_week_never_includes_today(now: float) -> None:
     cue = parse_time_cue("what happened last week", now=now)
