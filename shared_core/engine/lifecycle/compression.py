@@ -16,6 +16,9 @@
 3. **chapters**: each run of ``chapter_size`` memories of a session not yet in a chapter gets
    a chapter-summary node (``metadata["summary"] == "chapter"``).
 
+Every summary holds at most half of its sources' words (`summary_text`); one that cannot be
+made that short is not written.
+
 Merges run under the atlas's lock; summary texts (an LLM call, perhaps) and their embeddings
 are computed outside it and applied afterwards to the members that still exist.
 """
@@ -35,15 +38,15 @@ import numpy.typing as npt
 from ...formulas.decay import effective_weight
 from ...values.model import MemoryEdge, MemoryNode, Relation, iso, new_ids
 from .contradiction import different_values
-from .summarize import Summarizer, extractive_summary
+from .summarize import Summarizer, capped_summary, extractive_summary
 
 if TYPE_CHECKING:
     from ...store.contract import Partition
     from ...values.config import AtlasConfig
     from ..state import EngineState
 
-__all__ = ["CompressionReport", "Ledger", "MergeRecord", "SummaryRecord", "group_pairs", "keyword_text",
-           "near_duplicate_pairs"]
+__all__ = ["CompressionReport", "Ledger", "MergeRecord", "SummaryPlan", "SummaryRecord", "group_pairs",
+           "keyword_text", "near_duplicate_pairs", "summary_text", "write_summary"]
 
 
 class Ledger(Protocol):
@@ -413,7 +416,7 @@ def compress_atlas(state: EngineState, life: Ledger, namespaces: Sequence[str], 
                 bar.total = (bar.total or 0) + len(plans)
                 bar.refresh()
             for plan in plans:
-                plan.text = _summarize(life.summarizer, plan.texts)
+                plan.text = summary_text(life.summarizer, plan.texts)
             for plan, vector in zip(plans, state.embed([p.text for p in plans]), strict=True):
                 plan.vector = vector
         with state.lock:
@@ -436,17 +439,19 @@ def compress_atlas(state: EngineState, life: Ledger, namespaces: Sequence[str], 
     return report
 
 
-def _summarize(summarizer: Summarizer, texts: Sequence[str]) -> str:
+def summary_text(summarizer: Summarizer, texts: Sequence[str]) -> str:
+    """The summarizer's text for ``texts``, held to `MAX_SUMMARY_RATIO` of their words
+    (`capped_summary`); "" when no summary that short can be written (then none is)."""
     fallback = extractive_summary(texts) or " ".join(texts)[:600]
     try:
         text = summarizer.summarize(texts)
     except Exception:
         logger.exception("summarizer %r failed; using the extractive summary", summarizer)
-        return fallback
+        text = fallback
     if not isinstance(text, str) or not text.strip():
         logger.warning("summarizer %r returned %r; using the extractive summary", summarizer, text)
-        return fallback
-    return text
+        text = fallback
+    return capped_summary(text, texts) or ""
 
 
 def _apply_merge(state: EngineState, life: Ledger, namespace: str, survivor_id: str, absorbed_ids: Sequence[str],

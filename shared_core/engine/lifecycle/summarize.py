@@ -20,7 +20,11 @@ from typing import Any, Protocol, runtime_checkable
 from ...text.llm import call_llm
 from .write_filter import salience
 
-__all__ = ["ExtractiveSummarizer", "LLMSummarizer", "Summarizer", "extractive_summary", "sentence_value"]
+__all__ = ["MAX_SUMMARY_RATIO", "ExtractiveSummarizer", "LLMSummarizer", "Summarizer", "capped_summary",
+           "extractive_summary", "sentence_value", "word_count"]
+
+#: A summary holds at most this share of its sources' words (else it is cut back, or not written).
+MAX_SUMMARY_RATIO = 0.5
 
 logger = logging.getLogger("shared_core")
 
@@ -84,6 +88,35 @@ def extractive_summary(texts: Sequence[str], *, max_chars: int = 600) -> str:
             used += len(c[2]) + 1
     text = " ".join(c[2] for c in sorted(chosen))
     return text if len(text) <= max_chars else text[: max_chars - 1].rstrip() + "…"
+
+
+def word_count(text: str) -> int:
+    """Words (``\\w+`` runs) in ``text``: the unit of the summary cap, a model-free stand-in for tokens."""
+    return len(_WORDS.findall(text))
+
+
+def capped_summary(text: str, texts: Sequence[str], *, ratio: float = MAX_SUMMARY_RATIO) -> str | None:
+    """``text`` if it holds at most ``ratio`` of the words of ``texts``; else the sentences of
+    ``text`` most worth keeping (`sentence_value`, earlier first on ties) that fit in that many
+    words, in their order; None when not even one fits (nothing shorter than the sources).
+
+    >>> texts = ["We paid 40 euros.", "The train left at 9:15.", "It was 3 hours late.", "Room 12 was cold."]
+    >>> capped_summary(" ".join(texts), texts)
+    'We paid 40 euros. It was 3 hours late.'
+    """
+    limit = ratio * sum(word_count(t) for t in texts)
+    if 0 < word_count(text) <= limit:
+        return text
+    sentences = [" ".join(raw.split()) for raw in _SENTENCE.split(text.strip()) if raw.strip()]
+    ranked = sorted(range(len(sentences)), key=lambda i: (-sentence_value(sentences[i]), i))
+    chosen: list[int] = []
+    used = 0
+    for i in ranked:
+        words = word_count(sentences[i])
+        if words and used + words <= limit:
+            chosen.append(i)
+            used += words
+    return " ".join(sentences[i] for i in sorted(chosen)) if chosen else None
 
 
 @runtime_checkable
