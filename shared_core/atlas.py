@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from ._atlas_mixins import AsyncForms, NotebookViews, Persistence
 from .engine import writes
-from .engine.context import STYLES, build_context_block
+from .engine.context import STYLES, build_context_block, summaries_beside_sources
 from .engine.events import AtlasEvent, EventLog
 from .engine.lifecycle.compression import CompressionReport
 from .engine.lifecycle.manager import AtlasStats, Lifecycle
@@ -527,6 +527,10 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
             summaries = [h for h in hits if h.node.kind == "summary"]
             ctx = build_context_block(working, recalled, summaries, style=style, budget=budget,
                                       count=counter.count, marker=self.config.truncation_marker)
+            while redundant := summaries_beside_sources(part.graph, ctx.memories) & {h.node.id for h in summaries}:
+                summaries = [h for h in summaries if h.node.id not in redundant]
+                ctx = build_context_block(working, recalled, summaries, style=style, budget=budget,
+                                          count=counter.count, marker=self.config.truncation_marker)
             recalled_shown = [m for m in ctx.memories if m.paths != ("working",)]
             self._life.recalled(part, recalled_shown, now, via="build_context")
             if reinforce and recalled_shown:  # working memory is shown for being recent, not recalled

@@ -31,11 +31,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from ..formulas.budget import truncate_to_tokens
+from ..store.contract import GraphStore
 from ..text.tokens import TiktokenCounter
 from ..values.errors import InvalidInputError
-from ..values.model import Context, ScoredMemory
+from ..values.model import Context, Relation, ScoredMemory
 
-__all__ = ["STYLES", "build_context_block", "render"]
+__all__ = ["STYLES", "build_context_block", "render", "summaries_beside_sources"]
 
 STYLES = ("timeline", "bullet", "narrative")
 WORKING, RECALLED, SUMMARY = 0, 1, 2
@@ -318,3 +319,18 @@ def build_context_block(working: Sequence[ScoredMemory], recalled: Sequence[Scor
         shown = _by_time(taken)
     return Context(text, tokens, tuple(it.hit for it in shown), tuple(it.hit for it in dropped),
                    budget, style)
+
+
+def summaries_beside_sources(graph: GraphStore, shown: Sequence[ScoredMemory]) -> set[str]:
+    """The summaries among ``shown`` whose every source (``summarizes`` edge) is shown too: they
+    say nothing the context does not already hold, so the atlas renders the details without them."""
+    ids = {m.node.id for m in shown}
+    out = set()
+    for m in shown:
+        if m.node.kind != "summary":
+            continue
+        sources = {e.target for e in graph.edges(m.node.id)
+                   if e.relation is Relation.SUMMARIZES and e.source == m.node.id}
+        if sources and sources <= ids:
+            out.add(m.node.id)
+    return out

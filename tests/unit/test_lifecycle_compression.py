@@ -123,8 +123,12 @@ def test_a_faded_cluster_gets_one_summary_and_its_details_fade(clock: ManualCloc
     assert len(atlas.events.events(kind="decay")) == len(ids)
     assert all("summarized by" in e.reason for e in atlas.events.events(kind="decay"))
     assert atlas.compress().summaries == ()  # summarised once
-    ctx = atlas.build_context("when is the Porto hotel", namespace="u", token_budget=400, style="bullet")
-    assert "Summaries:" in ctx.text
+    for budget in (30, 60, 100, 400):  # never the summary beside every one of its details
+        ctx = atlas.build_context("when is the Porto hotel", namespace="u", token_budget=budget, style="bullet",
+                                  reinforce=False)
+        shown = {m.node.id for m in ctx.memories}
+        assert node.id not in shown or not set(ids) <= shown, budget
+    assert set(ids) <= shown and "Summaries:" not in ctx.text  # room for every detail: the details only
 
 
 def test_an_llm_writes_the_summary_and_a_bad_answer_falls_back(clock: ManualClock) -> None:
