@@ -14,6 +14,7 @@ from .engine.lifecycle.contradiction import (
     HeuristicContradictionDetector,
     LLMContradictionDetector,
 )
+from .engine.lifecycle.maintenance import MaintenanceReport
 from .engine.lifecycle.manager import AtlasStats
 from .engine.lifecycle.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from .engine.lifecycle.write_filter import HeuristicWriteFilter, LLMWriteFilter, WriteFilter, importance_score
@@ -74,6 +75,7 @@ __all__ = [
     "LLMContradictionDetector",
     "LLMSummarizer",
     "LLMWriteFilter",
+    "MaintenanceReport",
     "ManualClock",
     "MemoryEdge",
     "MemoryNode",

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Self, cast
 
 if TYPE_CHECKING:
     from .engine.lifecycle.compression import CompressionReport
+    from .engine.lifecycle.maintenance import MaintenanceReport
     from .engine.lifecycle.manager import Lifecycle
     from .engine.state import EngineState
     from .values.config import AtlasConfig
@@ -52,6 +53,8 @@ class _Atlas(Protocol):
 
     def compress(self, **kwargs: Any) -> CompressionReport: ...
 
+    def maintain(self, **kwargs: Any) -> MaintenanceReport: ...
+
 
 class AsyncForms:
     """``a``-prefixed forms of the atlas's blocking methods, run with `asyncio.to_thread`."""
@@ -82,6 +85,9 @@ class AsyncForms:
 
     async def acompress(self, **kwargs: Any) -> CompressionReport:
         return await asyncio.to_thread(lambda: self._sync().compress(**kwargs))
+
+    async def amaintain(self, **kwargs: Any) -> MaintenanceReport:
+        return await asyncio.to_thread(lambda: self._sync().maintain(**kwargs))
 
 
 class NotebookViews:

@@ -24,6 +24,7 @@ from .engine import writes
 from .engine.context import STYLES, build_context_block, summaries_beside_sources
 from .engine.events import AtlasEvent, EventLog
 from .engine.lifecycle.compression import CompressionReport
+from .engine.lifecycle.maintenance import MaintenanceReport, maintain, summarize_session
 from .engine.lifecycle.manager import AtlasStats, Lifecycle
 from .engine.recall import RecallRequest, recall
 from .engine.state import EngineState
@@ -310,16 +311,21 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
             self._life.remove(part, node, kind="forget", reason="forget")
 
     def end_session(self, session_id: str, *, namespace: str, mode: str = "fade",
-                    fade_factor: float = 0.5) -> int:
+                    fade_factor: float = 0.5, summarize: bool = False) -> int:
         """End a session: ``"delete"`` its memories (pinned ones stay) or ``"fade"`` their weights.
 
-        Returns the number of memories deleted or faded.
+        With ``summarize=True`` a session summary is written first, whatever the session's length
+        (``kind="summary"``, ``metadata["summary"] == "session"``, ``summarizes`` edges to the
+        session's current memories; see `shared_core.engine.lifecycle.maintenance`); it is kept
+        by either mode. Returns the number of memories deleted or faded.
         """
         session = check.session(session_id)
         ns = check.namespace(namespace)
         if mode not in ("delete", "fade"):
             raise InvalidInputError(f"mode must be 'delete' or 'fade', got {mode!r}")
         factor = check.number(fade_factor, "fade_factor", minimum=0.0, maximum=1.0)
+        summary = summarize_session(self._life, ns, session) \
+            if check.flag(summarize, "summarize") and session is not None else None
         with self._lock:
             part = self._part(ns)
             self._life.held.drop(ns, session)
@@ -329,7 +335,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
             touched = 0
             for nid in list(part.sessions[session]):
                 node = part.graph.get_node(nid)
-                if node is None or node.pinned:
+                if node is None or node.pinned or (summary is not None and nid == summary.id):
                     continue
                 if mode == "delete":
                     self._life.remove(part, node, kind="forget", reason="end_session")
@@ -557,6 +563,14 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
         if progress is None:
             progress = len(self) >= 2000 and (sys.stderr.isatty() or "ipykernel" in sys.modules)
         return self._life.compress(names, progress=check.flag(progress, "progress"))
+
+    def maintain(self, *, namespace: str | None = None, compress: bool = True) -> MaintenanceReport:
+        """Run the lifecycle now (every namespace, or one): TTL expiry, the clean-up rule (whatever
+        ``prune_every`` says), the caps, and compression unless ``compress=False``; returns what
+        it did. An idle memory is cleaned only by this; the MCP server calls it on a timer.
+        """
+        names = list(self.backend.namespaces()) if namespace is None else [check.namespace(namespace)]
+        return maintain(self._life, names, compress=check.flag(compress, "compress"))
 
     def working_memory(self, *, namespace: str, session_id: str | None) -> list[MemoryNode]:
         """The turns the write filter kept out of the graph for a session, oldest first."""

@@ -18,7 +18,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.types import CallToolResult, TextContent
 
 SERVER = [sys.executable, "-m", "shared_core.apps.mcp"]
-FAST = ["--embedder", "hashing", "--namespace", "alice", "--max-content-chars", "500"]
+FAST = ["--embedder", "hashing", "--namespace", "alice", "--max-content-chars", "500", "--maintain-every", "0"]
 TOOLS = {"memory_write", "memory_read", "memory_search", "memory_update", "memory_forget", "memory_stats"}
 TIMEOUT = 30.0
 

@@ -18,7 +18,7 @@ EXPECTED = [
     "Partition", "Relation", "ScoredMemory", "SystemClock", "TiktokenCounter", "TokenCounter", "VectorIndex",
     "__version__", "as_embedder",
     # the lifecycle's seams and reports
-    "CompressionReport", "Contradiction", "ContradictionDetector", "ExtractiveSummarizer",
+    "CompressionReport", "MaintenanceReport", "Contradiction", "ContradictionDetector", "ExtractiveSummarizer",
     "HeuristicContradictionDetector", "HeuristicWriteFilter", "LLMContradictionDetector", "LLMSummarizer",
     "LLMWriteFilter", "Summarizer", "WriteFilter", "importance_score",
 ]

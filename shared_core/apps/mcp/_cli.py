@@ -16,6 +16,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from ...atlas import ElasticMemoryAtlas
+from ...engine.lifecycle.maintenance import MaintenanceTimer
 from ...text.embedding import HashingEmbedder
 from ...values.config import AtlasConfig
 from ...values.errors import AtlasError, MissingDependencyError
@@ -72,6 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
     files.add_argument("--store", metavar="FILE", help="both: load FILE if it exists, and save to it")
     files.add_argument("--save-every", type=float, default=30.0, metavar="SECONDS",
                        help="how often to save a changed atlas; 0: only when the server stops (default: 30)")
+    life = parser.add_argument_group("lifecycle")
+    life.add_argument("--maintain-every", type=float, default=600.0, metavar="SECONDS",
+                      help="run atlas.maintain() (expiry, clean-up, caps, compression) this often; "
+                           "0: never (default: 600)")
     parser.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], default="WARNING",
                         help="server log level, on stderr (default: WARNING)")
     return parser
@@ -153,6 +158,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--store is --load and --save of one file: give either --store or --load/--save")
     if args.save_every < 0:
         parser.error(f"--save-every must be >= 0, got {args.save_every}")
+    if not args.maintain_every >= 0:
+        parser.error(f"--maintain-every must be >= 0, got {args.maintain_every}")
     logging.basicConfig(level=args.log_level, stream=sys.stderr, format=f"{PROG}: %(levelname)s %(message)s")
     load, save = _files(args)
     try:
@@ -161,6 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         service = MemoryService(atlas, default_namespace=args.namespace, fixed_namespace=args.fixed_namespace,
                                 default_token_budget=args.token_budget, cross_session=not args.session_only)
         saver = AutoSaver(atlas, save, every=args.save_every) if save is not None else None
+        timer = MaintenanceTimer(atlas.maintain, every=args.maintain_every)
     except (AtlasError, OSError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
@@ -181,6 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         pass
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # let the last save finish
+        timer.close()
         if saver is not None:
             try:
                 saver.close()
