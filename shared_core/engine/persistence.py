@@ -36,7 +36,8 @@ import numpy as np
 from ..text.embedding import HashingEmbedder
 from ..values.config import AtlasConfig
 from ..values.errors import AtlasError, CorruptFileError, InvalidInputError
-from ..values.model import NO_METADATA, MemoryEdge, MemoryNode, Relation
+from ..values.model import NO_METADATA, CustomRelation, MemoryEdge, MemoryNode, Relation
+from ..values.relations import custom_relation, relation_of
 from ..values.version import __version__
 from .events import EventLog
 
@@ -131,6 +132,7 @@ def _snapshot(state: EngineState, lifecycle: Callable[[], dict[str, Any]]
             "events": {"maxlen": state.events.maxlen, "records": state.events.records(),
                        "totals": state.events.totals()},
             "lifecycle": lifecycle(),
+            "relations": sorted(state.relations),
             "partitions": partitions,
         }
     return saved, arrays
@@ -305,9 +307,12 @@ def load_atlas(build: Callable[..., A], parts: Callable[[A], tuple[EngineState, 
                                     f"{state.embedder.dim}")
         if any(True for _ in state.backend.namespaces()):
             raise InvalidInputError("load needs an empty backend")
+        registered = saved_state.get("relations", [])  # (files saved before custom relations have none)
+        _check(isinstance(registered, list), f"{where!r}: relations is not a list")
+        custom = {name: custom_relation(name) for name in registered}
         partitions = saved_state["partitions"]
         _check(isinstance(partitions, list), f"{where!r}: partitions is not a list")
-        plans = [_check_partition(p, arrays, dim) for p in partitions]
+        plans = [_check_partition(p, arrays, dim, custom) for p in partitions]
     except CorruptFileError as exc:
         raise CorruptFileError(f"{where!r}: {exc}") from None
     except (KeyError, TypeError, AttributeError) as exc:
@@ -324,6 +329,7 @@ def load_atlas(build: Callable[..., A], parts: Callable[[A], tuple[EngineState, 
                 built.append(record["namespace"])
                 _build_partition(state, record, nodes, matrix, indexed)
             state.events = log
+            state.relations.update(custom)
             restore(saved_state["lifecycle"], node_from_record)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:  # CorruptFileError is a ValueError
         for ns in built:
@@ -332,7 +338,8 @@ def load_atlas(build: Callable[..., A], parts: Callable[[A], tuple[EngineState, 
     return atlas
 
 
-def _check_partition(record: Mapping[str, Any], arrays: Mapping[str, np.ndarray[Any, Any]], dim: int
+def _check_partition(record: Mapping[str, Any], arrays: Mapping[str, np.ndarray[Any, Any]], dim: int,
+                     custom: Mapping[str, CustomRelation]
                      ) -> tuple[Mapping[str, Any], list[MemoryNode], np.ndarray[Any, Any]]:
     ns = record["namespace"]
     _check(isinstance(ns, str) and bool(ns), f"bad namespace {ns!r}")
@@ -348,7 +355,8 @@ def _check_partition(record: Mapping[str, Any], arrays: Mapping[str, np.ndarray[
     _check(bool(np.isfinite(matrix).all()), f"namespace {ns!r}: embeddings hold NaN or infinite values")
     for e in record["edges"]:
         _check(e["source"] in ids and e["target"] in ids, f"namespace {ns!r}: an edge points outside it")
-        Relation.parse(e["relation"])
+        if e["relation"] not in custom:
+            Relation.parse(e["relation"])  # a built-in, or InvalidRelationError
         _check(_number(e["strength"]) and _number(e["created_at"]) and isinstance(e["metadata"], dict),
                f"namespace {ns!r}: malformed edge {e!r:.80}")
     tracked = [i for _, members in record["sessions"] for i in members]
@@ -369,7 +377,7 @@ def _build_partition(state: EngineState, record: Mapping[str, Any], nodes: list[
     part.vectors.add([n.id for n in nodes], matrix)
     part.keywords.add_many([(n.id, indexed.get(n.id, n.content), n.session_id) for n in nodes])
     for e in record["edges"]:
-        part.graph.put_edge(MemoryEdge(source=e["source"], target=e["target"], relation=Relation(e["relation"]),
+        part.graph.put_edge(MemoryEdge(source=e["source"], target=e["target"], relation=relation_of(e["relation"]),
                                        strength=float(e["strength"]), created_at=float(e["created_at"]),
                                        metadata=e["metadata"]))
     for session, members in record["sessions"]:

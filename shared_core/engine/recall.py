@@ -44,6 +44,7 @@ from ..formulas.timecues import TimeCue, parse_time_cue
 from ..store.contract import CandidateQuery, Partition, WalkSpec
 from ..values.config import AtlasConfig
 from ..values.model import MemoryNode, Relation, ScoredMemory, scored_of
+from ..values.relations import RELATIONS
 
 __all__ = ["RecallRequest", "breadth", "recall", "resolve_time_cue"]
 
@@ -397,13 +398,21 @@ def _scorer(part: Partition, req: RecallRequest, config: AtlasConfig
 
 
 
-@functools.lru_cache(maxsize=64)
 def _relation_factors(relation_weights: tuple[tuple[str, float], ...]
                       ) -> tuple[dict[Relation, float], list[float | None]]:
-    """The walked relations' weights, by relation and in `Relation`'s order (None: not walked),
-    once per config (parsing the relations costs more than a small walk)."""
+    """The walked relations' weights, by relation and by code (None: not walked); a custom
+    relation is walked as ``related_to`` is."""
+    return _factors(relation_weights, len(RELATIONS))
+
+
+@functools.lru_cache(maxsize=64)
+def _factors(relation_weights: tuple[tuple[str, float], ...], known: int
+             ) -> tuple[dict[Relation, float], list[float | None]]:
+    """`_relation_factors` for the first ``known`` relations of the table, once per config and
+    table size (parsing the relations costs more than a small walk)."""
     by_relation = {Relation(name): w for name, w in relation_weights if w > 0}
-    return by_relation, [by_relation.get(r) for r in Relation]
+    custom = by_relation.get(Relation.RELATED_TO)
+    return by_relation, [by_relation.get(r) if isinstance(r, Relation) else custom for r in RELATIONS[:known]]
 
 
 def _association(part: Partition, node_id: str, config: AtlasConfig) -> float:

@@ -31,7 +31,7 @@ from ..store.memory._directory import Directory
 from ..text.embedding import Embedder, normalize_rows
 from ..values.clock import Clock
 from ..values.config import AtlasConfig
-from ..values.model import MemoryNode, with_embedding
+from ..values.model import CustomRelation, MemoryNode, with_embedding
 from .events import EventLog
 
 __all__ = ["EngineState"]
@@ -57,6 +57,8 @@ class EngineState:
         # a backend made on first use is the in-process one: a `Directory` over its partitions
         kept = Directory(lambda: self.backend) if backend is None else backend.directory()
         self.where: MutableMapping[str, str] = {} if kept is None else kept
+        #: The custom relation names this atlas accepts (`ElasticMemoryAtlas.register_relation`).
+        self.relations: dict[str, CustomRelation] = {}
 
     @property
     def backend(self) -> Backend:

@@ -12,6 +12,7 @@ import html
 import importlib.util
 import json
 import math
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..formulas.decay import decayed_weight, effective_weight
 from ..values.errors import InvalidInputError, MissingDependencyError
-from ..values.model import MemoryEdge, MemoryNode, Relation, iso
+from ..values.model import AnyRelation, MemoryEdge, MemoryNode, Relation, iso
 
 if TYPE_CHECKING:
     from .state import EngineState
@@ -34,6 +35,17 @@ RELATION_COLOURS = {
     Relation.CONTRADICTS: "#d62728", Relation.SUPERSEDES: "#b07aa1", Relation.SUMMARIZES: "#edc948",
     Relation.RESPONDS_TO: "#9c755f",
 }
+
+
+#: Colours of custom relations (`CustomRelation`), chosen by a stable hash of the name.
+CUSTOM_COLOURS = ("#4e79a7", "#f28e2b", "#17becf", "#bcbd22", "#ff9da7", "#1f77b4")
+
+
+def relation_colour(relation: AnyRelation) -> str:
+    """A relation's edge colour: the built-in's, else one of `CUSTOM_COLOURS` by its name."""
+    if isinstance(relation, Relation):
+        return RELATION_COLOURS.get(relation, "#8c8c8c")
+    return CUSTOM_COLOURS[zlib.crc32(relation.value.encode()) % len(CUSTOM_COLOURS)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,11 +124,12 @@ def _payload(view: GraphView, color_by: str) -> dict[str, Any]:
                       "color": colour, "shape": "star" if node.kind == "summary" else "dot",
                       "borderWidth": 3 if node.pinned else 1})
     edges = [{"from": e.source, "to": e.target, "title": f"{e.relation.value} ({e.strength:.2f})",
-              "color": {"color": RELATION_COLOURS.get(e.relation, "#8c8c8c")},
+              "color": {"color": relation_colour(e.relation)},
               "width": round(0.5 + 2 * min(e.strength, 1.5), 2), "arrows": "to",
               "dashes": e.relation in (Relation.BEFORE, Relation.AFTER)} for e in view.edges]
     return {"nodes": nodes, "edges": edges, "groups": groups,
-            "relations": {r.value: c for r, c in RELATION_COLOURS.items()}}
+            "relations": {**{r.value: c for r, c in RELATION_COLOURS.items()},
+                          **{r.value: relation_colour(r) for r in {e.relation for e in view.edges}}}}
 
 
 def render_html(view: GraphView, *, color_by: str = "session", title: str = "Elastic Atlas") -> str:
@@ -190,7 +203,7 @@ def plot_graph(view: GraphView, *, ax: Any = None, color_by: str = "session", se
         drawn = [e for e in view.edges if (e.relation in (Relation.BEFORE, Relation.AFTER)) is dashed]
         if drawn:
             nx.draw_networkx_edges(g, pos, ax=ax, edgelist=[(e.source, e.target) for e in drawn],
-                                   edge_color=[RELATION_COLOURS.get(e.relation, "#8c8c8c") for e in drawn],
+                                   edge_color=[relation_colour(e.relation) for e in drawn],
                                    style="dashed" if dashed else "solid", alpha=0.7, arrows=True, arrowsize=6,
                                    node_size=sizes)
     nx.draw_networkx_nodes(g, pos, ax=ax, nodelist=[n.id for n in view.nodes], node_color=colours,
@@ -204,7 +217,7 @@ def plot_graph(view: GraphView, *, ax: Any = None, color_by: str = "session", se
         ax.add_artist(ax.legend(handles=handles, title=color_by, loc="upper left", fontsize=8, title_fontsize=8))
     relations = sorted({e.relation for e in view.edges}, key=lambda r: r.value)
     if relations:
-        handles = [Line2D([], [], color=RELATION_COLOURS.get(r, "#8c8c8c"), label=r.value,
+        handles = [Line2D([], [], color=relation_colour(r), label=r.value,
                           ls="--" if r in (Relation.BEFORE, Relation.AFTER) else "-") for r in relations]
         ax.legend(handles=handles, title="edges", loc="upper right", fontsize=8, title_fontsize=8)
     coloured = f"colour = {color_by}" + (f", {len(groups)} groups" if len(groups) > len(PALETTE) else "")

@@ -15,14 +15,14 @@ import numpy as np
 import numpy.typing as npt
 
 from ..formulas.scoring import spread_max
-from ..values.model import NO_METADATA, MemoryEdge, Relation
+from ..values.model import NO_METADATA, AnyRelation, MemoryEdge, Relation
+from ..values.relations import RELATION_CODES
 from .contract import CandidateQuery, Candidates, Hits, Link, Links, Predicate, Ranked, Vector, WalkSpec, WriteBatch
 from .vector_math import link_exactly, search_many, search_ranked, vectors_of
 
 __all__ = ["BackendBase", "GraphStoreBase", "KeywordIndexBase", "PartitionBase", "VectorIndexBase"]
 
-_RELATIONS: tuple[Relation, ...] = tuple(Relation)
-_RELATION_INDEX = {r: i for i, r in enumerate(_RELATIONS)}
+_RELATION_INDEX = RELATION_CODES
 
 
 class GraphStoreBase:
@@ -37,7 +37,7 @@ class GraphStoreBase:
         def links(self, node_id: str) -> list[Link]:
             ...
 
-    def put_links(self, links: Iterable[tuple[str, str, Relation, float]], *, created_at: float) -> None:
+    def put_links(self, links: Iterable[tuple[str, str, AnyRelation, float]], *, created_at: float) -> None:
         for source, target, relation, strength in links:
             self.put_edge(MemoryEdge(source=source, target=target, relation=relation, strength=strength,
                                      created_at=created_at, metadata=NO_METADATA))
@@ -200,7 +200,7 @@ def _write(part: PartitionBase, batch: WriteBatch) -> None:
     ids = [n.id for n in nodes]
     similar = _link(part, ids, batch.vectors, batch.similar_top, batch.min_similarity)  # adds the vectors
     part.keywords.add_many([(n.id, n.content, n.session_id) for n in nodes])
-    links: list[tuple[str, str, Relation, float]] = []  # (source, target, relation, strength)
+    links: list[tuple[str, str, AnyRelation, float]] = []  # (source, target, relation, strength)
     last: dict[str | None, str] = {}  # each session's newest id so far
     similar_to, before, link_temporal = Relation.SIMILAR_TO, Relation.BEFORE, batch.link_temporal
     add, sessions = links.append, [node.session_id for node in nodes]

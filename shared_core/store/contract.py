@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..values.config import AtlasConfig
-from ..values.model import MemoryEdge, MemoryNode, Relation
+from ..values.model import AnyRelation, MemoryEdge, MemoryNode
 from .vector_math import Hits, Links, Ranked, Vector
 
 __all__ = ["Backend", "CandidateQuery", "Candidates", "GraphStore", "Hits",
@@ -39,7 +39,7 @@ __all__ = ["Backend", "CandidateQuery", "Candidates", "GraphStore", "Hits",
            "Vector", "VectorIndex", "WalkSpec", "WriteBatch"]
 
 #: One edge as the read path sees it: (the other end's id, relation, strength).
-Link = tuple[str, Relation, float]
+Link = tuple[str, AnyRelation, float]
 
 
 # -- graph ------------------------------------------------------------------------------------
@@ -58,10 +58,10 @@ class GraphStore(Protocol):
     def put_edge(self, edge: MemoryEdge) -> None:
         """Insert or replace the edge (source, target, relation)."""
 
-    def put_links(self, links: Iterable[tuple[str, str, Relation, float]], *, created_at: float) -> None:
+    def put_links(self, links: Iterable[tuple[str, str, AnyRelation, float]], *, created_at: float) -> None:
         """`put_edge` of each (source, target, relation, strength), no metadata, in order."""
 
-    def remove_edge(self, source: str, target: str, relation: Relation) -> bool: ...
+    def remove_edge(self, source: str, target: str, relation: AnyRelation) -> bool: ...
 
     def edges(self, node_id: str) -> list[MemoryEdge]:
         """Every edge into or out of a node: out-edges first, then in-edges (a self-loop once)."""
@@ -72,8 +72,8 @@ class GraphStore(Protocol):
 
     def weighted_links(self, node_id: str, factors: Sequence[float | None]) -> list[tuple[str, float]]:
         """(other end, ``min(1, strength) * factors[relation]``) for each edge of `links` whose
-        relation's factor (indexed in `Relation`'s order) is not None, self-loops left out: one
-        hop of recall's graph walk."""
+        relation's factor (indexed by relation code, `shared_core.values.relations.RELATIONS`) is
+        not None, self-loops left out: one hop of recall's graph walk."""
 
     def neighbors(self, node_id: str) -> list[tuple[str, float]]:
         """(neighbour id, edge strength) for every edge into or out of a node."""
@@ -203,7 +203,7 @@ class Candidates:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WalkSpec:
     """The graph expansion of recall's seeds (`shared_core.formulas.scoring.spread_max`):
-    ``factors`` weigh each relation (in `Relation`'s order; None: not walked)."""
+    ``factors`` weigh each relation (by relation code; None: not walked)."""
 
     factors: Sequence[float | None]
     hops: int
@@ -226,7 +226,7 @@ class WriteBatch:
     similar_top: int
     min_similarity: float
     link_temporal: bool
-    links: Sequence[Sequence[tuple[str, Relation, float]]]
+    links: Sequence[Sequence[tuple[str, AnyRelation, float]]]
     created_at: float
 
 

@@ -23,7 +23,9 @@ from .errors import InvalidRelationError
 
 __all__ = [
     "NO_METADATA",
+    "AnyRelation",
     "Context",
+    "CustomRelation",
     "MemoryEdge",
     "MemoryNode",
     "Relation",
@@ -67,6 +69,29 @@ class Relation(StrEnum):
         except ValueError:
             known = ", ".join(r.value for r in cls)
             raise InvalidRelationError(f"unknown relation {value!r}; expected one of: {known}") from None
+
+
+class CustomRelation(str):
+    """A relation name an atlas registered (`ElasticMemoryAtlas.register_relation`), typed like a
+    `Relation` member: ``.value`` is its name. Made by `shared_core.values.relations.custom_relation`,
+    which validates the name.
+
+    >>> CustomRelation("belongs_to").value
+    'belongs_to'
+    """
+
+    __slots__ = ()
+
+    @property
+    def value(self) -> str:
+        return str.__str__(self)
+
+    def __repr__(self) -> str:
+        return f"CustomRelation({self.value!r})"
+
+
+#: A relation an edge may hold: a built-in `Relation` or a registered `CustomRelation`.
+AnyRelation = Relation | CustomRelation
 
 
 def new_ids(count: int) -> list[str]:
@@ -168,7 +193,7 @@ class MemoryEdge:
 
     source: str
     target: str
-    relation: Relation
+    relation: AnyRelation
     strength: float = 1.0
     created_at: float = 0.0
     metadata: Mapping[str, Any] = field(default_factory=_no_metadata)
@@ -240,7 +265,7 @@ def with_embedding(node: MemoryNode, embedding: npt.NDArray[np.float32] | None) 
     return _with_embedding(node, embedding)
 
 
-def edge_of(source: str, target: str, relation: Relation, strength: float, created_at: float,
+def edge_of(source: str, target: str, relation: AnyRelation, strength: float, created_at: float,
             metadata: Mapping[str, Any]) -> MemoryEdge:
     """`MemoryEdge` from trusted values, for graph stores that keep edges as rows and build the
     objects on read: it sets the slots directly, which takes half the time of the frozen

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...values.model import Relation
+from ...values.model import AnyRelation
 
 __all__ = ["EDGE_COLUMNS", "NODE_COLUMNS", "NODE_FIELDS", "TIME_FIELDS"]
 
@@ -49,7 +49,7 @@ EDGE_COLUMNS = ("startNode(r).id, endNode(r).id, type(r), r.strength, r.metadata
                 "floor(r.created_at), r.created_at - floor(r.created_at)")
 
 
-def rel_type(relation: Relation) -> str:
+def rel_type(relation: AnyRelation) -> str:
     """The relationship type of a relation (a fixed identifier, never user text)."""
     return relation.value.upper()
 
@@ -89,7 +89,7 @@ EDGES_AMONG = f"UNWIND $ids AS id MATCH (n:Memory {{id: id}})-[r]-(:Memory) RETU
 EDGE_COUNT = "MATCH (:Memory)-[r]->(:Memory) RETURN count(r)"
 
 
-def put_edge(relation: Relation) -> str:
+def put_edge(relation: AnyRelation) -> str:
     """Replace the edge (source, target, relation): delete the old one, create the new one."""
     t = rel_type(relation)
     return (f"MATCH (a:Memory {{id: $source}}), (b:Memory {{id: $target}}) "
@@ -98,7 +98,7 @@ def put_edge(relation: Relation) -> str:
             f"CREATE (a)-[r:{t} {{strength: $strength, created_at: $created_at, metadata: $metadata, seq: $seq}}]->(b)")
 
 
-def remove_edge(relation: Relation) -> str:
+def remove_edge(relation: AnyRelation) -> str:
     return f"MATCH (:Memory {{id: $source}})-[r:{rel_type(relation)}]->(:Memory {{id: $target}}) DELETE r"
 
 

@@ -21,7 +21,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ...values.errors import NamespaceViolationError
-from ...values.model import MemoryEdge, MemoryNode, Relation
+from ...values.model import AnyRelation, MemoryEdge, MemoryNode
+from ...values.relations import relation_of
 from ..base import GraphStoreBase
 from . import cypher as q
 from .client import GraphKey
@@ -77,7 +78,7 @@ def node_props(node: MemoryNode) -> dict[str, Any]:
 
 def _edge(row: Sequence[Any]) -> MemoryEdge:
     source, target, rel, strength, metadata, _seq, hi, lo = row
-    return MemoryEdge(source=str(source), target=str(target), relation=Relation(str(rel).lower()),
+    return MemoryEdge(source=str(source), target=str(target), relation=relation_of(str(rel).lower()),
                       strength=float(strength), created_at=_time(hi, lo) or 0.0, metadata=_metadata(metadata))
 
 
@@ -192,7 +193,7 @@ class FalkorGraphStore(GraphStoreBase):
             "source": edge.source, "target": edge.target, "strength": float(edge.strength),
             "created_at": float(edge.created_at), "metadata": metadata, "seq": _SEQ.next()})
 
-    def remove_edge(self, source: str, target: str, relation: Relation) -> bool:
+    def remove_edge(self, source: str, target: str, relation: AnyRelation) -> bool:
         if not any(e.target == target and e.relation == relation and e.source == source for e in self.edges(source)):
             return False
         self._forget_edges(source, target)
@@ -213,7 +214,7 @@ class FalkorGraphStore(GraphStoreBase):
                 found = self.cache.edges[node_id] = _sorted_edges(node_id, self._g.read(q.EDGES, {"id": node_id}))
         return list(found)
 
-    def links(self, node_id: str) -> list[tuple[str, Relation, float]]:
+    def links(self, node_id: str) -> list[tuple[str, AnyRelation, float]]:
         return [(e.target if e.source == node_id else e.source, e.relation, e.strength) for e in self.edges(node_id)]
 
     def neighbors(self, node_id: str) -> list[tuple[str, float]]:

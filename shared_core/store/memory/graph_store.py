@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...values.model import NO_METADATA, MemoryEdge, MemoryNode, Relation, edge_of
+from ...values.model import NO_METADATA, AnyRelation, MemoryEdge, MemoryNode, Relation, edge_of
+from ...values.relations import RELATION_CODES, RELATIONS
 from ..base import GraphStoreBase
 from ..contract import GraphStore, Link
 from ._int_lists import CAPACITIES, IntLists
@@ -33,10 +34,9 @@ if TYPE_CHECKING:
 
 __all__ = ["DictGraphStore", "GraphStore", "Link", "NetworkXGraphStore"]
 
-_RELATIONS: tuple[Relation, ...] = tuple(Relation)
-# by member and by value: an Enum member hashes as its name, so "before" and Relation.BEFORE differ
+_RELATIONS = RELATIONS  # the process's relation table (append-only: custom relations join it)
 _COLUMNS = tuple(itemgetter(i) for i in range(4))  # a link's source, target, relation, strength
-_CODES: dict[str, int] = {**{r: i for i, r in enumerate(_RELATIONS)}, **{r.value: i for i, r in enumerate(_RELATIONS)}}
+_CODES = RELATION_CODES  # by member and by value: an Enum member hashes as its name
 
 
 def _bounded(node: MemoryNode) -> bool:
@@ -168,7 +168,7 @@ class DictGraphStore(GraphStoreBase):
             code = _CODES[Relation.parse(edge.relation)]  # raises InvalidRelationError
         self._put(((edge.source, edge.target, code, float(edge.strength), float(edge.created_at), edge.metadata),))
 
-    def put_links(self, links: Iterable[tuple[str, str, Relation, float]], *, created_at: float) -> None:
+    def put_links(self, links: Iterable[tuple[str, str, AnyRelation, float]], *, created_at: float) -> None:
         """`put_edge` for many (source, target, relation, strength) edges without metadata, all
         created at ``created_at``: the write path's automatic links, with no `MemoryEdge` to build
         for each (building one takes longer than storing the edge). Every link is checked first,
@@ -308,7 +308,7 @@ class DictGraphStore(GraphStoreBase):
         for e in range(len(rel)):
             when[e] = place[when[e]] if rel[e] >= 0 else 0
 
-    def remove_edge(self, source: str, target: str, relation: Relation) -> bool:
+    def remove_edge(self, source: str, target: str, relation: AnyRelation) -> bool:
         s, t, code = self._slot.get(source), self._slot.get(target), _CODES.get(relation)
         if s is None or t is None or code is None:
             return False
@@ -457,7 +457,7 @@ class NetworkXGraphStore(GraphStoreBase):
     def put_edge(self, edge: MemoryEdge) -> None:
         self.graph.add_edge(edge.source, edge.target, key=edge.relation.value, e=edge)
 
-    def remove_edge(self, source: str, target: str, relation: Relation) -> bool:
+    def remove_edge(self, source: str, target: str, relation: AnyRelation) -> bool:
         if self.graph.has_edge(source, target, key=relation.value):
             self.graph.remove_edge(source, target, key=relation.value)
             return True
