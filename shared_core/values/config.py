@@ -125,6 +125,9 @@ class AtlasConfig:
     compress_every: int | None = None
     merge_threshold: float = 0.92
     summary_below: float = 0.5
+    #: Cosine at which two faded memories are neighbours in the graph whose Louvain communities
+    #: become cluster summaries (chosen on LoCoMo dev, see benchmarks/README.md "Lifecycle quality").
+    cluster_threshold: float = 0.35
     summary_min_size: int = 3
     summary_fade: float = 0.7
     chapter_size: int = 500
@@ -211,7 +214,7 @@ class AtlasConfig:
 
     def _check_lifecycle(self) -> None:
         unit = ("write_threshold", "contradiction_similarity", "contradiction_factor", "merge_threshold",
-                "summary_fade", "cleanup_pressure")
+                "summary_fade", "cleanup_pressure", "cluster_threshold")
         for name in unit:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:

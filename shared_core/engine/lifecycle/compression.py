@@ -9,7 +9,8 @@
    text, session, times, accesses, metadata). Two statements that `different_values` tells
    apart ("the meeting is at 3pm" / "at 5pm") are never merged, nor are memories with a TTL.
 2. **summarise**: Louvain communities (`networkx`) of the namespace's similarity graph
-   (``similar_to`` edges plus each faded memory's nearest neighbours); each community with at
+   (``similar_to`` edges plus each faded memory's nearest neighbours at cosine >=
+   ``cluster_threshold``); each community with at
    least ``summary_min_size`` *faded* details (weight below ``summary_below``, unpinned, not yet
    summarised) gets a ``kind="summary"`` node linked to them by ``summarizes``, and their weights
    are multiplied by ``summary_fade`` (0.7).
@@ -314,7 +315,7 @@ def plan_clusters(part: Partition, *, config: AtlasConfig, now: float, exclude: 
         vec = part.vectors.get(fid)
         if vec is not None:
             for other, sim in part.vectors.search(vec, 6):
-                if other != fid and other in ids and sim >= config.similar_threshold:
+                if other != fid and other in ids and sim >= config.cluster_threshold:
                     graph.add_edge(fid, other, weight=max(sim, graph.get_edge_data(fid, other, {}).get("weight", 0)))
     plans = []
     by_id = {n.id: n for n in current}
