@@ -191,10 +191,11 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
             try:
                 batch = [spec.embedding if spec.embedding is not None else vectors[i]
                          for i, spec in enumerate(specs)]
+                where = self._state.where
                 for part, nodes in insert_batches(self.backend, specs, batch, now, self.config,
                                                   on_rollback=self._life.remove):
                     for node in nodes:  # each group is all-or-nothing; earlier groups are undone below
-                        self._where[node.id] = part.namespace
+                        where[node.id] = part.namespace
                         if node.expires_at is not None:
                             self._life.schedule_expiry(node)
                         written.append((part, node))
