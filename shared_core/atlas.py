@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import math
 import sys
-import threading
 from collections.abc import Callable, Collection, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -29,7 +28,7 @@ from .engine.recall import RecallRequest, recall
 from .engine.state import EngineState
 from .engine.writes import MemorySpec, build_spec, insert_batches, insert_memory, specs_from_items
 from .formulas.filters import compile_filters
-from .store.contract import Backend, Partition
+from .store.contract import AtlasLock, Backend, Partition
 from .store.memory.backend import InProcessBackend
 from .text.embedding import Embedder, as_embedder, normalize_rows
 from .text.tokens import TokenCounter, as_token_counter
@@ -100,7 +99,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
         return self._state.backend
 
     @property
-    def _lock(self) -> threading.RLock:
+    def _lock(self) -> AtlasLock:
         return self._state.lock
 
     @property
