@@ -15,6 +15,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, Self, cast
 
+from .values.errors import InvalidRelationError
+from .values.model import AnyRelation, CustomRelation, Relation
+from .values.relations import custom_relation
+
 if TYPE_CHECKING:
     from .engine.lifecycle.compression import CompressionReport
     from .engine.lifecycle.maintenance import MaintenanceReport
@@ -88,6 +92,49 @@ class AsyncForms:
 
     async def amaintain(self, **kwargs: Any) -> MaintenanceReport:
         return await asyncio.to_thread(lambda: self._sync().maintain(**kwargs))
+
+
+class Relations:
+    """Custom relation names, registered once per atlas (`shared_core.values.relations`)."""
+
+    def _related(self) -> _Atlas:
+        return cast("_Atlas", self)
+
+    def register_relation(self, name: str) -> CustomRelation:
+        """Accept ``name`` as a relation of this atlas from now on: `link` takes it (before, it
+        raises `InvalidRelationError`), and saves, exports, events and the graph view carry it.
+        A name is 1-48 characters of ``a-z 0-9 _`` starting with a letter, not a built-in's;
+        registering it again is a no-op. A custom relation is walked by recall as ``related_to``.
+
+        >>> from shared_core import ElasticMemoryAtlas, HashingEmbedder
+        >>> atlas = ElasticMemoryAtlas(embedder=HashingEmbedder())
+        >>> atlas.register_relation("belongs_to").value
+        'belongs_to'
+        """
+        rel = custom_relation(name)
+        with self._related()._state.lock:
+            self._related()._state.relations[rel.value] = rel
+        return rel
+
+    @property
+    def relations(self) -> tuple[str, ...]:
+        """Every relation name this atlas accepts: the built-ins, then the registered ones."""
+        with self._related()._state.lock:
+            return (*(r.value for r in Relation), *sorted(self._related()._state.relations))
+
+    def _relation(self, value: object) -> AnyRelation:
+        if isinstance(value, Relation):
+            return value
+        if isinstance(value, str):
+            found = self._related()._state.relations.get(value)
+            if found is not None:
+                return found
+            try:
+                return Relation(value)
+            except ValueError:
+                pass
+        raise InvalidRelationError(f"unknown relation {value!r}; expected one of: {', '.join(self.relations)} "
+                                   "(register a name of your own with register_relation)")
 
 
 class NotebookViews:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ._atlas_mixins import AsyncForms, NotebookViews, Persistence
+from ._atlas_mixins import AsyncForms, NotebookViews, Persistence, Relations
 from .engine import writes
 from .engine.context import STYLES, build_context_block, summaries_beside_sources
 from .engine.events import AtlasEvent, EventLog
@@ -39,14 +39,11 @@ from .values.config import AtlasConfig
 from .values.errors import (
     InvalidInputError,
     InvalidMemoryError,
-    InvalidRelationError,
     MemoryNotFoundError,
     NamespaceViolationError,
 )
 from .values.model import (
-    AnyRelation,
     Context,
-    CustomRelation,
     MemoryEdge,
     MemoryNode,
     Relation,
@@ -54,7 +51,6 @@ from .values.model import (
     scored_of,
     with_embedding,
 )
-from .values.relations import custom_relation
 
 __all__ = ["ElasticMemoryAtlas"]
 
@@ -62,7 +58,7 @@ logger = logging.getLogger("shared_core")
 LinkSpec = str | tuple[str, str] | tuple[str, str, float]
 
 
-class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
+class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews, Relations):
     """An in-process memory graph for agents: elastic weights, hybrid recall, token budgets.
 
     >>> from shared_core import ElasticMemoryAtlas, HashingEmbedder
@@ -277,42 +273,6 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
             self.events.emit("link", namespace=part.namespace, node_id=source, at=now,
                              reason=rel.value, target=target)
             return edge
-
-    def register_relation(self, name: str) -> CustomRelation:
-        """Accept ``name`` as a relation of this atlas from now on: `link` takes it (before, it
-        raises `InvalidRelationError`), and saves, exports, events and the graph view carry it.
-        A name is 1-48 characters of ``a-z 0-9 _`` starting with a letter, not a built-in's;
-        registering it again is a no-op. A custom relation is walked by recall as ``related_to``.
-
-        >>> from shared_core import ElasticMemoryAtlas, HashingEmbedder
-        >>> atlas = ElasticMemoryAtlas(embedder=HashingEmbedder())
-        >>> atlas.register_relation("belongs_to").value
-        'belongs_to'
-        """
-        rel = custom_relation(name)
-        with self._lock:
-            self._state.relations[rel.value] = rel
-        return rel
-
-    @property
-    def relations(self) -> tuple[str, ...]:
-        """Every relation name this atlas accepts: the built-ins, then the registered ones."""
-        with self._lock:
-            return (*(r.value for r in Relation), *sorted(self._state.relations))
-
-    def _relation(self, value: object) -> AnyRelation:
-        if isinstance(value, Relation):
-            return value
-        if isinstance(value, str):
-            found = self._state.relations.get(value)
-            if found is not None:
-                return found
-            try:
-                return Relation(value)
-            except ValueError:
-                pass
-        raise InvalidRelationError(f"unknown relation {value!r}; expected one of: {', '.join(self.relations)} "
-                                   "(register a name of your own with register_relation)")
 
     def update_memory(self, node_id: str, content: str, *, metadata: Mapping[str, Any] | None = None,
                       importance: float | None = None, embedding: Any = None,
