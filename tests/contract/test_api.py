@@ -8,6 +8,7 @@ import pytest
 from shared_core import (
     ElasticMemoryAtlas,
     InvalidInputError,
+    InvalidRelationError,
     ManualClock,
     MemoryNotFoundError,
     NamespaceViolationError,
@@ -202,3 +203,21 @@ def test_any_query_text_is_searched_safely(atlas: ElasticMemoryAtlas, query: str
     atlas.add_memories(["oat milk please", "ünïcödé text with 42 in it", "a_b-c.d is a file"], namespace="u")
     hits = atlas.retrieve(query, namespace="u", reinforce=False)
     assert len(hits) <= 3 and all(h.node.namespace == "u" for h in hits)
+
+
+def test_custom_relations_and_as_of_on_every_backend(atlas: ElasticMemoryAtlas, clock: ManualClock) -> None:
+    a = atlas.add_memory("the red notebook", namespace="u")
+    b = atlas.add_memory("Maya's desk drawer", namespace="u")
+    with pytest.raises(InvalidRelationError):
+        atlas.link(a.id, b.id, relation="belongs_to")
+    atlas.register_relation("belongs_to")
+    atlas.link(a.id, b.id, relation="belongs_to", strength=0.8)
+    atlas.link(a.id, b.id, relation="belongs_to", strength=0.6)  # replaces, never duplicates
+    custom = [e for e in atlas.edges(a.id) if e.relation == "belongs_to"]
+    assert [(e.source, e.target, e.strength, e.relation.value) for e in custom] == [(a.id, b.id, 0.6, "belongs_to")]
+    start = clock.now()
+    clock.advance(days=1)
+    new = atlas.update_memory(a.id, "the blue notebook")
+    before = atlas.retrieve("notebook", namespace="u", as_of=start + 60, reinforce=False)
+    assert a.id in {h.node.id for h in before} and new.id not in {h.node.id for h in before}
+    assert a.id not in {h.node.id for h in atlas.retrieve("notebook", namespace="u", reinforce=False)}
