@@ -32,6 +32,9 @@ def test_bad_options_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--port" in capsys.readouterr().err
     assert main(["--embedder", "hashing", "--max-content-chars", "0"]) == 2
     assert "max_content_chars" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--maintain-every", "-1"])
+    assert "--maintain-every must be >= 0" in capsys.readouterr().err
 
 
 def test_a_missing_sdk_names_the_extra() -> None:
