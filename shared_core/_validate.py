@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
@@ -11,25 +12,57 @@ from typing import Any
 from .clock import to_epoch
 from .errors import InvalidInputError, InvalidMemoryError
 
-MAX_NAME = 256
+MAX_NAME = 256  # characters of a namespace or a session id
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+
+
+def control_char(value: str) -> str | None:
+    """The first control character of ``value`` (U+0000-U+001F or U+007F), or None."""
+    found = _CONTROL.search(value)
+    return None if found is None else found.group()
+
+
+def name(value: object, what: str) -> str:
+    """The one rule for a namespace and a session id, on every backend, adapter and the MCP
+    server: a string of at most `MAX_NAME` characters, not blank, with no control character
+    (U+0000-U+001F, U+007F: a NUL cut FalkorDB's graph names short and let one namespace wipe
+    another), no leading or trailing space (FalkorDB's range index trims it, so a session
+    ``"s1 "`` matched nothing there; and a stray space is a lookalike of another tenant), and
+    encodable as UTF-8 (no lone surrogate). Nothing is normalised: ``"alice"`` and ``"аlice"``
+    (Cyrillic a) are two namespaces, each with its own memories and its own FalkorDB key.
+
+    >>> name("alice", "namespace")
+    'alice'
+    >>> name("a\\x00b", "namespace")
+    Traceback (most recent call last):
+    shared_core.errors.InvalidInputError: namespace must not contain a control character (U+0000 at index 1): 'a\\x00b'
+    """
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{what} must be a non-empty string, got {value!r:.80}")
+    char = control_char(value)
+    if char is not None:
+        raise InvalidInputError(f"{what} must not contain a control character "
+                                f"(U+{ord(char):04X} at index {value.index(char)}): {value!r:.80}")
+    if not value.strip():
+        raise InvalidInputError(f"{what} must be a non-empty string, got {value!r:.80}")
+    if value.strip() != value:
+        raise InvalidInputError(f"{what} must not start or end with a space, got {value!r:.80}")
+    if len(value) > MAX_NAME:
+        raise InvalidInputError(f"{what} is longer than {MAX_NAME} characters: {value[:40]!r}…")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(f"{what} is not valid Unicode ({exc.reason} at index {exc.start}): "
+                                f"{value!r:.80}") from None
+    return value
 
 
 def namespace(value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidInputError(f"namespace must be a non-empty string, got {value!r}")
-    if len(value) > MAX_NAME:
-        raise InvalidInputError(f"namespace is longer than {MAX_NAME} characters: {value[:40]!r}…")
-    return value
+    return name(value, "namespace")
 
 
 def session(value: object) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidInputError(f"session_id must be None or a non-empty string, got {value!r}")
-    if len(value) > MAX_NAME:
-        raise InvalidInputError(f"session_id is longer than {MAX_NAME} characters: {value[:40]!r}…")
-    return value
+    return None if value is None else name(value, "session_id")
 
 
 def content(value: object, *, max_chars: int) -> str:
@@ -43,9 +76,18 @@ def content(value: object, *, max_chars: int) -> str:
     return value
 
 
-def query(value: object) -> str:
+def query(value: object, *, max_chars: int) -> str:
+    """A query: a non-blank string of at most ``max_chars`` characters (`AtlasConfig.max_query_chars`).
+
+    A longer query is refused, not cut: the caller wrote it, and a silently shortened search
+    answers another question. (The chat memories of the adapters, whose query is the
+    conversation itself, keep its last ``max_chars`` characters instead.)
+    """
     if not isinstance(value, str) or not value.strip():
         raise InvalidInputError(f"query must be a non-empty string, got {value!r:.80}")
+    if len(value) > max_chars:
+        raise InvalidInputError(f"query has {len(value):,} characters, more than max_query_chars={max_chars} "
+                                f"(shorten it, or raise AtlasConfig.max_query_chars): {value[:40]!r}…")
     return value
 
 

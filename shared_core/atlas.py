@@ -132,6 +132,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
     def _locate(self, node_id: object, namespace: str | None, name: str = "node_id"
                 ) -> tuple[Partition, MemoryNode]:
         node_id = check.node_id(node_id, name)
+        namespace = None if namespace is None else check.namespace(namespace)
         ns = self._where.get(node_id)
         if ns is None or (namespace is not None and ns != namespace):
             raise MemoryNotFoundError(f"no memory with id {node_id!r}"
@@ -415,8 +416,10 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
         from the config) lets the namespace's other sessions in, with a penalty and labelled
         ``other_session``. Recalled memories are reinforced unless ``reinforce=False``.
         ``exclude_ids`` are never returned (e.g. turns the caller already shows the model).
+        A query longer than ``config.max_query_chars`` characters is refused with
+        `InvalidInputError` (not cut), before anything is embedded or reinforced.
         """
-        text = check.query(query)
+        text = check.query(query, max_chars=self.config.max_query_chars)
         ns = check.namespace(namespace)
         session = check.session(session_id)
         k = check.count(top_k, "top_k")
@@ -470,8 +473,10 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
         ``"narrative"``; for the narrative, an optional ``llm`` (LangChain chat model, LlamaIndex
         LLM or ``str -> str`` callable) rewrites the extractive paragraph, kept only if it fits.
         ``exclude_ids`` are left out of every tier (e.g. turns the caller already shows the model).
+        A query longer than ``config.max_query_chars`` characters is refused with
+        `InvalidInputError` (not cut), before anything is embedded or reinforced.
         """
-        text = check.query(query)
+        text = check.query(query, max_chars=self.config.max_query_chars)
         ns = check.namespace(namespace)
         session = check.session(session_id)
         budget = check.count(token_budget, "token_budget")

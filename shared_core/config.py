@@ -48,6 +48,9 @@ class AtlasConfig:
     activated nodes walk on (None: every node reached). ``time_reference`` is what relative cues ("last week")
     count from: the clock, or the newest memory (``"latest"``).
 
+    Limits: a memory holds at most ``max_content_chars`` characters and a query at most
+    ``max_query_chars``; longer ones are refused with `InvalidInputError`, never cut.
+
     Context: `build_context` recalls ``context_candidates`` memories per token of budget (20 to
     400) to pack, after the session's last ``working_memory`` turns.
 
@@ -67,6 +70,11 @@ class AtlasConfig:
     eviction_batch: float = 0.02
     default_ttl: float | None = None
     max_content_chars: int = 100_000
+    # the longest query retrieve/build_context accept (longer: InvalidInputError). The embedder
+    # reads a query's first 256 word pieces (about 1,000 characters) and only the keyword path
+    # reads on, so 8,192 characters (about 2,000 tokens) holds any question and a pasted
+    # paragraph, and bounds the keyword path's work
+    max_query_chars: int = 8192
     # auto-linking on add
     similar_threshold: float = 0.6
     similar_top: int = 3
@@ -153,6 +161,9 @@ class AtlasConfig:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not value >= 0 or not math.isfinite(value):
                 raise InvalidInputError(f"AtlasConfig.{name} must be >= 0, got {value!r}")
+        if isinstance(self.max_query_chars, bool) or not isinstance(self.max_query_chars, int) \
+                or self.max_query_chars < 1:
+            raise InvalidInputError(f"AtlasConfig.max_query_chars must be an int >= 1, got {self.max_query_chars!r}")
         counts = ("similar_top", "candidate_k", "candidate_min", "graph_hops", "graph_seeds", "graph_fanout",
                   "recency_window", "working_memory")
         for name in counts:
