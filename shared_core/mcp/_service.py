@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .. import _validate as check
 from ..atlas import ElasticMemoryAtlas
 from ..errors import InvalidInputError, NamespaceViolationError
 from ..model import MemoryNode, ScoredMemory, iso
@@ -151,9 +152,8 @@ class MemoryService:
                  cross_session: bool = True) -> None:
         if not isinstance(atlas, ElasticMemoryAtlas):
             raise InvalidInputError(f"atlas must be an ElasticMemoryAtlas, got {type(atlas).__name__}")
-        if default_namespace is not None and (not isinstance(default_namespace, str)
-                                              or not default_namespace.strip()):
-            raise InvalidInputError(f"default_namespace must be a non-empty string, got {default_namespace!r}")
+        if default_namespace is not None:
+            check.name(default_namespace, "default_namespace")
         if fixed_namespace and default_namespace is None:
             raise InvalidInputError("fixed_namespace needs a default_namespace to hold the calls to")
         if isinstance(default_token_budget, bool) or not isinstance(default_token_budget, int) \
