@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
-from shared_core import ElasticMemoryAtlas, InvalidInputError
+from shared_core import ElasticMemoryAtlas
+from shared_core import _validate as check
 
 from ._convert import memory_item, messages_of
 
@@ -61,9 +62,8 @@ class AtlasChatMessageHistory(BaseChatMessageHistory):
 
     def __init__(self, *, atlas: ElasticMemoryAtlas | None = None, namespace: str, session_id: str,
                  human_prefix: str = "Human", ai_prefix: str = "AI") -> None:
-        for name, value in (("namespace", namespace), ("session_id", session_id)):
-            if not isinstance(value, str) or not value.strip():
-                raise InvalidInputError(f"{name} must be a non-empty string, got {value!r}")
+        check.namespace(namespace)  # the core's rule, so a bad name fails here, not at the first message
+        check.name(session_id, "session_id")
         self.atlas = atlas if atlas is not None else ElasticMemoryAtlas()
         self.namespace = namespace
         self.session_id = session_id

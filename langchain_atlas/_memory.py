@@ -120,8 +120,11 @@ class AtlasMemory(BaseMemory):
         raise ValueError(f"AtlasMemory got several outputs {sorted(outputs)}; set output_key to the one to store")
 
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
-        """The budgeted context for the current input: working memory plus recalled memories."""
-        query = self._input_text(inputs)
+        """The budgeted context for the current input: working memory plus recalled memories.
+
+        Recall is for the input's last ``max_query_chars`` characters (the atlas config): a chat
+        turn is cut, not refused as `ElasticMemoryAtlas.retrieve` refuses a longer query."""
+        query = self._input_text(inputs)[-self.atlas.config.max_query_chars:]
         if not query.strip():
             text = ""
         else:

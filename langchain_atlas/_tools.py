@@ -9,6 +9,7 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
 from shared_core import ElasticMemoryAtlas, MemoryNotFoundError, ScoredMemory
+from shared_core import _validate as check
 
 from ._convert import to_document
 
@@ -84,8 +85,8 @@ def create_memory_tools(atlas: ElasticMemoryAtlas | None = None, *, namespace: s
         ```
     """
     store = atlas if atlas is not None else ElasticMemoryAtlas()
-    if not isinstance(namespace, str) or not namespace.strip():
-        raise ValueError(f"namespace must be a non-empty string, got {namespace!r}")
+    check.namespace(namespace)  # the core's rule (InvalidInputError, a ValueError), checked at once
+    check.session(session_id)
 
     def remember(content: str, importance: float = 1.0) -> str:
         node = store.add_memory(content, namespace=namespace, session_id=session_id, importance=importance)

@@ -185,6 +185,8 @@ class AtlasMemory(BaseMemory):
         never starting on an assistant or tool message. Their tokens add up to at most
         ``token_limit - initial_token_count``; only a latest message longer than that on its own
         is returned anyway, as ``ChatMemoryBuffer`` does, so the LLM reports the overflow.
+        Recall is for the last ``max_query_chars`` characters (the atlas config) of ``input``: a
+        chat turn is cut, not refused as `ElasticMemoryAtlas.retrieve` refuses a longer query.
         """
         budget = self.token_limit - initial_token_count
         if budget <= 0:
@@ -204,6 +206,7 @@ class AtlasMemory(BaseMemory):
 
         query = query_text(input) or next(
             (message_text(m) for _, m in reversed(turns) if m.role == MessageRole.USER), "")
+        query = query[-self._atlas.config.max_query_chars:]
         if not query.strip() or used >= budget:
             return messages
         ctx = context_beside(self._atlas, query, namespace=self.namespace, session_id=self.session_id,

@@ -106,9 +106,12 @@ class AtlasMemoryBlock(BaseMemoryBlock[str]):
 
     async def _aget(self, messages: list[ChatMessage] | None = None, session_id: str | None = None,
                     **block_kwargs: Any) -> str:
-        """The memories recalled for the latest messages, within ``token_limit`` tokens ('' if none)."""
+        """The memories recalled for the latest messages, within ``token_limit`` tokens ('' if none).
+
+        The query is the last ``max_query_chars`` characters (the atlas config) of the latest
+        ``retrieval_context_window`` messages: cut, not refused, since no caller wrote it."""
         texts = [t for m in messages or () if (t := message_text(m))]
-        query = "\n".join(texts[-self.retrieval_context_window:])
+        query = "\n".join(texts[-self.retrieval_context_window:])[-self._atlas.config.max_query_chars:]
         if not query.strip():
             return ""
         ctx = await self._atlas.abuild_context(

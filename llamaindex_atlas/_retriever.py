@@ -12,6 +12,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.vector_stores.types import MetadataFilters
 
 from shared_core import ElasticMemoryAtlas
+from shared_core import _validate as check
 
 from ._convert import to_atlas_filters, to_node
 from ._memory import resolve_atlas
@@ -58,8 +59,8 @@ class AtlasRetriever(BaseRetriever):
                  filters: MetadataFilters | Mapping[str, Any] | None = None, cross_session: bool | None = None,
                  reinforce: bool = True, include_history: bool = False,
                  callback_manager: CallbackManager | None = None, verbose: bool = False) -> None:
-        if not isinstance(namespace, str) or not namespace:
-            raise ValueError(f"namespace must be a non-empty string, got {namespace!r}")
+        check.namespace(namespace)  # the core's rule (InvalidInputError, a ValueError), checked at once
+        check.session(session_id)
         if isinstance(similarity_top_k, bool) or not isinstance(similarity_top_k, int) or similarity_top_k < 1:
             raise ValueError(f"similarity_top_k must be an int >= 1, got {similarity_top_k!r}")
         self._atlas = resolve_atlas(atlas)

@@ -94,7 +94,8 @@ async def test_a_control_character_in_a_namespace_or_session_is_an_error_result(
         assert "control character" in error(await client.call_tool(
             "memory_read", {"query": "secret", "session_id": f"s{char}"}))
         assert ok(await client.call_tool("memory_stats", {}))["memories"] == 3
-        assert len(ok(await client.call_tool("memory_search", {"query": "victim secret", "top_k": 10}))["memories"]) == 3
+        found = ok(await client.call_tool("memory_search", {"query": "victim secret", "top_k": 10}))
+        assert len(found["memories"]) == 3
     assert service.atlas.namespaces() == ["victim"]
 
 

@@ -33,6 +33,25 @@ def victim(atlas: ElasticMemoryAtlas) -> ElasticMemoryAtlas:
     return atlas
 
 
+def _namespace_calls(victim: ElasticMemoryAtlas, bad: str) -> list[Callable[[], object]]:
+    """Every public path that takes a namespace, called with ``bad``."""
+    some_id = victim.memories(namespace="a")[0].id
+    return [
+        lambda: victim.add_memory("evil", namespace=bad),
+        lambda: victim.add_memories(["evil", "twice"], namespace=bad),
+        lambda: victim.add_memories([{"content": "evil", "namespace": bad}], namespace="a"),
+        lambda: victim.retrieve("vault", namespace=bad),
+        lambda: victim.build_context("vault", namespace=bad, token_budget=100),
+        lambda: victim.memories(namespace=bad),
+        lambda: victim.count(namespace=bad),
+        lambda: victim.stats(namespace=bad),
+        lambda: victim.end_session("s1", namespace=bad),
+        lambda: victim.get(some_id, namespace=bad),
+        lambda: victim.forget(some_id, namespace=bad),
+        lambda: victim.update_memory(some_id, "overwrite", namespace=bad),
+    ]
+
+
 def _intact(atlas: ElasticMemoryAtlas) -> None:
     assert atlas.count(namespace="a") == 3
     assert atlas.namespaces() == ["a"]
@@ -44,20 +63,7 @@ def _intact(atlas: ElasticMemoryAtlas) -> None:
 def test_a_control_character_in_a_namespace_is_refused_and_touches_nothing(victim: ElasticMemoryAtlas,
                                                                            char: str) -> None:
     for bad in (f"a{char}b", f"a{char}", f"{char}a", char * 3):
-        writes: list[Callable[[], object]] = [
-            lambda: victim.add_memory("evil", namespace=bad),
-            lambda: victim.add_memories(["evil", "twice"], namespace=bad),
-            lambda: victim.add_memories([{"content": "evil", "namespace": bad}], namespace="a"),
-        ]
-        reads: list[Callable[[], object]] = [
-            lambda: victim.retrieve("vault", namespace=bad),
-            lambda: victim.build_context("vault", namespace=bad, token_budget=100),
-            lambda: victim.memories(namespace=bad),
-            lambda: victim.count(namespace=bad),
-            lambda: victim.stats(namespace=bad),
-            lambda: victim.end_session("s1", namespace=bad),
-        ]
-        for call in (*writes, *reads):
+        for call in _namespace_calls(victim, bad):
             with pytest.raises(InvalidInputError, match="control character"):
                 call()
     _intact(victim)
@@ -67,13 +73,16 @@ def test_a_control_character_in_a_namespace_is_refused_and_touches_nothing(victi
 def test_a_control_character_in_a_session_id_is_refused_and_touches_nothing(victim: ElasticMemoryAtlas,
                                                                             char: str) -> None:
     bad = f"s1{char}x"
-    for call in (lambda: victim.add_memory("evil", namespace="a", session_id=bad),
-                 lambda: victim.add_memories(["evil"], namespace="a", session_id=bad),
-                 lambda: victim.add_memories([{"content": "evil", "session_id": bad}], namespace="a"),
-                 lambda: victim.retrieve("vault", namespace="a", session_id=bad),
-                 lambda: victim.build_context("vault", namespace="a", session_id=bad, token_budget=100),
-                 lambda: victim.memories(namespace="a", session_id=bad),
-                 lambda: victim.end_session(bad, namespace="a", mode="delete")):
+    calls: tuple[Callable[[], object], ...] = (
+        lambda: victim.add_memory("evil", namespace="a", session_id=bad),
+        lambda: victim.add_memories(["evil"], namespace="a", session_id=bad),
+        lambda: victim.add_memories([{"content": "evil", "session_id": bad}], namespace="a"),
+        lambda: victim.retrieve("vault", namespace="a", session_id=bad),
+        lambda: victim.build_context("vault", namespace="a", session_id=bad, token_budget=100),
+        lambda: victim.memories(namespace="a", session_id=bad),
+        lambda: victim.end_session(bad, namespace="a", mode="delete"),
+    )
+    for call in calls:
         with pytest.raises(InvalidInputError, match="control character"):
             call()
     _intact(victim)
@@ -120,3 +129,22 @@ def test_lookalike_namespaces_each_keep_their_own_memories(atlas: ElasticMemoryA
     atlas.end_session("team2:alice", namespace="team2:alice", mode="delete")
     assert atlas.count(namespace="team2:alice") == 0
     assert all(atlas.count(namespace=ns) == 2 for ns in LOOKALIKES if ns != "team2:alice")
+
+
+def test_the_adapters_refuse_a_bad_namespace_or_session_through_the_core(victim: ElasticMemoryAtlas) -> None:
+    from langchain_atlas import AtlasChatMessageHistory, AtlasRetriever, AtlasStore, create_memory_tools
+    from llamaindex_atlas import AtlasRetriever as LlamaRetriever
+
+    for build in (lambda: create_memory_tools(victim, namespace="a\x00b"),
+                  lambda: create_memory_tools(victim, namespace="a", session_id="s\n"),
+                  lambda: AtlasChatMessageHistory(atlas=victim, namespace="a\x00", session_id="s"),
+                  lambda: AtlasChatMessageHistory(atlas=victim, namespace="a", session_id="s\x7f"),
+                  lambda: LlamaRetriever(atlas=victim, namespace="a\x00b"),
+                  lambda: LlamaRetriever(atlas=victim, namespace="a", session_id="s\x1b")):
+        with pytest.raises(InvalidInputError, match="control character"):
+            build()
+    with pytest.raises(InvalidInputError, match="control character"):
+        AtlasRetriever(atlas=victim, namespace="a\x00b").invoke("vault")
+    with pytest.raises(InvalidInputError, match="control character"):
+        AtlasStore(atlas=victim).put(("a\x01b",), "k", {"text": "evil"})
+    _intact(victim)
