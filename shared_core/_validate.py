@@ -22,7 +22,7 @@ def control_char(value: str) -> str | None:
     return None if found is None else found.group()
 
 
-def name(value: object, what: str) -> str:
+def name(value: object, what: str, *, optional: bool = False) -> str:
     """The one rule for a namespace and a session id, on every backend, adapter and the MCP
     server: a string of at most `MAX_NAME` characters, not blank, with no control character
     (U+0000-U+001F, U+007F: a NUL cut FalkorDB's graph names short and let one namespace wipe
@@ -37,14 +37,15 @@ def name(value: object, what: str) -> str:
     Traceback (most recent call last):
     shared_core.errors.InvalidInputError: namespace must not contain a control character (U+0000 at index 1): 'a\\x00b'
     """
+    expected = "None or a non-empty string" if optional else "a non-empty string"
     if not isinstance(value, str):
-        raise InvalidInputError(f"{what} must be a non-empty string, got {value!r:.80}")
+        raise InvalidInputError(f"{what} must be {expected}, got {value!r:.80}")
     char = control_char(value)
     if char is not None:
         raise InvalidInputError(f"{what} must not contain a control character "
                                 f"(U+{ord(char):04X} at index {value.index(char)}): {value!r:.80}")
     if not value.strip():
-        raise InvalidInputError(f"{what} must be a non-empty string, got {value!r:.80}")
+        raise InvalidInputError(f"{what} must be {expected}, got {value!r:.80}")
     if value.strip() != value:
         raise InvalidInputError(f"{what} must not start or end with a space, got {value!r:.80}")
     if len(value) > MAX_NAME:
@@ -62,7 +63,7 @@ def namespace(value: object) -> str:
 
 
 def session(value: object) -> str | None:
-    return None if value is None else name(value, "session_id")
+    return None if value is None else name(value, "session_id", optional=True)
 
 
 def content(value: object, *, max_chars: int) -> str:
