@@ -30,6 +30,7 @@ from .errors import (
     MemoryNotFoundError,
     MissingDependencyError,
     NamespaceViolationError,
+    UnknownFieldError,
 )
 from .events import AtlasEvent, EventLog
 from .graph_store import GraphStore, NetworkXGraphStore
@@ -86,6 +87,7 @@ __all__ = [
     "MiniLMEmbedder",
     "MissingDependencyError",
     "NamespaceViolationError",
+    "UnknownFieldError",
     "NetworkXGraphStore",
     "NumpyVectorIndex",
     "Partition",

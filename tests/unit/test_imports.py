@@ -15,7 +15,7 @@ EXPECTED = [
     "InvalidRelationError", "InvertedKeywordIndex", "KeywordIndex", "ManualClock", "MemoryEdge", "MemoryNode",
     "MemoryNotFoundError",
     "MiniLMEmbedder", "MissingDependencyError", "NamespaceViolationError", "NetworkXGraphStore", "NumpyVectorIndex",
-    "Partition", "Relation", "ScoredMemory", "SystemClock", "TiktokenCounter", "TokenCounter", "VectorIndex",
+    "Partition", "Relation", "ScoredMemory", "SystemClock", "TiktokenCounter", "TokenCounter", "UnknownFieldError", "VectorIndex",
     "__version__", "as_embedder",
     # the lifecycle's seams and reports
     "CompressionReport", "Contradiction", "ContradictionDetector", "ExtractiveSummarizer",
