@@ -86,7 +86,8 @@ def node_from_record(record: object, *, kinds: frozenset[str] = KINDS,
     if "pinned" in values:
         rule(what, check.flag, values["pinned"], "pinned")
     kind = values.get("kind", "memory")
-    _fail(isinstance(kind, str) and kind in kinds, f"{what}: unknown kind {kind!r:.40}; expected one of {sorted(kinds)}")
+    _fail(isinstance(kind, str) and kind in kinds,
+          f"{what}: unknown kind {kind!r:.40}; expected one of {sorted(kinds)}")
     metadata = rule(what, check.metadata, values.get("metadata"))
     values["metadata"] = metadata or NO_METADATA  # one shared empty mapping, as written memories have
     if shared is not None:

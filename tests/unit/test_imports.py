@@ -13,9 +13,9 @@ EXPECTED = [
     "CorruptFileError", "ElasticMemoryAtlas", "Embedder", "EventLog", "FTS5KeywordIndex", "GraphStore",
     "HashingEmbedder", "InProcessBackend", "InvalidEmbeddingError", "InvalidInputError", "InvalidMemoryError",
     "InvalidRelationError", "InvertedKeywordIndex", "KeywordIndex", "ManualClock", "MemoryEdge", "MemoryNode",
-    "MemoryNotFoundError",
+    "MemoryNotFoundError", "UnknownFieldError",
     "MiniLMEmbedder", "MissingDependencyError", "NamespaceViolationError", "NetworkXGraphStore", "NumpyVectorIndex",
-    "Partition", "Relation", "ScoredMemory", "SystemClock", "TiktokenCounter", "TokenCounter", "UnknownFieldError", "VectorIndex",
+    "Partition", "Relation", "ScoredMemory", "SystemClock", "TiktokenCounter", "TokenCounter", "VectorIndex",
     "__version__", "as_embedder",
     # the lifecycle's seams and reports
     "CompressionReport", "Contradiction", "ContradictionDetector", "ExtractiveSummarizer",

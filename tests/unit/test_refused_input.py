@@ -5,6 +5,7 @@ correction whose last step fails is undone whole (issue 20, items 5, 6 and 8).""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -60,7 +61,7 @@ BAD_WRITES: list[tuple[str, dict[str, Any]]] = [
     ("ttl past year 9999", {"ttl": LATEST - EARLIEST}),
     ("metadata 5,000 deep", {"metadata": _nested(5000)}),
     ("metadata 33 deep", {"metadata": _nested(33)}),
-    ("metadata in a list 40 deep", {"metadata": {"k": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}}),
+    ("metadata in a list 40 deep", {"metadata": {"k": json.loads("[" * 40 + "1" + "]" * 40)}}),
 ]
 
 
