@@ -95,12 +95,25 @@ def metadata(value: object, name: str = "metadata") -> dict[str, Any]:
 
 def depth(value: object, name: str, limit: int) -> None:
     """`InvalidMemoryError` if ``value`` nests mappings and lists more than ``limit`` deep
-    (a container that holds itself nests without end). Iterative: any depth is safe to measure."""
+    (a container that holds itself nests without end). Iterative: any depth is safe to measure.
+
+    >>> depth({"a": [1, {"b": 2}]}, "metadata", 3)
+    >>> depth({"a": [1, {"b": 2}]}, "metadata", 2)
+    Traceback (most recent call last):
+    ...
+    shared_core.errors.InvalidMemoryError: metadata nests deeper than 2 levels (or holds itself)
+    """
     stack: list[tuple[object, int]] = [(value, 1)]
+    pop, push, scalars = stack.pop, stack.append, _SCALARS
     while stack:
-        item, level = stack.pop()
+        item, level = pop()
+        kind = type(item)
         children: Iterable[object]
-        if isinstance(item, Mapping):
+        if kind is dict:
+            children = item.values()  # type: ignore[attr-defined]
+        elif kind is list or kind is tuple:
+            children = item  # type: ignore[assignment]
+        elif isinstance(item, Mapping):
             children = item.values()
         elif isinstance(item, (list, tuple)):
             children = item
@@ -108,7 +121,12 @@ def depth(value: object, name: str, limit: int) -> None:
             continue
         if level > limit:
             raise InvalidMemoryError(f"{name} nests deeper than {limit} levels (or holds itself)")
-        stack.extend((child, level + 1) for child in children if isinstance(child, (Mapping, list, tuple)))
+        for child in children:
+            if type(child) not in scalars:
+                push((child, level + 1))
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def number(value: object, name: str, *, minimum: float | None = None, positive: bool = False,

@@ -145,7 +145,7 @@ class AtlasConfig:
         bare ``TypeError``."""
         if args:
             raise UnknownFieldError(f"AtlasConfig takes keyword arguments only, got {len(args)} positional")
-        known = cls.__dataclass_fields__  # type: ignore[attr-defined]
+        known = cls.__dataclass_fields__
         if not kwargs.keys() <= known.keys():
             raise UnknownFieldError.for_names("AtlasConfig", set(kwargs) - set(known), known)
         return object.__new__(cls)
