@@ -30,6 +30,7 @@ from .errors import (
     MemoryNotFoundError,
     MissingDependencyError,
     NamespaceViolationError,
+    UnknownFieldError,
 )
 from .events import AtlasEvent, EventLog
 from .graph_store import GraphStore, NetworkXGraphStore
@@ -95,6 +96,7 @@ __all__ = [
     "SystemClock",
     "TiktokenCounter",
     "TokenCounter",
+    "UnknownFieldError",
     "VectorIndex",
     "WriteFilter",
     "__version__",

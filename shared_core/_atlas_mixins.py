@@ -109,14 +109,17 @@ class Persistence:
         return save_atlas(self._saved(), path)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], **kwargs: Any) -> ElasticMemoryAtlas:
-        """A new atlas from a `save` file (`CorruptFileError` if it is damaged); ``kwargs`` go to
-        the constructor (an ``embedder`` of the saved dimension, a ``clock``, an ``llm`` ...)."""
+    def load(cls, path: str | os.PathLike[str], *, max_unpacked: int | None = None,
+             **kwargs: Any) -> ElasticMemoryAtlas:
+        """A new atlas from a `save` file (`CorruptFileError` if it is damaged or crafted, with
+        nothing half-loaded); ``kwargs`` go to the constructor (an ``embedder`` of the saved
+        dimension, a ``clock``, an ``llm`` ...). ``max_unpacked``: the most bytes the file may
+        unpack to (default `shared_core.persistence.unpack_limit` of its size)."""
         from .atlas import ElasticMemoryAtlas
         from .persistence import load_atlas
 
         atlas_cls = cls if issubclass(cls, ElasticMemoryAtlas) else ElasticMemoryAtlas
-        return load_atlas(atlas_cls, path, **kwargs)
+        return load_atlas(atlas_cls, path, max_unpacked=max_unpacked, **kwargs)
 
     def export_jsonl(self, path: str | os.PathLike[str], *, namespace: str | None = None,
                      embeddings: bool = False) -> Path:

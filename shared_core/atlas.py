@@ -285,11 +285,22 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
             if old.valid_to is not None:
                 raise InvalidInputError(f"memory {node_id!r} was already superseded; update its newest version")
             now = self.clock.now()
+            turn = part.turn
             new_part, new = self._insert(spec, vec, now)
-            part.graph.put_edge(MemoryEdge(source=new.id, target=old.id, relation=Relation.SUPERSEDES,
-                                           strength=1.0, created_at=now))
-            part.graph.put_node(replace(old, valid_to=now))
-            part.inactive.add(old.id)
+            marked = False
+            try:  # all or nothing: a failure below removes the new version and restores the old
+                part.graph.put_edge(MemoryEdge(source=new.id, target=old.id, relation=Relation.SUPERSEDES,
+                                               strength=1.0, created_at=now))
+                part.graph.put_node(replace(old, valid_to=now))
+                marked = True
+                part.inactive.add(old.id)
+            except BaseException:
+                self._life.remove(new_part, new, kind=None, reason="rollback")  # its edges go with it
+                part.turn = turn
+                if marked:
+                    part.graph.put_node(old)
+                    part.inactive.discard(old.id)
+                raise
             self.events.emit("update", namespace=part.namespace, node_id=new.id, at=now,
                              reason=reason, supersedes=old.id)
             self._life.after_write(now, protect={new.id})

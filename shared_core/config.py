@@ -12,7 +12,8 @@ import math
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
-from .errors import InvalidInputError
+from . import _validate as check
+from .errors import InvalidInputError, UnknownFieldError
 from .model import Relation
 
 __all__ = ["AtlasConfig"]
@@ -146,6 +147,17 @@ class AtlasConfig:
     prune_idle: float = 30 * DAY
     prune_every: int = 200
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> AtlasConfig:
+        """Refuse positional arguments and unknown keywords with `UnknownFieldError` (an
+        `InvalidInputError` and a `TypeError`) naming the closest field, before ``__init__``'s
+        bare ``TypeError``."""
+        if args:
+            raise UnknownFieldError(f"AtlasConfig takes keyword arguments only, got {len(args)} positional")
+        known = cls.__dataclass_fields__
+        if not kwargs.keys() <= known.keys():
+            raise UnknownFieldError.for_names("AtlasConfig", set(kwargs) - set(known), known)
+        return object.__new__(cls)
+
     def __post_init__(self) -> None:
         positive = ("half_life", "reinforce_factor", "weight_cap", "recency_half_life", "rrf_k",
                     "max_content_chars")
@@ -194,8 +206,7 @@ class AtlasConfig:
             raise InvalidInputError(f"max_nodes must be None or an int >= 1, got {self.max_nodes!r}")
         if not 0 < self.eviction_batch <= 0.5:
             raise InvalidInputError(f"eviction_batch must be in (0, 0.5], got {self.eviction_batch!r}")
-        if self.default_ttl is not None and not self.default_ttl > 0:
-            raise InvalidInputError(f"default_ttl must be None or > 0, got {self.default_ttl!r}")
+        check.ttl(self.default_ttl, "AtlasConfig.default_ttl")
         if not 0 < self.cross_session_penalty <= 1:
             raise InvalidInputError(
                 f"cross_session_penalty must be in (0, 1], got {self.cross_session_penalty!r}")
@@ -253,7 +264,7 @@ class AtlasConfig:
         known = {f.name for f in fields(self)}
         unknown = set(changes) - known
         if unknown:
-            raise InvalidInputError(f"unknown AtlasConfig field(s): {', '.join(sorted(unknown))}")
+            raise UnknownFieldError.for_names("AtlasConfig", unknown, known)
         return replace(self, **changes)
 
     # -- presets ---------------------------------------------------------------------------

@@ -5,7 +5,8 @@ AtlasError
 ├── InvalidInputError (ValueError)             a bad argument: budget, top_k, filters, style …
 │   ├── InvalidMemoryError                     empty or non-string content, bad metadata, bad ttl …
 │   │   └── InvalidEmbeddingError              wrong dimension, NaN or infinite values
-│   └── InvalidRelationError                   an unknown edge relation
+│   ├── InvalidRelationError                   an unknown edge relation
+│   └── UnknownFieldError (TypeError)          a keyword that names no field (AtlasConfig(bogus=1))
 ├── MemoryNotFoundError (KeyError)             an unknown node id (or one of another namespace)
 ├── NamespaceViolationError (PermissionError)  an operation that would cross a namespace
 ├── CorruptFileError (ValueError)              a truncated, corrupt or foreign save file
@@ -19,6 +20,8 @@ callers that do not know this library. Messages name the offending value.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 __all__ = [
     "AtlasError",
     "BackendError",
@@ -30,6 +33,7 @@ __all__ = [
     "MemoryNotFoundError",
     "MissingDependencyError",
     "NamespaceViolationError",
+    "UnknownFieldError",
 ]
 
 
@@ -51,6 +55,28 @@ class InvalidEmbeddingError(InvalidMemoryError):
 
 class InvalidRelationError(InvalidInputError):
     """An edge relation that the atlas does not know."""
+
+
+class UnknownFieldError(InvalidInputError, TypeError):
+    """A keyword argument that names no field; the message names the closest one. A `TypeError`
+    too, as Python's own "unexpected keyword argument" is."""
+
+    @classmethod
+    def for_names(cls, owner: str, unknown: Iterable[str], known: Iterable[str]) -> UnknownFieldError:
+        """The error for ``unknown`` keywords of ``owner``, each with its closest ``known`` name.
+
+        >>> str(UnknownFieldError.for_names("AtlasConfig", ["half_lfe"], ["half_life", "max_nodes"]))
+        "AtlasConfig has no field 'half_lfe' (did you mean 'half_life'?)"
+        """
+        import difflib
+
+        names = sorted(known)
+        parts = []
+        for name in sorted(unknown):
+            close = difflib.get_close_matches(name, names, n=1)
+            parts.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        noun = "field" if len(parts) == 1 else "fields"
+        return cls(f"{owner} has no {noun} {', '.join(parts)}")
 
 
 class MemoryNotFoundError(AtlasError, KeyError):

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import _validate as check
 from .decay import decayed_weight
 from .errors import InvalidInputError, MissingDependencyError
 from .model import MemoryEdge, MemoryNode, Relation, iso
@@ -48,8 +49,12 @@ class GraphView:
 
 
 def graph_view(atlas: ElasticMemoryAtlas, *, namespace: str | None = None, max_nodes: int = 400) -> GraphView:
-    """The heaviest ``max_nodes`` memories of one namespace (or all) and the edges among them."""
-    if max_nodes < 1:
+    """The heaviest ``max_nodes`` memories of one namespace (or all, with None) and the edges among
+    them. A namespace that is not a non-empty string raises `InvalidInputError` (an empty one is
+    not "all namespaces")."""
+    if namespace is not None:
+        namespace = check.namespace(namespace)
+    if isinstance(max_nodes, bool) or not isinstance(max_nodes, int) or max_nodes < 1:
         raise InvalidInputError(f"max_nodes must be >= 1, got {max_nodes!r}")
     with atlas._lock:
         now = atlas.clock.now()

@@ -212,7 +212,7 @@ DAMAGE = [
     ("event record", lambda s, a: s["events"]["records"].append({"kind": 3}), "event"),
     ("relation", lambda s, a: s["partitions"][1]["edges"][0].update(relation="loves"), "loves"),
     ("missing field", lambda s, a: s.pop("lifecycle"), "lifecycle"),
-    ("held turn", lambda s, a: s["lifecycle"]["held"].append({"id": 1}), "inconsistent"),
+    ("held turn", lambda s, a: s["lifecycle"]["held"].append({"id": 1}), "lacks .content."),
 ]
 
 
