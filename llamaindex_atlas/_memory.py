@@ -13,6 +13,7 @@ from llama_index.core.llms.llm import LLM
 from llama_index.core.memory.types import BaseMemory
 
 from shared_core import ElasticMemoryAtlas, MemoryNode
+from shared_core._arguments import check_arguments
 
 from ._convert import memory_to_message, message_text, message_to_memory, query_text, to_atlas_filters
 from ._recall import context_beside
@@ -20,9 +21,11 @@ from ._recall import context_beside
 __all__ = ["AtlasMemory", "Style", "resolve_atlas"]
 
 Style = Literal["timeline", "bullet", "narrative"]
-DEFAULT_TOKEN_LIMIT = 3000
+DEFAULT_TOKEN_LIMIT = 2000  # the LangChain AtlasMemory's token_budget agrees
 DEFAULT_TOKEN_LIMIT_RATIO = 0.75  # of the LLM's context window, as ChatMemoryBuffer does
 _TRAILING_ROLES = (MessageRole.ASSISTANT, MessageRole.TOOL)
+# Names from the core API or from LangChain that users bring here by habit.
+_RENAMES = {"token_budget": "token_limit", "max_token_limit": "token_limit", "max_tokens": "token_limit"}
 
 
 def resolve_atlas(atlas: ElasticMemoryAtlas | None, embed_model: BaseEmbedding | None = None) -> ElasticMemoryAtlas:
@@ -104,6 +107,7 @@ class AtlasMemory(BaseMemory):
     _atlas: ElasticMemoryAtlas = PrivateAttr()
 
     def __init__(self, *, atlas: ElasticMemoryAtlas | None = None, **data: Any) -> None:
+        check_arguments("AtlasMemory", data, accepted=type(self).model_fields, renames=_RENAMES)
         super().__init__(**data)
         self._atlas = resolve_atlas(atlas)
 
@@ -130,7 +134,7 @@ class AtlasMemory(BaseMemory):
         embed_model: BaseEmbedding | None = None,
         **kwargs: Any,
     ) -> AtlasMemory:
-        """Build a memory; ``token_limit`` defaults to 3/4 of ``llm``'s context window (else 3000).
+        """Build a memory; ``token_limit`` defaults to 3/4 of ``llm``'s context window (else 2000).
 
         ``embed_model`` (any LlamaIndex ``BaseEmbedding``) is the embedder of the new atlas made when
         ``atlas`` is not given; ``chat_history`` replaces the session's stored messages.
