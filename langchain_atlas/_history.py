@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
@@ -69,6 +70,12 @@ class AtlasChatMessageHistory(BaseChatMessageHistory):
         self.session_id = session_id
         self.human_prefix = human_prefix
         self.ai_prefix = ai_prefix
+
+    def __reduce__(self) -> Any:
+        raise TypeError(
+            "AtlasChatMessageHistory cannot be pickled: it holds a live ElasticMemoryAtlas (a model session "
+            "and indexes). Save the atlas with atlas.save(path), keep (namespace, session_id), and rebuild it with "
+            "AtlasChatMessageHistory(atlas=ElasticMemoryAtlas.load(path), namespace=..., session_id=...)")
 
     def __repr__(self) -> str:
         return f"AtlasChatMessageHistory(namespace={self.namespace!r}, session_id={self.session_id!r})"
