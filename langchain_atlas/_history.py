@@ -26,7 +26,7 @@ class AtlasChatMessageHistory(BaseChatMessageHistory):
 
     Setup:
         ```bash
-        pip install "elastic-atlas[langchain]"
+        pip install ".[langchain]"   # in a checkout of elastic-atlas (not on PyPI)
         ```
 
     Key init args:

@@ -37,7 +37,7 @@ class AtlasMemory(BaseMemory):
         Install the LangChain extra (``langchain-classic`` holds the legacy chains).
 
         ```bash
-        pip install "elastic-atlas[langchain]"
+        pip install ".[langchain]"   # in a checkout of elastic-atlas (not on PyPI)
         ```
 
     Key init args:

@@ -32,7 +32,7 @@ class AtlasRetriever(BaseRetriever):
         Install the LangChain extra; the default embedder runs offline.
 
         ```bash
-        pip install "elastic-atlas[langchain]"
+        pip install ".[langchain]"   # in a checkout of elastic-atlas (not on PyPI)
         ```
 
     Key init args:

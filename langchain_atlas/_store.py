@@ -55,7 +55,7 @@ class AtlasStore(BaseStore):
 
     Setup:
         ```bash
-        pip install "elastic-atlas[langchain]"
+        pip install ".[langchain]"   # in a checkout of elastic-atlas (not on PyPI)
         ```
 
     Key init args:
