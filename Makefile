@@ -15,12 +15,13 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 
+# PYTHONWARNINGS=ignore: setuptools' build backend prints a banner on every editable install.
 $(VENV)/.core: pyproject.toml | $(BIN)/python
-	$(PIP) install --quiet -e .
+	PYTHONWARNINGS=ignore $(PIP) install --quiet -e .
 	@touch $@
 
 $(VENV)/.dev: pyproject.toml | $(BIN)/python
-	$(PIP) install --quiet -e ".[dev]"
+	PYTHONWARNINGS=ignore $(PIP) install --quiet -e ".[dev]"
 	@touch $@ $(VENV)/.core
 
 install: $(VENV)/.core
