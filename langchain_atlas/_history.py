@@ -90,8 +90,11 @@ class AtlasChatMessageHistory(BaseChatMessageHistory):
         return await asyncio.to_thread(lambda: self.messages)
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
-        """Store messages in one write; an AI message ``responds_to`` the user message before it."""
-        messages = list(messages)
+        """Store messages in one write; an AI message ``responds_to`` the user message before it.
+        A user message with no text is not stored."""
+        # a blank user turn (an empty input box) is no memory: it would only crowd recall
+        messages = [m for m in messages if not (m.type == "human" and isinstance(m.content, str)
+                                                and not m.content.strip())]
         if not messages:
             return
         items = [memory_item(m, human_prefix=self.human_prefix, ai_prefix=self.ai_prefix) for m in messages]

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.base.llms.types import ChatMessage, MessageRole
+from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
 from llama_index.core.llms.llm import LLM
 from llama_index.core.memory.types import BaseMemory
@@ -39,6 +39,11 @@ def resolve_atlas(atlas: ElasticMemoryAtlas | None, embed_model: BaseEmbedding |
     if embed_model is not None:
         raise ValueError("pass either atlas= or embed_model=, not both: the atlas already has its embedder")
     return atlas
+
+
+def _blank_user(message: ChatMessage) -> bool:
+    return (message.role == MessageRole.USER and not message.additional_kwargs
+            and all(isinstance(b, TextBlock) and not b.text.strip() for b in message.blocks))
 
 
 def _new_session() -> str:
@@ -263,7 +268,9 @@ class AtlasMemory(BaseMemory):
         self.put_messages([message])
 
     def put_messages(self, messages: list[ChatMessage]) -> None:
-        """Store messages in the session, with one embedding call."""
+        """Store messages in the session, with one embedding call; a user message with no text
+        (and nothing else: no image, no tool result) is not stored."""
+        messages = [m for m in messages if not _blank_user(m)]
         if not messages:
             return
         limit = self._atlas.config.max_content_chars

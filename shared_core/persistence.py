@@ -169,11 +169,20 @@ def _read(path: PathLike) -> tuple[dict[str, Any], dict[str, np.ndarray[Any, Any
     source = _path(path)
     if not source.is_file():
         raise FileNotFoundError(f"no saved atlas at {str(source)!r}")
+    with source.open("rb") as head:
+        magic = head.read(4)
+    if not magic:
+        raise CorruptFileError(f"{str(source)!r} is empty: truncated or corrupt")
+    if magic != b"PK\x03\x04":  # a save file is a zip archive; a truncated one still starts as one
+        raise CorruptFileError(f"{str(source)!r} is not an Elastic Atlas file (atlas.save writes them)")
     try:
         with zipfile.ZipFile(source) as zf:
+            if "manifest.json" not in zf.namelist():
+                raise CorruptFileError(f"{str(source)!r} is not an Elastic Atlas file: a zip archive without "
+                                       "the atlas manifest")
             manifest = json.loads(zf.read("manifest.json"))
             if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-                raise CorruptFileError(f"{str(source)!r} is not an Elastic Atlas save file")
+                raise CorruptFileError(f"{str(source)!r} is not an Elastic Atlas file")
             if manifest.get("version") != VERSION:
                 raise CorruptFileError(f"{str(source)!r} has format version {manifest.get('version')!r}; "
                                        f"this library reads version {VERSION}")

@@ -44,3 +44,17 @@ def test_pickling_a_chat_history_is_a_clear_error() -> None:
                                       session_id="s")
     with pytest.raises(TypeError, match=r"cannot be pickled.*atlas\.save"):
         pickle.dumps(history)
+
+
+def test_an_empty_user_message_is_not_stored() -> None:
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    atlas = ElasticMemoryAtlas(embedder=HashingEmbedder())
+    history = AtlasChatMessageHistory(atlas=atlas, namespace="a", session_id="s")
+    history.add_messages([HumanMessage(""), HumanMessage("  "), HumanMessage("hi"), AIMessage("hello")])
+    assert [m.content for m in history.messages] == ["hi", "hello"]
+    memory = AtlasMemory(atlas=atlas, namespace="b")
+    memory.put(ChatMessage(role="user", content=""))
+    memory.put_messages([ChatMessage(role="user", content=" "), ChatMessage(role="user", content="hi")])
+    assert [m.content for m in memory.get_all()] == ["hi"]
+    assert [n.content for n in atlas.memories(namespace="b")] == ["hi"]
