@@ -26,6 +26,7 @@ from .config import AtlasConfig
 __all__ = ["main", "run_demo"]
 
 RULE = "─" * 78
+_WRAP: dict[str, Any] = {"width": 78, "subsequent_indent": "    ", "break_on_hyphens": False}
 
 
 def _load_script() -> dict[str, Any]:
@@ -52,18 +53,18 @@ def run_demo(*, token_budget: int = 160, top_k: int = 3, style: str = "bullet", 
     print(f"namespace={user!r}  budget={token_budget} tokens  style={style!r}  max_nodes={max_nodes}")
     print(textwrap.fill(
         "The user's lines and the assistant's replies are scripted: no LLM runs here, so the replies do "
-        "not come from the memory. What the demo shows is the memory itself, at each user turn:", 78, break_on_hyphens=False))
+        "not come from the memory. What the demo shows is the memory itself, at each user turn:", width=78))
     print(textwrap.fill(
         f"  recalled: the top {top_k} memories `retrieve` finds for the turn, from any session, with their "
-        "score, weight w and the paths that found them (read-only here).", 78, subsequent_indent="    ", break_on_hyphens=False))
+        "score, weight w and the paths that found them (read-only here).", **_WRAP))
     print(textwrap.fill(
         f"  context: what `build_context` hands the LLM within {token_budget} tokens: the session's latest "
         "turns first, then the best recalled memories that still fit. It can hold more than the recalled top "
         f"{top_k}, or leave some out: a memory already among the latest turns is not repeated, and what does "
-        "not fit the budget is left out (counted).", 78, subsequent_indent="    ", break_on_hyphens=False))
+        "not fit the budget is left out (counted).", **_WRAP))
     print(textwrap.fill(
         "  remembered: the turn as stored. Pinned memories (the user's identity, the allergy) are never "
-        f"evicted when the atlas reaches its cap of {max_nodes}.", 78, subsequent_indent="    ", break_on_hyphens=False))
+        f"evicted when the atlas reaches its cap of {max_nodes}.", **_WRAP))
     print(RULE)
     for session in script["sessions"]:
         clock.set(to_epoch(session["date"]))
