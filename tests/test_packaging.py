@@ -46,7 +46,8 @@ def test_console_scripts_point_at_shipped_modules(wheel: zipfile.ZipFile) -> Non
 def test_extras_bring_what_their_docs_use(wheel: zipfile.ZipFile) -> None:
     metadata = wheel.read(next(n for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))).decode()
     requires = [line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
-    extra = {name: [r.split(";")[0] for r in requires if f'extra == "{name}"' in r] for name in ("notebooks", "langchain")}
+    extra = {name: [r.split(";")[0] for r in requires if f'extra == "{name}"' in r]
+             for name in ("notebooks", "langchain")}
     assert any(r.startswith("nbconvert") for r in extra["notebooks"])  # `jupyter nbconvert --execute`
     assert any(r.startswith("langchain>=") for r in extra["langchain"])  # langchain.agents.create_agent
     core = [r for r in requires if "extra ==" not in r]
