@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
@@ -26,7 +27,7 @@ class AtlasChatMessageHistory(BaseChatMessageHistory):
 
     Setup:
         ```bash
-        pip install "elastic-atlas[langchain]"
+        pip install ".[langchain]"   # in a checkout of elastic-atlas (not on PyPI)
         ```
 
     Key init args:
@@ -70,6 +71,12 @@ class AtlasChatMessageHistory(BaseChatMessageHistory):
         self.human_prefix = human_prefix
         self.ai_prefix = ai_prefix
 
+    def __reduce__(self) -> Any:
+        raise TypeError(
+            "AtlasChatMessageHistory cannot be pickled: it holds a live ElasticMemoryAtlas (a model session "
+            "and indexes). Save the atlas with atlas.save(path), keep (namespace, session_id), and rebuild it with "
+            "AtlasChatMessageHistory(atlas=ElasticMemoryAtlas.load(path), namespace=..., session_id=...)")
+
     def __repr__(self) -> str:
         return f"AtlasChatMessageHistory(namespace={self.namespace!r}, session_id={self.session_id!r})"
 
@@ -83,8 +90,11 @@ class AtlasChatMessageHistory(BaseChatMessageHistory):
         return await asyncio.to_thread(lambda: self.messages)
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
-        """Store messages in one write; an AI message ``responds_to`` the user message before it."""
-        messages = list(messages)
+        """Store messages in one write; an AI message ``responds_to`` the user message before it.
+        A user message with no text is not stored."""
+        # a blank user turn (an empty input box) is no memory: it would only crowd recall
+        messages = [m for m in messages if not (m.type == "human" and isinstance(m.content, str)
+                                                and not m.content.strip())]
         if not messages:
             return
         items = [memory_item(m, human_prefix=self.human_prefix, ai_prefix=self.ai_prefix) for m in messages]

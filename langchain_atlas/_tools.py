@@ -56,7 +56,7 @@ def create_memory_tools(atlas: ElasticMemoryAtlas | None = None, *, namespace: s
 
     Setup:
         ```bash
-        pip install "elastic-atlas[langchain]"
+        pip install ".[langchain]"   # in a checkout of elastic-atlas (not on PyPI)
         ```
 
     Key init args:

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.base.llms.types import ChatMessage, MessageRole
+from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
 from llama_index.core.llms.llm import LLM
 from llama_index.core.memory.types import BaseMemory
 
-from shared_core import ElasticMemoryAtlas, MemoryNode
+from shared_core import ElasticMemoryAtlas, InvalidInputError, MemoryNode
+from shared_core._arguments import check_arguments
 
 from ._convert import memory_to_message, message_text, message_to_memory, query_text, to_atlas_filters
 from ._recall import context_beside
@@ -20,9 +23,11 @@ from ._recall import context_beside
 __all__ = ["AtlasMemory", "Style", "resolve_atlas"]
 
 Style = Literal["timeline", "bullet", "narrative"]
-DEFAULT_TOKEN_LIMIT = 3000
+DEFAULT_TOKEN_LIMIT = 2000  # the LangChain AtlasMemory's token_budget agrees
 DEFAULT_TOKEN_LIMIT_RATIO = 0.75  # of the LLM's context window, as ChatMemoryBuffer does
 _TRAILING_ROLES = (MessageRole.ASSISTANT, MessageRole.TOOL)
+# Names from the core API or from LangChain that users bring here by habit.
+_RENAMES = {"token_budget": "token_limit", "max_token_limit": "token_limit", "max_tokens": "token_limit"}
 
 
 def resolve_atlas(atlas: ElasticMemoryAtlas | None, embed_model: BaseEmbedding | None = None) -> ElasticMemoryAtlas:
@@ -34,6 +39,11 @@ def resolve_atlas(atlas: ElasticMemoryAtlas | None, embed_model: BaseEmbedding |
     if embed_model is not None:
         raise ValueError("pass either atlas= or embed_model=, not both: the atlas already has its embedder")
     return atlas
+
+
+def _blank_user(message: ChatMessage) -> bool:
+    return (message.role == MessageRole.USER and not message.additional_kwargs
+            and all(isinstance(b, TextBlock) and not b.text.strip() for b in message.blocks))
 
 
 def _new_session() -> str:
@@ -67,6 +77,12 @@ class AtlasMemory(BaseMemory):
 
     A `reset` deletes this session's messages from the atlas; start a new ``session_id`` instead
     to begin a new conversation that still remembers this one.
+
+    Serialization: the atlas is a live object (a model session, indexes), not a dict field. With
+    ``atlas_path=`` the memory saves its atlas there on `to_dict` (and loads it from there when
+    built without ``atlas=``), so ``AtlasMemory.from_dict(memory.to_dict())`` comes back with the
+    same memories. Without it, `from_dict` needs the atlas (``from_dict(data, atlas=atlas)``) and
+    raises `InvalidInputError` otherwise, rather than returning a memory over a new, empty atlas.
     """
 
     namespace: str = Field(
@@ -100,12 +116,21 @@ class AtlasMemory(BaseMemory):
                     "recent turns shown as messages are not reinforced.")
     memory_role: MessageRole = Field(
         default=MessageRole.SYSTEM, description="Role of the message that holds the recalled memories.")
+    atlas_path: str | None = Field(
+        default=None,
+        description="A file for the atlas: `to_dict` saves the atlas there and `from_dict` (or a memory built "
+                    "without atlas=) loads it, so the memory round-trips. None: the atlas is not serialized.")
 
     _atlas: ElasticMemoryAtlas = PrivateAttr()
 
     def __init__(self, *, atlas: ElasticMemoryAtlas | None = None, **data: Any) -> None:
+        check_arguments("AtlasMemory", data, accepted=type(self).model_fields, renames=_RENAMES)
         super().__init__(**data)
-        self._atlas = resolve_atlas(atlas)
+        path = self.atlas_path
+        if atlas is None and path is not None and Path(path).exists():
+            self._atlas = ElasticMemoryAtlas.load(path)
+        else:
+            self._atlas = resolve_atlas(atlas)
 
     @field_validator("filters", mode="before")
     @classmethod
@@ -115,6 +140,29 @@ class AtlasMemory(BaseMemory):
     @classmethod
     def class_name(cls) -> str:
         return "AtlasMemory"
+
+    def to_dict(self, **kwargs: Any) -> dict[str, Any]:
+        """The memory's settings; with ``atlas_path`` set, the atlas is saved there first."""
+        if self.atlas_path is not None:
+            self._atlas.save(self.atlas_path)
+        return super().to_dict(**kwargs)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], **kwargs: Any) -> AtlasMemory:
+        """A memory from `to_dict`'s output: over ``atlas=`` if given, else over the atlas saved at
+        the dict's ``atlas_path``; `InvalidInputError` when there is neither."""
+        data = {**data, **kwargs}
+        data.pop("class_name", None)
+        atlas = data.pop("atlas", None)
+        path = data.get("atlas_path")
+        if atlas is None:
+            if path is None:
+                raise InvalidInputError(
+                    "AtlasMemory.from_dict: the dict holds no atlas; pass from_dict(data, atlas=atlas), or "
+                    "build the memory with atlas_path=... so that to_dict saves the atlas there")
+            if not os.path.exists(path):
+                raise InvalidInputError(f"AtlasMemory.from_dict: no saved atlas at atlas_path={path!r}")
+        return cls(atlas=atlas, **data)
 
     @classmethod
     def from_defaults(
@@ -130,7 +178,7 @@ class AtlasMemory(BaseMemory):
         embed_model: BaseEmbedding | None = None,
         **kwargs: Any,
     ) -> AtlasMemory:
-        """Build a memory; ``token_limit`` defaults to 3/4 of ``llm``'s context window (else 3000).
+        """Build a memory; ``token_limit`` defaults to 3/4 of ``llm``'s context window (else 2000).
 
         ``embed_model`` (any LlamaIndex ``BaseEmbedding``) is the embedder of the new atlas made when
         ``atlas`` is not given; ``chat_history`` replaces the session's stored messages.
@@ -223,7 +271,9 @@ class AtlasMemory(BaseMemory):
         self.put_messages([message])
 
     def put_messages(self, messages: list[ChatMessage]) -> None:
-        """Store messages in the session, with one embedding call."""
+        """Store messages in the session, with one embedding call; a user message with no text
+        (and nothing else: no image, no tool result) is not stored."""
+        messages = [m for m in messages if not _blank_user(m)]
         if not messages:
             return
         limit = self._atlas.config.max_content_chars

@@ -11,6 +11,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
 from llama_index.core.memory.memory import BaseMemoryBlock
 
 from shared_core import Context, ElasticMemoryAtlas
+from shared_core._arguments import check_arguments
 
 from ._convert import message_text, message_to_memory, to_atlas_filters
 from ._memory import Style, resolve_atlas
@@ -79,6 +80,8 @@ class AtlasMemoryBlock(BaseMemoryBlock[str]):
     _rendered: OrderedDict[str, Context] = PrivateAttr(default_factory=OrderedDict)
 
     def __init__(self, *, atlas: ElasticMemoryAtlas | None = None, **data: Any) -> None:
+        check_arguments("AtlasMemoryBlock", data, accepted=type(self).model_fields,
+                        renames={"token_budget": "token_limit", "max_token_limit": "token_limit"})
         super().__init__(**data)
         self._atlas = resolve_atlas(atlas)
 

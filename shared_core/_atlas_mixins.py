@@ -13,7 +13,7 @@ import asyncio
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, cast, overload
 
 if TYPE_CHECKING:
     from .atlas import ElasticMemoryAtlas
@@ -60,21 +60,37 @@ class NotebookViews:
     def _viewed(self) -> ElasticMemoryAtlas:
         return cast("ElasticMemoryAtlas", self)
 
+    @overload
+    def to_html(self, path: None = None, *, namespace: str | None = None, color_by: str = "session",
+                max_nodes: int = 400) -> str: ...
+
+    @overload
+    def to_html(self, path: str | os.PathLike[str], *, namespace: str | None = None, color_by: str = "session",
+                max_nodes: int = 400) -> Path: ...
+
     def to_html(self, path: str | os.PathLike[str] | None = None, *, namespace: str | None = None,
-                color_by: str = "session", max_nodes: int = 400) -> str:
-        """A self-contained interactive page of the graph (written to ``path`` when given)."""
+                color_by: str = "session", max_nodes: int = 400) -> str | Path:
+        """A self-contained interactive page of the graph: written to ``path`` (and the path
+        returned, as `save` does) when given, else returned as a string."""
+        page = self._page(namespace=namespace, color_by=color_by, max_nodes=max_nodes)
+        if path is None:
+            return page
+        out = Path(path)
+        out.write_text(page, encoding="utf-8")
+        return out
+
+    def _page(self, *, namespace: str | None, color_by: str, max_nodes: int, compressed: bool = False) -> str:
         from .visual import graph_view, render_html
 
-        page = render_html(graph_view(self._viewed(), namespace=namespace, max_nodes=max_nodes), color_by=color_by,
-                           title=f"Elastic Atlas · {namespace or 'all namespaces'}")
-        if path is not None:
-            Path(path).write_text(page, encoding="utf-8")
-        return page
+        atlas = self._viewed()
+        return render_html(graph_view(atlas, namespace=namespace, max_nodes=max_nodes), color_by=color_by,
+                           title=f"Elastic Atlas · {namespace or 'all namespaces'}", compressed=compressed,
+                           now=atlas.clock.now())
 
     def _repr_html_(self) -> str:
         from html import escape
 
-        page = self.to_html(max_nodes=200)
+        page = self._page(namespace=None, color_by="session", max_nodes=200, compressed=True)
         return f'<iframe srcdoc="{escape(page, quote=True)}" style="width:100%;height:620px;border:0"></iframe>'
 
     def plot(self, *, namespace: str | None = None, color_by: str = "session", ax: Any = None,

@@ -103,4 +103,5 @@ class MissingDependencyError(AtlasError, ImportError):
 
     @classmethod
     def for_extra(cls, package: str, extra: str) -> MissingDependencyError:
-        return cls(f"{package} is required for this feature: pip install 'elastic-atlas[{extra}]'")
+        return cls(f"{package} is required for this feature: install elastic-atlas[{extra}] (not on PyPI: "
+                   f"pip install '.[{extra}]' in a checkout of elastic-atlas, or its wheel with [{extra}])")

@@ -221,12 +221,21 @@ def _read(path: PathLike, max_unpacked: int | None = None) -> tuple[dict[str, An
     if not source.is_file():
         raise FileNotFoundError(f"no saved atlas at {str(source)!r}")
     where = repr(str(source))
+    with source.open("rb") as head:
+        magic = head.read(4)
+    if not magic:
+        raise CorruptFileError(f"{where} is empty: truncated or corrupt")
+    if magic != b"PK\x03\x04":  # a save file is a zip archive; a truncated one still starts as one
+        raise CorruptFileError(f"{where} is not an Elastic Atlas file (atlas.save writes them)")
     budget = [unpack_limit(source.stat().st_size) if max_unpacked is None else max_unpacked]
     try:
         with zipfile.ZipFile(source) as zf:
+            if "manifest.json" not in zf.namelist():
+                raise CorruptFileError(f"{where} is not an Elastic Atlas file: a zip archive without "
+                                       "the atlas manifest")
             manifest = _json(_member(zf, "manifest.json", budget, where), "manifest.json", where)
             if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-                raise CorruptFileError(f"{where} is not an Elastic Atlas save file")
+                raise CorruptFileError(f"{where} is not an Elastic Atlas file")
             if manifest.get("version") != VERSION:
                 raise CorruptFileError(f"{where} has format version {manifest.get('version')!r}; "
                                        f"this library reads version {VERSION}")

@@ -190,7 +190,7 @@ def test_from_defaults_takes_the_limit_from_the_llm_and_seeds_history(atlas: Ela
     memory = AtlasMemory.from_defaults(atlas=atlas, llm=MockLLM(), chat_history=[_user("hi")], session_id="s")
     assert memory.token_limit == int(MockLLM().metadata.context_window * 0.75)
     assert memory.get_all() == [_user("hi")]
-    assert AtlasMemory.from_defaults(atlas=atlas).token_limit == 3000
+    assert AtlasMemory.from_defaults(atlas=atlas).token_limit == 2000  # as the LangChain AtlasMemory
     with pytest.raises(ValueError, match="either atlas= or embed_model="):
         AtlasMemory.from_defaults(atlas=atlas, embed_model=object())  # type: ignore[arg-type]
 
