@@ -32,14 +32,16 @@ __all__ = ["Changes", "ChromaPartition", "snapshot_ops"]
 
 
 class Changes:
-    """What the current write changed: per namespace, memories, embeddings and edge sources."""
+    """What the current write changed: per namespace, memories, embeddings and edge sources
+    (id-dicts, not sets: the record lists them in the order they were first changed, so a
+    reopened graph holds its memories in the order they were written)."""
 
     __slots__ = ("dropped", "edges", "nodes", "vectors")
 
     def __init__(self) -> None:
-        self.nodes: dict[str, set[str]] = {}
-        self.vectors: dict[str, set[str]] = {}
-        self.edges: dict[str, set[str]] = {}
+        self.nodes: dict[str, dict[str, None]] = {}
+        self.vectors: dict[str, dict[str, None]] = {}
+        self.edges: dict[str, dict[str, None]] = {}
         self.dropped: list[str] = []
 
     def __bool__(self) -> bool:
@@ -51,14 +53,14 @@ class Changes:
     def node(self, ns: str, node_id: str) -> None:
         ids = self.nodes.get(ns)
         if ids is None:
-            ids = self.nodes[ns] = set()
-        ids.add(node_id)
+            ids = self.nodes[ns] = {}
+        ids[node_id] = None
 
-    def many(self, table: dict[str, set[str]], ns: str, ids: Iterable[str]) -> None:
+    def many(self, table: dict[str, dict[str, None]], ns: str, ids: Iterable[str]) -> None:
         found = table.get(ns)
         if found is None:
-            found = table[ns] = set()
-        found.update(ids)
+            found = table[ns] = {}
+        found.update(dict.fromkeys(ids))
 
 
 class _Graph(DictGraphStore):
@@ -239,8 +241,8 @@ def snapshot_ops(parts: Mapping[str, ChromaPartition], changes: Changes, dim: in
         if part is None:
             continue
         graph = part.graph
-        new_vectors = changes.vectors.get(ns, set())
-        ids = list(changes.nodes.get(ns, set()) | new_vectors)
+        new_vectors = changes.vectors.get(ns, {})
+        ids = list({**changes.nodes.get(ns, {}), **new_vectors})
         wanted = [i for i in ids if i in new_vectors]
         vectors = dict(zip(wanted, part.vectors.get_many(wanted), strict=True))
         for node_id in ids:

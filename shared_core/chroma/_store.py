@@ -261,5 +261,11 @@ class Store:
         return {ns: (name, turn) for ns, name, turn in rows}
 
     def close(self) -> None:
+        """Close the sqlite file and release chromadb's shared system for this directory (so a
+        later open in this process reads what another process wrote meanwhile)."""
         with self._lock:
             self._db.close()
+            close = getattr(self._client, "close", None)
+            if callable(close):
+                close()
+            self._client = None

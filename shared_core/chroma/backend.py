@@ -39,12 +39,14 @@ import errno
 import fcntl
 import logging
 import os
+import sys
 import threading
 from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from typing import Any, Literal
 
 from ..backend import InProcessBackend
+from ..config import AtlasConfig
 from ..errors import AtlasError, BackendError, CorruptFileError, InvalidInputError
 from ._loader import build_partition, read_state
 from ._partition import Changes, ChromaPartition, snapshot_ops
@@ -106,7 +108,8 @@ class ChromaBackend(InProcessBackend):
     """
 
     def __init__(self, path: str | os.PathLike[str], *, durability: Durability = "default",
-                 flush_interval: float = 0.1, checkpoint_bytes: int = 64 << 20) -> None:
+                 flush_interval: float = 0.1, checkpoint_bytes: int = 64 << 20, dim: int | None = None,
+                 config: AtlasConfig | None = None) -> None:
         if not isinstance(path, (str, os.PathLike)) or not str(path):
             raise InvalidInputError(f"path must be a non-empty str or os.PathLike, got {path!r}")
         if durability not in ("default", "sync"):
@@ -136,6 +139,9 @@ class ChromaBackend(InProcessBackend):
         self._wal: WriteAheadLog | None = None
         self._thread: threading.Thread | None = None
         self._lock_fd = -1
+        self._attached = False
+        if dim is not None:
+            self.open(dim=dim, config=config)
 
     @classmethod
     def from_url(cls, url: str) -> ChromaBackend:
@@ -146,11 +152,33 @@ class ChromaBackend(InProcessBackend):
         return cls(rest[2:] if rest.startswith("//") else rest)
 
     # -- opening --------------------------------------------------------------------------------
-    def attach(self, *, dim: int, config: Any) -> CommitLock:
-        """Open the directory for an atlas of embedding dimension ``dim``: lock it, load it,
-        start the flusher. Returns the lock the atlas must use for its writes."""
-        if self._opened:
+    def attach(self, *, dim: int, config: AtlasConfig | None) -> CommitLock:
+        """Called by the atlas: open the directory (if the backend was made without ``dim``) for
+        embedding dimension ``dim`` and the atlas's config. Returns the lock the atlas must use
+        for its writes."""
+        if self._attached:
             raise InvalidInputError(f"the chroma backend of {str(self.path)!r} already serves an atlas")
+        if not self._opened:
+            self.open(dim=dim, config=config)
+        elif dim != self.dim:
+            raise InvalidInputError(f"the chroma backend of {str(self.path)!r} was opened for dimension "
+                                    f"{self.dim}; the embedder gives {dim}")
+        elif config is not None and not self._partitions:  # the atlas's vector-index settings
+            super().__init__(dim=dim, config=config)
+            self._vector_args = {"threshold": self.ann_threshold, "probe_fraction": self.ann_probe_fraction,
+                                 "vector_dtype": self.ann_vector_dtype}
+            self._partitions = {}
+        self._attached = True
+        return self.lock
+
+    def open(self, *, dim: int, config: AtlasConfig | None = None) -> None:
+        """Lock the directory, load it (`CorruptFileError` if it is damaged: nothing is half
+        loaded) and start the flusher. The atlas does this through `attach`; use it to work with
+        the backend's partitions directly, under `lock`."""
+        if self._opened or self._closing:
+            raise InvalidInputError(f"the chroma backend of {str(self.path)!r} is already open (or closed)")
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+            raise InvalidInputError(f"dim must be a positive int, got {dim!r}")
         super().__init__(dim=dim, config=config)
         self._vector_args = {"threshold": self.ann_threshold, "probe_fraction": self.ann_probe_fraction,
                              "vector_dtype": self.ann_vector_dtype}
@@ -170,8 +198,7 @@ class ChromaBackend(InProcessBackend):
         self._opened = True
         self._thread = threading.Thread(target=self._flusher, name=f"atlas-chroma-{self.path.name}", daemon=True)
         self._thread.start()
-        atexit.register(self.close)
-        return self.lock
+        atexit.register(self._at_exit)
 
     def _take_lock(self) -> None:
         lock_path = self.path / LOCK_NAME
@@ -358,7 +385,12 @@ class ChromaBackend(InProcessBackend):
         self.commit()
         self._raise_error()
 
-    def close(self) -> None:
+    def _at_exit(self) -> None:
+        """An interpreter exiting without `close`: flush the log (durable); checkpoint only if
+        chromadb is already loaded (it cannot be imported during shutdown)."""
+        self.close(checkpoint="chromadb" in sys.modules)
+
+    def close(self, *, checkpoint: bool = True) -> None:
         """Flush, checkpoint into the collections, stop the flusher and release the directory."""
         if not self._opened or self._closing:
             return
@@ -369,7 +401,7 @@ class ChromaBackend(InProcessBackend):
             self._thread.join()
         try:
             self.commit()
-            if not self._read_only:
+            if checkpoint and not self._read_only:
                 try:
                     self.checkpoint()
                 except Exception as exc:  # noqa: BLE001 - chromadb's own errors too
@@ -381,7 +413,7 @@ class ChromaBackend(InProcessBackend):
             self._store.close()
             self._release_lock()
             self._opened = False
-            atexit.unregister(self.close)
+            atexit.unregister(self._at_exit)
         self._raise_error()
 
     def __repr__(self) -> str:
