@@ -249,3 +249,38 @@ def test_a_full_disk_fails_the_write_and_keeps_what_is_durable(tmp_path: Path, m
     assert sorted(n.content for n in atlas.memories(namespace="alice")) == [f"small {i}" for i in range(5)]
     atlas.close()
     assert resource  # the limit is set in the child only
+
+
+def test_other_chroma_clients_read_the_memories(tmp_path: Path, clock: ManualClock) -> None:
+    """A chromadb client and langchain-chroma's `Chroma` open the closed directory and read each
+    memory's document and metadata from the namespace's collection."""
+    import chromadb
+    from langchain_chroma import Chroma
+    from langchain_core.embeddings import Embeddings
+
+    path = tmp_path / "mem"
+    atlas = open_atlas(path, clock)
+    node = atlas.add_memory("User prefers oat milk", namespace="alice", session_id="s1",
+                            metadata={"source": "chat", "score": 3})
+    atlas.add_memory("Bob's secret", namespace="bob's notes")
+    atlas.close()
+
+    client = chromadb.PersistentClient(path=str(path))
+    got = client.get_collection(collection_name("alice")).get(ids=[node.id], include=["documents", "metadatas"])
+    assert got["documents"] == ["User prefers oat milk"]
+    meta = got["metadatas"][0]
+    assert (meta["session_id"], meta["source"], meta["score"], meta["kind"]) == ("s1", "chat", 3, "memory")
+    assert [c.name for c in client.list_collections()].count(collection_name("bob's notes")) == 1
+    client.close()
+
+    class Hashing(Embeddings):  # the atlas's own embedder, for a similarity search
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return [list(map(float, v)) for v in HashingEmbedder(dim=64).embed(texts)]
+
+        def embed_query(self, text: str) -> list[float]:
+            return self.embed_documents([text])[0]
+
+    store = Chroma(collection_name=collection_name("alice"), persist_directory=str(path), embedding_function=Hashing())
+    docs = store.similarity_search("oat milk", k=1)
+    assert docs[0].page_content == "User prefers oat milk" and docs[0].metadata["source"] == "chat"
+    assert docs[0].id == node.id
