@@ -26,7 +26,7 @@ from ..graph_store import DictGraphStore
 from ..inverted_index import InvertedKeywordIndex
 from ..model import MemoryEdge, Relation
 from ..persistence import node_record
-from ..vector_index import Links
+from ..vector_index import Links, vectors_of
 
 __all__ = ["Changes", "ChromaPartition", "snapshot_ops"]
 
@@ -145,8 +145,8 @@ class _Inactive(set[str]):
         super().add(node_id)
         self._changes.node(self._ns, node_id)
 
-    def discard(self, node_id: str) -> None:
-        if node_id in self:
+    def discard(self, node_id: object) -> None:
+        if isinstance(node_id, str) and node_id in self:
             super().discard(node_id)
             self._changes.node(self._ns, node_id)
 
@@ -244,7 +244,7 @@ def snapshot_ops(parts: Mapping[str, ChromaPartition], changes: Changes, dim: in
         new_vectors = changes.vectors.get(ns, {})
         ids = list({**changes.nodes.get(ns, {}), **new_vectors})
         wanted = [i for i in ids if i in new_vectors]
-        vectors = dict(zip(wanted, part.vectors.get_many(wanted), strict=True))
+        vectors = dict(zip(wanted, vectors_of(part.vectors, wanted), strict=True))
         for node_id in ids:
             node = graph.get_node(node_id)
             if node is None:

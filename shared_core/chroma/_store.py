@@ -14,6 +14,7 @@ per memory; the log stays the commit point.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import re
@@ -213,10 +214,8 @@ class Store:
             for ns, d in deltas.items():
                 name = registered.get(ns) or collection_name(ns)
                 if d.dropped:
-                    try:
+                    with contextlib.suppress(Exception):
                         client.delete_collection(name)
-                    except Exception:  # noqa: BLE001 - chromadb raises its own error for a missing collection
-                        pass
                 col = client.get_or_create_collection(name, metadata={"hnsw:space": "cosine", "atlas_namespace": ns},
                                                       embedding_function=None)
                 put = [i for i, r in d.nodes.items() if r is not None and i in d.vectors]

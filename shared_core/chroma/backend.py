@@ -35,6 +35,7 @@ raised by the next `flush`, `close` or write. One process writes a directory: an
 from __future__ import annotations
 
 import atexit
+import contextlib
 import errno
 import fcntl
 import logging
@@ -43,11 +44,11 @@ import sys
 import threading
 from collections.abc import Iterator, MutableMapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from ..backend import InProcessBackend
 from ..config import AtlasConfig
-from ..errors import AtlasError, BackendError, CorruptFileError, InvalidInputError
+from ..errors import BackendError, InvalidInputError
 from ._loader import build_partition, read_state
 from ._partition import Changes, ChromaPartition, snapshot_ops
 from ._records import decode, encode
@@ -249,7 +250,7 @@ class ChromaBackend(InProcessBackend):
         return ChromaPartition(namespace, self._changes, dim=self.dim, vector_args=self._vector_args)
 
     # -- the Backend protocol -----------------------------------------------------------------
-    def partition(self, namespace: str, *, create: bool = False) -> ChromaPartition | None:  # type: ignore[override]
+    def partition(self, namespace: str, *, create: bool = False) -> ChromaPartition | None:
         part = self._partitions.get(namespace)
         if part is None and create:
             part = self._partitions[namespace] = self._new_partition(namespace)
@@ -348,7 +349,7 @@ class ChromaBackend(InProcessBackend):
             if self._wal is not None and self._wal.size >= self.checkpoint_bytes:
                 try:
                     self.checkpoint()
-                except Exception as exc:  # noqa: BLE001 - chromadb's own errors too; the log keeps everything
+                except Exception as exc:
                     # and the next checkpoint retries
                     logger.warning("checkpoint of %s failed: %s", self.path, exc)
             if closing:
@@ -372,10 +373,8 @@ class ChromaBackend(InProcessBackend):
             self._store.apply(deltas)
             for number in numbers:
                 del self._segments[number]
-                try:
+                with contextlib.suppress(FileNotFoundError):
                     segment_path(self.path, number).unlink()
-                except FileNotFoundError:
-                    pass
 
     # -- public ---------------------------------------------------------------------------------
     def flush(self) -> None:
@@ -404,7 +403,7 @@ class ChromaBackend(InProcessBackend):
             if checkpoint and not self._read_only:
                 try:
                     self.checkpoint()
-                except Exception as exc:  # noqa: BLE001 - chromadb's own errors too
+                except Exception as exc:
                     logger.warning("checkpoint of %s at close failed (the log keeps the writes): %s",
                                    self.path, exc)
         finally:

@@ -25,7 +25,8 @@ def main() -> None:
     if mode == "hold":
         time.sleep(600)
     rng = random.Random(seed)
-    words = "milk tea paris berlin cat dog rain sun plan trip meeting code music book".split()
+    words = ["milk", "tea", "paris", "berlin", "cat", "dog", "rain", "sun", "plan", "trip", "meeting", "code",
+             "music", "book"]
     mine: list[str] = []
     for step in range(1_000_000):
         ns = rng.choice(["alice", "bob"])
