@@ -88,6 +88,10 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
                                                  else Directory(lambda: self.backend) if local else {})
         self._life = Lifecycle(self, llm=llm, contradiction_detector=contradiction_detector,
                                write_filter=write_filter, summarizer=summarizer)
+        if callable(attach) and self._where:  # memories reopened from a durable backend: expiries, bytes
+            from .persistence import node_from_record
+
+            self._life.restore(self._backend.lifecycle_state(), node_from_record)  # type: ignore[union-attr]
 
     # -- plumbing -----------------------------------------------------------------------------
     @property

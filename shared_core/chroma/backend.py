@@ -44,7 +44,7 @@ import sys
 import threading
 from collections.abc import Iterator, MutableMapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from ..backend import InProcessBackend
 from ..config import AtlasConfig
@@ -264,6 +264,13 @@ class ChromaBackend(InProcessBackend):
             self._changes.dropped.append(namespace)
             for ids in (self._changes.nodes, self._changes.vectors, self._changes.edges):
                 ids.pop(namespace, None)
+
+    def lifecycle_state(self) -> dict[str, Any]:
+        """What the atlas's lifecycle restores from (`Lifecycle.restore`) after a reopen: no
+        held turns or counters (not kept), the keyword text of merged memories."""
+        indexed = {i: t for part in self._partitions.values() for i, t in part.kw_texts.items()
+                   if (node := part.graph.get_node(i)) is not None and node.content != t}
+        return {"held": [], "dirty": {}, "since_compress": {}, "since_prune": 0, "indexed": indexed}
 
     def directory(self) -> MutableMapping[str, str]:
         """Memory id -> namespace for every stored memory (the atlas's lookup by id)."""

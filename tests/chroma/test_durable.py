@@ -284,3 +284,16 @@ def test_other_chroma_clients_read_the_memories(tmp_path: Path, clock: ManualClo
     docs = store.similarity_search("oat milk", k=1)
     assert docs[0].page_content == "User prefers oat milk" and docs[0].metadata["source"] == "chat"
     assert docs[0].id == node.id
+
+
+def test_expiries_survive_a_reopen(tmp_path: Path, clock: ManualClock) -> None:
+    atlas = open_atlas(tmp_path / "mem", clock)
+    short = atlas.add_memory("a short-lived note", namespace="alice", ttl=60)
+    atlas.add_memory("a lasting note", namespace="alice")
+    atlas.close()
+    again = open_atlas(tmp_path / "mem", clock)
+    clock.advance(120)
+    again.add_memory("a later note", namespace="alice")  # a write runs the due expiries
+    assert short.id not in again.backend.directory()  # type: ignore[attr-defined]
+    assert sorted(n.content for n in again.memories(namespace="alice")) == ["a lasting note", "a later note"]
+    again.close()
