@@ -96,7 +96,8 @@ def _metadata(record: dict[str, Any]) -> dict[str, Any]:
     body = {k: v for k, v in record.items() if k != "content"}
     meta: dict[str, Any] = {"_atlas": json.dumps(body, separators=(",", ":"), allow_nan=False)}
     for key, value in record.get("metadata", {}).items():
-        if isinstance(value, (str, bool, int, float)) and _KEY.fullmatch(key) and key not in _READABLE:
+        scalar = isinstance(value, (str, bool, float)) or (isinstance(value, int) and -(2**63) <= value < 2**63)
+        if scalar and _KEY.fullmatch(key) and key not in _READABLE:
             meta[key] = value
     for key in _READABLE:
         value = record.get(key)

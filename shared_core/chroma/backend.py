@@ -82,11 +82,17 @@ class CommitLock:
             self._depth -= 1
             self._inner.release()
             return
+        failure: Exception | None = None
         try:
             seq = self._backend._seal()
+        except Exception as exc:  # whatever it is, the write is not in the log
+            seq, failure = None, exc
         finally:
             self._depth = 0
             self._inner.release()
+        if failure is not None:
+            self._backend._recover()
+            raise BackendError(f"a write could not be recorded ({failure!r}); it is undone") from failure
         self._backend._after_seal(seq)
 
     def __enter__(self) -> bool:

@@ -297,3 +297,27 @@ def test_expiries_survive_a_reopen(tmp_path: Path, clock: ManualClock) -> None:
     assert short.id not in again.backend.directory()  # type: ignore[attr-defined]
     assert sorted(n.content for n in again.memories(namespace="alice")) == ["a lasting note", "a later note"]
     again.close()
+
+
+def test_a_write_that_cannot_be_recorded_is_undone(tmp_path: Path, clock: ManualClock,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from shared_core.chroma import backend as module
+
+    atlas = open_atlas(tmp_path / "mem", clock, durability="sync")
+    kept = atlas.add_memory("kept", namespace="alice")
+    before, _ = partitions(atlas)
+
+    def broken(*args: Any) -> bytes:
+        raise ValueError("cannot encode")
+
+    monkeypatch.setattr(module, "encode", broken)
+    with pytest.raises(BackendError, match="could not be recorded"):
+        atlas.add_memory("lost", namespace="alice")
+    assert partitions(atlas)[0] == before
+    monkeypatch.undo()
+    atlas.add_memory("after", namespace="alice")
+    atlas.close()
+    again = open_atlas(tmp_path / "mem", clock)
+    assert sorted(n.content for n in again.memories(namespace="alice")) == ["after", "kept"]
+    assert again.get(kept.id).content == "kept"
+    again.close()
