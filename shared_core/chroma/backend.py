@@ -15,10 +15,11 @@ from the directory when the atlas opens it. Every write is written through:
    them. `close` checkpoints everything, so a closed directory is a plain chromadb directory.
 
 Reopening loads the collections and replays the log (dropping a torn last record). If the log
-cannot be written (disk full, read-only directory), the write fails with `BackendError`, the
-in-process state is rebuilt from what is durable, and under the default mode the error is also
-raised by the next `flush`, `close` or write. One process writes a directory: an OS lock
-(``fcntl.flock``) on ``elastic_atlas.lock`` makes a second writer fail with `BackendError`.
+cannot be written (disk full, read-only directory), the write fails with `BackendError` and the
+in-process state is rebuilt from what is durable; under the default mode the flusher finds the
+failure, logs it, and the next `flush` or `close` raises it. One process writes a directory:
+an OS lock (``fcntl.flock``) on ``elastic_atlas.lock`` makes a second writer fail with
+`BackendError`.
 
 >>> from shared_core import ElasticMemoryAtlas, HashingEmbedder
 >>> import tempfile
@@ -266,7 +267,9 @@ class ChromaBackend(InProcessBackend):
         return iter(list(self._partitions))
 
     def drop(self, namespace: str) -> None:
-        if self._partitions.pop(namespace, None) is not None:
+        part = self._partitions.pop(namespace, None)
+        if part is not None:
+            part.keywords.drop()
             self._changes.dropped.append(namespace)
             for ids in (self._changes.nodes, self._changes.vectors, self._changes.edges):
                 ids.pop(namespace, None)
@@ -298,12 +301,8 @@ class ChromaBackend(InProcessBackend):
             return self._seq
 
     def _after_seal(self, seq: int | None) -> None:
-        if seq is None:
-            return
-        if self.durability == "sync":
+        if seq is not None and self.durability == "sync":
             self.commit(seq)
-        elif self._error is not None:
-            self._raise_error()
 
     def _raise_error(self) -> None:
         error, self._error = self._error, None
