@@ -184,7 +184,10 @@ class Store:
                                            f"cannot be read: {exc}") from None
                 state = states[ns] = NamespaceState(turn=turn)
                 try:
-                    vectors = np.asarray(got["embeddings"], dtype=np.float32).reshape(-1, self.dim)
+                    rows = got["embeddings"]
+                    vectors = (rows if isinstance(rows, np.ndarray) else
+                               np.stack(rows) if len(rows) else np.zeros((0, self.dim))
+                               ).astype(np.float32, copy=False).reshape(-1, self.dim)
                     for k, (node_id, doc, meta) in enumerate(zip(got["ids"], got["documents"], got["metadatas"],
                                                                  strict=True)):
                         record = json.loads(meta["_atlas"])
@@ -193,14 +196,18 @@ class Store:
                             raise ValueError(f"record {node_id!r} does not match its collection")
                         state.nodes[node_id] = record
                         state.vectors[node_id] = vectors[k]
-                    rows = self._db.execute("SELECT source, target, relation, strength, created_at, metadata "
-                                            "FROM edges WHERE ns = ? ORDER BY rowid", (ns,)).fetchall()
+                    edge_rows = self._db.execute("SELECT source, target, relation, strength, created_at, metadata "
+                                                 "FROM edges WHERE ns = ? ORDER BY rowid", (ns,)).fetchall()
+                    edges = state.edges
+                    for source, target, relation, strength, created_at, metadata in edge_rows:
+                        found = edges.get(source)
+                        if found is None:
+                            found = edges[source] = []
+                        found.append([target, relation, strength, created_at,
+                                      {} if metadata == "{}" else json.loads(metadata)])
                 except (ValueError, KeyError, TypeError, sqlite3.DatabaseError) as exc:
                     raise CorruptFileError(f"{str(self.path)!r}: namespace {ns!r} holds unreadable data: "
                                            f"{exc}") from None
-                for source, target, relation, strength, created_at, metadata in rows:
-                    state.edges.setdefault(source, []).append(
-                        [target, relation, strength, created_at, json.loads(metadata)])
         return states
 
     # -- checkpoint ---------------------------------------------------------------------------
