@@ -46,6 +46,7 @@ import threading
 from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import parse_qs
 
 from ..backend import InProcessBackend
 from ..config import AtlasConfig
@@ -153,11 +154,37 @@ class ChromaBackend(InProcessBackend):
 
     @classmethod
     def from_url(cls, url: str) -> ChromaBackend:
-        """``chroma:PATH`` or ``chroma://PATH`` (PATH relative or absolute)."""
+        """``chroma:PATH[?durability=sync&flush_interval=S&checkpoint_bytes=N]`` (also
+        ``chroma://PATH``; PATH relative or absolute).
+
+        >>> ChromaBackend.from_url("chroma:./memory?durability=sync").durability
+        'sync'
+        """
         scheme, _, rest = url.partition(":")
-        if scheme.lower() != "chroma" or not rest:
+        path, _, query = rest.partition("?")
+        path = path[2:] if path.startswith("//") else path
+        if scheme.lower() != "chroma" or not path:
             raise InvalidInputError(f"not a chroma backend URL: {url!r} (expected chroma:PATH)")
-        return cls(rest[2:] if rest.startswith("//") else rest)
+        options: dict[str, Any] = {}
+        try:
+            fields = parse_qs(query, keep_blank_values=True, strict_parsing=bool(query))
+        except ValueError:
+            raise InvalidInputError(f"malformed options in {url!r}") from None
+        for key, values in fields.items():
+            value = values[-1]
+            try:
+                if key == "durability":
+                    options[key] = value
+                elif key == "flush_interval":
+                    options[key] = float(value)
+                elif key == "checkpoint_bytes":
+                    options[key] = int(value)
+                else:
+                    raise InvalidInputError(f"unknown option {key!r} in {url!r} (durability, flush_interval, "
+                                            "checkpoint_bytes)")
+            except ValueError:
+                raise InvalidInputError(f"bad value {value!r} for {key!r} in {url!r}") from None
+        return cls(path, **options)
 
     # -- opening --------------------------------------------------------------------------------
     def attach(self, *, dim: int, config: AtlasConfig | None) -> CommitLock:
