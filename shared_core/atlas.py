@@ -77,6 +77,9 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
         self._backend: Backend | None = None if backend is None or isinstance(backend, str) else backend
         if isinstance(backend, str):
             self._backend = _backend_from_url(backend, self)
+        attach = getattr(self._backend, "attach", None)  # a durable backend: its lock commits each write
+        if callable(attach):
+            self._lock = attach(dim=self.embedder.dim, config=self.config)
         # id -> namespace; a shared backend answers for memories that other processes wrote; in
         # process, a `Directory` (no entry per memory while they are all in one namespace)
         directory = getattr(self._backend, "directory", None)
@@ -85,6 +88,10 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
                                                  else Directory(lambda: self.backend) if local else {})
         self._life = Lifecycle(self, llm=llm, contradiction_detector=contradiction_detector,
                                write_filter=write_filter, summarizer=summarizer)
+        if callable(attach) and self._where:  # memories reopened from a durable backend: expiries, bytes
+            from .persistence import node_from_record
+
+            self._life.restore(self._backend.lifecycle_state(), node_from_record)  # type: ignore[union-attr]
 
     # -- plumbing -----------------------------------------------------------------------------
     @property
@@ -560,16 +567,40 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
         """Follow the event log; returns a function that unsubscribes."""
         return self.events.subscribe(callback)
 
+    def flush(self) -> None:
+        """Wait until every write so far is durable (a durable backend, e.g. ``chroma:PATH``;
+        a no-op in process)."""
+        flush = getattr(self._backend, "flush", None)
+        if callable(flush):
+            flush()
+
+    def close(self) -> None:
+        """Flush and release the backend (a durable backend's directory); a no-op in process."""
+        close = getattr(self._backend, "close", None)
+        if callable(close):
+            close()
+
+    def __enter__(self) -> ElasticMemoryAtlas:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def __repr__(self) -> str:
         return (f"ElasticMemoryAtlas({len(self._where)} memories, embedder={self.embedder!r}, "
                 f"clock={self.clock!r})")
 
 
 def _backend_from_url(url: str, atlas: ElasticMemoryAtlas) -> Backend:
-    """A backend from its URL: ``falkordb://host:port`` (see `shared_core.falkordb`)."""
-    scheme = url.partition("://")[0].lower()
+    """A backend from its URL: ``falkordb://host:port`` (see `shared_core.falkordb`) or
+    ``chroma:PATH`` (see `shared_core.chroma`)."""
+    scheme = url.partition(":")[0].lower()
     if scheme in ("falkordb", "falkor", "redis"):
         from .falkordb import FalkorDBBackend  # loads the falkordb client only now
 
         return FalkorDBBackend.from_url(url, dim=atlas.embedder.dim)
-    raise InvalidInputError(f"unsupported backend URL {url!r}: expected falkordb://host:port")
+    if scheme == "chroma":
+        from .chroma import ChromaBackend  # chromadb itself loads only when a collection is read
+
+        return ChromaBackend.from_url(url)
+    raise InvalidInputError(f"unsupported backend URL {url!r}: expected falkordb://host:port or chroma:PATH")
