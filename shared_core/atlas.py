@@ -14,6 +14,7 @@ import sys
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -89,9 +90,10 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
         self._life = Lifecycle(self, llm=llm, contradiction_detector=contradiction_detector,
                                write_filter=write_filter, summarizer=summarizer)
         if callable(attach) and self._where:  # memories reopened from a durable backend: expiries, bytes
-            from .persistence import node_from_record
+            from ._records import node_from_record
 
-            self._life.restore(self._backend.lifecycle_state(), node_from_record)  # type: ignore[union-attr]
+            held = partial(node_from_record, kinds=frozenset({"working"}))
+            self._life.restore(self._backend.lifecycle_state(), held)  # type: ignore[union-attr]
 
     # -- plumbing -----------------------------------------------------------------------------
     @property
