@@ -7,6 +7,7 @@ AtlasError
 │   │   └── InvalidEmbeddingError              wrong dimension, NaN or infinite values
 │   └── InvalidRelationError                   an unknown edge relation
 ├── MemoryNotFoundError (KeyError)             an unknown node id (or one of another namespace)
+│   └── HeldInWorkingMemoryError               a ``wm-`` id: a turn the write filter kept out of the graph
 ├── NamespaceViolationError (PermissionError)  an operation that would cross a namespace
 ├── CorruptFileError (ValueError)              a truncated, corrupt or foreign save file
 ├── BackendError (ConnectionError)             a storage server that cannot be reached
@@ -23,6 +24,7 @@ __all__ = [
     "AtlasError",
     "BackendError",
     "CorruptFileError",
+    "HeldInWorkingMemoryError",
     "InvalidEmbeddingError",
     "InvalidInputError",
     "InvalidMemoryError",
@@ -78,3 +80,10 @@ class MissingDependencyError(AtlasError, ImportError):
     @classmethod
     def for_extra(cls, package: str, extra: str) -> MissingDependencyError:
         return cls(f"{package} is required for this feature: pip install 'elastic-atlas[{extra}]'")
+
+
+class HeldInWorkingMemoryError(MemoryNotFoundError):
+    """The id names a turn the write filter held in working memory (``wm-…``), not a stored
+    memory: it can be read (`get`), corrected (`update_memory` stores the correction) and
+    forgotten, but it has no edges, history or links until it is written with intent
+    (``keep=True``, an ``importance`` or ``pinned=True``)."""
