@@ -110,7 +110,7 @@ class AtlasConfig:
     recent_weight: float = 0.3
     time_weight: float = 0.5
     time_reference: Literal["clock", "latest"] = "clock"
-    relevance_floor: float | None = 0.15
+    relevance_floor: float | None = 0.1
     graph_hops: int = 2
     graph_hop_decay: float = 0.45
     graph_seeds: int = 100
@@ -174,7 +174,8 @@ class AtlasConfig:
         if self.relevance_floor is not None and (isinstance(self.relevance_floor, bool)
                                                  or not isinstance(self.relevance_floor, (int, float))
                                                  or not -1 <= self.relevance_floor <= 1):
-            raise InvalidInputError(f"relevance_floor must be None or a number in [-1, 1], got {self.relevance_floor!r}")
+            raise InvalidInputError(
+                f"relevance_floor must be None or a number in [-1, 1], got {self.relevance_floor!r}")
         if self.graph_beam is not None and (isinstance(self.graph_beam, bool)
                                             or not isinstance(self.graph_beam, (int, float))
                                             or not 0 < self.graph_beam < math.inf):

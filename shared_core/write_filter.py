@@ -25,8 +25,8 @@ import logging
 import re
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Iterator
-from itertools import islice
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any, Protocol, runtime_checkable
 
 from .llm import call_llm

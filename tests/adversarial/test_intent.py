@@ -73,7 +73,7 @@ def test_the_transcript_holds_every_turn_in_the_order_given(make_atlas: Make) ->
     atlas.add_memories(texts[:2], namespace="u", session_id="s")
     for text in texts[2:]:
         atlas.add_memory(text, namespace="u", session_id="s")
-    for i in range(40):  # a long chat: no held turn falls out of the transcript
+    for _ in range(40):  # a long chat: no held turn falls out of the transcript
         atlas.add_memory("ok", namespace="u", session_id="s")
     transcript = atlas.memories(namespace="u", session_id="s", include_held=True)
     assert [n.content for n in transcript] == texts + ["ok"] * 40

@@ -11,9 +11,9 @@ from shared_core import (
     AtlasConfig,
     ElasticMemoryAtlas,
     HashingEmbedder,
+    InvalidInputError,
     LLMWriteFilter,
     ManualClock,
-    InvalidInputError,
     importance_score,
 )
 from shared_core.capacity import NODE_OVERHEAD

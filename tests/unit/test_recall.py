@@ -485,7 +485,7 @@ def test_admitting_without_fetching_nodes_answers_as_asking_node_by_node(
 
 
 def test_the_relevance_floor_drops_unrelated_hits_and_none_keeps_them(make_atlas: Make) -> None:
-    for floor, expected in ((0.15, 0), (None, 1)):
+    for floor, expected in ((0.1, 0), (None, 1)):
         atlas = make_atlas(relevance_floor=floor)
         node = atlas.add_memory("the user owns a hamster", namespace="u")
         hits = atlas.retrieve("quantum chromodynamics lattice", namespace="u")
