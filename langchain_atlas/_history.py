@@ -25,6 +25,10 @@ class AtlasChatMessageHistory(BaseChatMessageHistory):
     an `AtlasRetriever` or `AtlasMemory` over the same atlas can recall it later, from any
     session. Memories the atlas evicts under its capacity cap or expires leave the history too.
 
+    The history keeps every message it is given, whatever the atlas's config: with the write
+    filter on (`AtlasConfig.managed`), small talk ("ok thanks!") stays in the transcript, held in
+    working memory, and only the rest becomes long-term memory that recall can find.
+
     Setup:
         ```bash
         pip install ".[langchain]"   # in a checkout of elastic-atlas (not on PyPI)
@@ -83,15 +87,16 @@ class AtlasChatMessageHistory(BaseChatMessageHistory):
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         """The session's messages, oldest first."""
-        nodes = self.atlas.memories(namespace=self.namespace, session_id=self.session_id)
+        nodes = self.atlas.memories(namespace=self.namespace, session_id=self.session_id, include_held=True)
         return messages_of([node.metadata for node in nodes])
 
     async def aget_messages(self) -> list[BaseMessage]:
         return await asyncio.to_thread(lambda: self.messages)
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
-        """Store messages in one write; an AI message ``responds_to`` the user message before it.
-        A user message with no text is not stored."""
+        """Store messages in one write; an AI message ``responds_to`` the user message before it
+        (when both became memories: a turn held in working memory has no edges). A user message
+        with no text is not stored."""
         # a blank user turn (an empty input box) is no memory: it would only crowd recall
         messages = [m for m in messages if not (m.type == "human" and isinstance(m.content, str)
                                                 and not m.content.strip())]
@@ -102,7 +107,8 @@ class AtlasChatMessageHistory(BaseChatMessageHistory):
         if len(nodes) != len(messages):  # some were evicted at once by a tiny capacity cap
             return
         for i in range(1, len(messages)):
-            if messages[i].type == "ai" and messages[i - 1].type == "human":
+            if messages[i].type == "ai" and messages[i - 1].type == "human" \
+                    and nodes[i].kind != "working" and nodes[i - 1].kind != "working":
                 self.atlas.link(nodes[i].id, nodes[i - 1].id, relation="responds_to", namespace=self.namespace)
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:

@@ -85,7 +85,7 @@ class AtlasStore(BaseStore):
         >>> store.put(("memories", "alice"), "m2", {"text": "Alice works as a nurse"})
         >>> store.get(("memories", "alice"), "m1").value
         {'text': 'Alice likes hiking in the fjords'}
-        >>> [item.key for item in store.search(("memories",), query="what is her job?", limit=1)]
+        >>> [item.key for item in store.search(("memories",), query="where does Alice work?", limit=1)]
         ['m2']
         >>> store.list_namespaces()
         [('memories', 'alice')]

@@ -48,7 +48,8 @@ def create_memory_tools(atlas: ElasticMemoryAtlas | None = None, *, namespace: s
                         session_id: str | None = None) -> list[BaseTool]:
     """Three `StructuredTool`s over one namespace of the atlas: ``remember``, ``recall``, ``forget``.
 
-    ``remember`` stores a memory (in ``session_id``, when given) and returns its id; ``recall``
+    ``remember`` stores a memory (in ``session_id``, when given) and returns its id; the agent
+    asked to keep it, so the atlas's write filter (`AtlasConfig.managed`) never holds it back; ``recall``
     returns the best memories for a query as ``[id] text (score)`` lines, with the matching
     `Document`s as the tool message's artifact; ``forget`` deletes a memory by id. Every tool has
     a sync and an async form, and none can reach another namespace: a ``forget`` of an id from
@@ -89,11 +90,13 @@ def create_memory_tools(atlas: ElasticMemoryAtlas | None = None, *, namespace: s
     check.session(session_id)
 
     def remember(content: str, importance: float = 1.0) -> str:
-        node = store.add_memory(content, namespace=namespace, session_id=session_id, importance=importance)
+        node = store.add_memory(content, namespace=namespace, session_id=session_id, importance=importance,
+                                keep=True)
         return f"Remembered as {node.id}."
 
     async def aremember(content: str, importance: float = 1.0) -> str:
-        node = await store.aadd_memory(content, namespace=namespace, session_id=session_id, importance=importance)
+        node = await store.aadd_memory(content, namespace=namespace, session_id=session_id,
+                                           importance=importance, keep=True)
         return f"Remembered as {node.id}."
 
     def recall(query: str, k: int = 5) -> tuple[str, list[Document]]:

@@ -53,7 +53,10 @@ def _new_session() -> str:
 class AtlasMemory(BaseMemory):
     """Chat memory backed by an `ElasticMemoryAtlas`: recent turns plus what the atlas recalls.
 
-    Every message is stored as a memory of ``namespace`` in ``session_id``. `get` returns what the
+    Every message is stored in ``session_id`` of ``namespace`` and `get_all` returns them all,
+    whatever the atlas's config: with the write filter on (`AtlasConfig.managed`), small talk is
+    held in working memory (kept in the transcript, not recalled) and the rest becomes long-term
+    memory. `get` returns what the
     LLM should see, within ``token_limit`` tokens (the atlas's exact count): one message holding
     the memories recalled for the latest input (earlier turns of this conversation and, with
     ``cross_session`` (the default), the namespace's other sessions), then the most recent turns.
@@ -217,7 +220,7 @@ class AtlasMemory(BaseMemory):
     # -- reads --------------------------------------------------------------------------------
     def _turns(self) -> tuple[list[MemoryNode], list[tuple[int, ChatMessage]]]:
         """The session's memories in write order, and which of them are chat messages."""
-        nodes = self._atlas.memories(namespace=self.namespace, session_id=self.session_id)
+        nodes = self._atlas.memories(namespace=self.namespace, session_id=self.session_id, include_held=True)
         turns = [(i, message) for i, node in enumerate(nodes) if (message := memory_to_message(node)) is not None]
         return nodes, turns
 

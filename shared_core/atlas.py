@@ -30,7 +30,7 @@ from .compression import CompressionReport
 from .config import AtlasConfig
 from .context import STYLES, build_context_block
 from .embedding import Embedder, as_embedder, normalize_rows
-from .errors import InvalidInputError, MemoryNotFoundError, NamespaceViolationError
+from .errors import HeldInWorkingMemoryError, InvalidInputError, MemoryNotFoundError, NamespaceViolationError
 from .events import AtlasEvent, EventLog
 from .filters import compile_filters
 from .lifecycle import AtlasStats, Lifecycle
@@ -143,6 +143,10 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
         node_id = check.node_id(node_id, name)
         namespace = None if namespace is None else check.namespace(namespace)
         ns = self._where.get(node_id)
+        if ns is None and self._held(node_id, namespace) is not None:
+            raise HeldInWorkingMemoryError(
+                f"{node_id!r} is held in working memory (the write filter kept it out of the graph), not a stored "
+                "memory: get, update_memory and forget accept it; to link it, write it with keep=True")
         if ns is None or (namespace is not None and ns != namespace):
             raise MemoryNotFoundError(f"no memory with id {node_id!r}"
                                       + (f" in namespace {namespace!r}" if namespace else ""))
@@ -152,24 +156,36 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
             raise MemoryNotFoundError(f"no memory with id {node_id!r}")
         return part, node
 
+    def _held(self, node_id: object, namespace: str | None) -> MemoryNode | None:
+        """The turn held in working memory under this ``wm-`` id (in ``namespace``, when given)."""
+        node = self._life.held.find(node_id) if isinstance(node_id, str) else None
+        return None if node is None or (namespace is not None and node.namespace != namespace) else node
+
     def _public(self, part: Partition, node: MemoryNode) -> MemoryNode:
         return with_embedding(node, part.vectors.get(node.id))
 
     # -- writes -------------------------------------------------------------------------------
     def add_memory(self, content: str, *, namespace: str, session_id: str | None = None,
                    timestamp: Any = None, metadata: Mapping[str, Any] | None = None,
-                   importance: float = 1.0, pinned: bool = False, ttl: float | None = None,
-                   links_to: Sequence[LinkSpec] = (), embedding: Any = None) -> MemoryNode:
+                   importance: float | None = None, pinned: bool = False, ttl: float | None = None,
+                   links_to: Sequence[LinkSpec] = (), embedding: Any = None, keep: bool = False) -> MemoryNode:
         """Store one memory and link it: ``before`` from the session's previous memory,
         ``similar_to`` to the closest memories of the namespace, and any ``links_to`` given.
 
         ``timestamp`` is when the remembered thing happened (default: now); ``ttl`` seconds
-        until it expires; ``embedding`` skips the model. Returns the stored node.
+        until it expires; ``embedding`` skips the model; ``importance`` is the starting weight
+        (default 1.0). Returns the stored node.
+
+        With the write filter on (`AtlasConfig.managed`), a turn it scores as unimportant is held
+        in working memory instead and comes back with ``kind="working"`` and a ``wm-`` id, which
+        `get`, `update_memory` and `forget` accept (other calls raise `HeldInWorkingMemoryError`).
+        A write that states intent always passes the filter: ``keep=True``, an explicit
+        ``importance``, ``pinned=True`` or ``links_to``.
         """
         spec = build_spec(self.config, self.embedder.dim, content, namespace=namespace,
                           session_id=session_id, timestamp=timestamp, metadata=metadata,
                           importance=importance, pinned=pinned, ttl=ttl, links_to=links_to,
-                          embedding=embedding)
+                          embedding=embedding, keep=keep)
         return self._write([spec], progress=False)[0]
 
     def add_memories(self, items: Sequence[str | Mapping[str, Any]], *, namespace: str,
@@ -252,6 +268,8 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
         with self._lock:
             part, _ = self._locate(source, namespace, "source")
             ns_target = self._where.get(check.node_id(target, "target"))
+            if ns_target is None and self._held(target, None) is not None:
+                self._locate(target, None, "target")  # raises HeldInWorkingMemoryError
             if ns_target is None:
                 raise MemoryNotFoundError(f"no memory with id {target!r}")
             if ns_target != part.namespace:
@@ -277,7 +295,20 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
         ``include_history=True``; `history` returns the chain. Metadata merges into the old;
         the new version stays in the old one's session unless ``session_id`` names the session
         in which the correction was made.
+
+        A held turn's ``wm-`` id is accepted: the correction is stored as a new memory (the
+        caller asked for it: the write filter passes it) and the held turn leaves working memory.
         """
+        with self._lock:
+            held = self._held(node_id, None if namespace is None else check.namespace(namespace))
+        if held is not None:
+            node = self.add_memory(content, namespace=held.namespace, session_id=held.session_id if session_id is None
+                                   else session_id, metadata={**held.metadata, **check.metadata(metadata)},
+                                   importance=held.importance if importance is None else importance,
+                                   embedding=embedding, keep=True)
+            with self._lock:
+                self._life.held.remove(held.id)
+            return node
         with self._lock:
             part, old = self._locate(node_id, namespace)
             if old.valid_to is not None:
@@ -316,8 +347,15 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
             return self._public(new_part, new)
 
     def forget(self, node_id: str, *, namespace: str | None = None) -> None:
-        """Delete a memory and its edges for good (unlike `update_memory`, which keeps history)."""
+        """Delete a memory and its edges for good (unlike `update_memory`, which keeps history).
+        A held turn's ``wm-`` id is accepted: the turn leaves working memory."""
         with self._lock:
+            held = self._held(node_id, None if namespace is None else check.namespace(namespace))
+            if held is not None:
+                self._life.held.remove(held.id)
+                self.events.emit("forget", namespace=held.namespace, node_id=held.id, at=self.clock.now(),
+                                 reason="forget", session_id=held.session_id)
+                return
             part, node = self._locate(node_id, namespace)
             self._life.remove(part, node, kind="forget", reason="forget")
 
@@ -355,8 +393,12 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
 
     # -- reads --------------------------------------------------------------------------------
     def get(self, node_id: str, *, namespace: str | None = None) -> MemoryNode:
-        """The memory with this id (in ``namespace``, when given), embedding included."""
+        """The memory with this id (in ``namespace``, when given), embedding included; for a
+        held turn's ``wm-`` id, the turn as held in working memory (``kind="working"``)."""
         with self._lock:
+            held = self._held(node_id, None if namespace is None else check.namespace(namespace))
+            if held is not None:
+                return held
             part, node = self._locate(node_id, namespace)
             return self._public(part, node)
 
@@ -385,10 +427,21 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
                 chain.append(n)
             return [self._public(part, n) for n in reversed(chain)]
 
-    def memories(self, *, namespace: str, session_id: str | None = None,
-                 include_history: bool = False) -> list[MemoryNode]:
-        """The memories of a namespace (or one of its sessions) in the order they were written."""
+    def memories(self, *, namespace: str, session_id: str | None = None, include_history: bool = False,
+                 include_held: bool = False) -> list[MemoryNode]:
+        """The memories of a namespace (or one of its sessions) in the order they were written.
+
+        ``include_held=True`` merges in the turns the write filter held in working memory
+        (``kind="working"``), in the order they were given: the session's whole transcript.
+        """
         ns = check.namespace(namespace)
+        if check.flag(include_held, "include_held"):
+            with self._lock:
+                session = None if session_id is None else check.session(session_id)
+                held = (self._life.held.session(ns, session) if session_id is not None
+                        else [n for n in self._life.held if n.namespace == ns])
+                stored = self.memories(namespace=ns, session_id=session, include_history=include_history)
+                return sorted(held + stored, key=lambda n: (n.turn, n.kind != "working"))
         with self._lock:
             part = self._part(ns)
             if part is None:
@@ -563,7 +616,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
         """The turns the write filter kept out of the graph for a session, oldest first."""
         ns, session = check.namespace(namespace), check.session(session_id)
         with self._lock:
-            return list(reversed(self._life.held.latest(ns, session, self._life.held.per_session)))
+            return self._life.held.session(ns, session)
 
     def subscribe(self, callback: Callable[[AtlasEvent], None]) -> Callable[[], None]:
         """Follow the event log; returns a function that unsubscribes."""

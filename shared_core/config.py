@@ -47,7 +47,11 @@ class AtlasConfig:
     ``graph_hops`` hops, times ``graph_hop_decay`` per hop and ``relation_weights`` per edge
     kind, scaled by ``graph_weight``; after each hop only the ``graph_beam`` x seeds most
     activated nodes walk on (None: every node reached). ``time_reference`` is what relative cues ("last week")
-    count from: the clock, or the newest memory (``"latest"``).
+    count from: the clock, or the newest memory (``"latest"``). ``relevance_floor``: a memory is
+    returned (and reinforced) only if its cosine with the query reaches the floor, it shares a
+    query word, it lies in the time range the query names, it is one of the session's latest
+    turns, or the graph reaches it from such a memory; a query unrelated to every memory returns
+    nothing (None: no floor).
 
     Limits: a memory holds at most ``max_content_chars`` characters and a query at most
     ``max_query_chars``; longer ones are refused with `InvalidInputError`, never cut.
@@ -115,6 +119,7 @@ class AtlasConfig:
     recent_weight: float = 0.3
     time_weight: float = 0.5
     time_reference: Literal["clock", "latest"] = "clock"
+    relevance_floor: float | None = 0.1
     graph_hops: int = 2
     graph_hop_decay: float = 0.45
     graph_seeds: int = 100
@@ -189,6 +194,11 @@ class AtlasConfig:
             raise InvalidInputError(f"ann_probe_fraction must be in (0, 1], got {self.ann_probe_fraction!r}")
         if self.ann_vector_dtype not in ("float16", "float32"):
             raise InvalidInputError(f"ann_vector_dtype must be 'float16' or 'float32', got {self.ann_vector_dtype!r}")
+        if self.relevance_floor is not None and (isinstance(self.relevance_floor, bool)
+                                                 or not isinstance(self.relevance_floor, (int, float))
+                                                 or not -1 <= self.relevance_floor <= 1):
+            raise InvalidInputError(
+                f"relevance_floor must be None or a number in [-1, 1], got {self.relevance_floor!r}")
         if self.graph_beam is not None and (isinstance(self.graph_beam, bool)
                                             or not isinstance(self.graph_beam, (int, float))
                                             or not 0 < self.graph_beam < math.inf):

@@ -8,6 +8,7 @@ AtlasError
 │   ├── InvalidRelationError                   an unknown edge relation
 │   └── UnknownFieldError (TypeError)          a keyword that names no field (AtlasConfig(bogus=1))
 ├── MemoryNotFoundError (KeyError)             an unknown node id (or one of another namespace)
+│   └── HeldInWorkingMemoryError               a ``wm-`` id: a turn the write filter kept out of the graph
 ├── NamespaceViolationError (PermissionError)  an operation that would cross a namespace
 ├── CorruptFileError (ValueError)              a truncated, corrupt or foreign save file
 ├── BackendError (ConnectionError)             a storage server that cannot be reached
@@ -26,6 +27,7 @@ __all__ = [
     "AtlasError",
     "BackendError",
     "CorruptFileError",
+    "HeldInWorkingMemoryError",
     "InvalidEmbeddingError",
     "InvalidInputError",
     "InvalidMemoryError",
@@ -105,3 +107,10 @@ class MissingDependencyError(AtlasError, ImportError):
     def for_extra(cls, package: str, extra: str) -> MissingDependencyError:
         return cls(f"{package} is required for this feature: install elastic-atlas[{extra}] (not on PyPI: "
                    f"pip install '.[{extra}]' in a checkout of elastic-atlas, or its wheel with [{extra}])")
+
+
+class HeldInWorkingMemoryError(MemoryNotFoundError):
+    """The id names a turn the write filter held in working memory (``wm-…``), not a stored
+    memory: it can be read (`get`), corrected (`update_memory` stores the correction) and
+    forgotten, but it has no edges, history or links until it is written with intent
+    (``keep=True``, an ``importance`` or ``pinned=True``)."""

@@ -76,7 +76,7 @@ class Lifecycle:
         self._filter: WriteFilter | None = _plugin(write_filter, "score", "write_filter")
         self.summarizer: Summarizer = _plugin(summarizer, "summarize", "summarizer") or (
             LLMSummarizer(llm) if llm is not None else ExtractiveSummarizer())
-        self.held = WorkingBuffer(per_session=max(16, atlas.config.working_memory))
+        self.held = WorkingBuffer()  # every held turn: it is the held part of the session's transcript
         self._expiry: list[tuple[float, str]] = []
         self.indexed: dict[str, str] = {}  # keyword text of merged memories
         # the sum of `size` over the accounted memories; a memory's own figure is recomputed from
@@ -109,15 +109,16 @@ class Lifecycle:
     def hold_back(self, specs: Sequence[MemorySpec]) -> dict[int, tuple[MemorySpec, float]]:
         """The specs the write filter keeps out of the graph, by position, with their score.
 
-        Runs outside the lock. Pinned memories, memories with links and non-memory kinds always
-        pass; a filter that fails is logged and the turn is written.
+        Runs outside the lock. Writes that state intent (``keep``, an explicit importance, a pin,
+        links) and non-memory kinds always pass; a filter that fails is logged and the turn is
+        written.
         """
         flt = self.write_filter
         if flt is None:
             return {}
         held = {}
         for i, spec in enumerate(specs):
-            if spec.pinned or spec.links or spec.kind != "memory":
+            if spec.keep or spec.pinned or spec.links or spec.kind != "memory":
                 continue
             try:
                 score = float(flt.score(spec.content))
@@ -131,13 +132,30 @@ class Lifecycle:
     def hold(self, held: dict[int, tuple[MemorySpec, float]], kept: list[MemoryNode], now: float
              ) -> list[MemoryNode]:
         """Put held turns in working memory (under the lock, after the write succeeded) and return
-        every result in input order; a held turn comes back with ``kind="working"``."""
+        every result in input order; a held turn comes back with ``kind="working"``.
+
+        A held turn takes the turn of the next memory of the same write stored in its namespace
+        (else the namespace's next turn), so that a transcript sorted by (turn, held first) keeps
+        the order in which the turns were given."""
         if not held:
             return kept
         nodes: dict[int, MemoryNode] = {}
+        stored = iter(kept)
+        following: dict[int, int] = {}  # held position -> the turn of the next stored memory of its namespace
+        waiting: list[int] = []
+        for i in range(len(held) + len(kept)):
+            if i in held:
+                waiting.append(i)
+                continue
+            node = next(stored, None)
+            if node is None:
+                break
+            for j in [j for j in waiting if held[j][0].namespace == node.namespace]:
+                following[j] = node.turn
+                waiting.remove(j)
         for i, (spec, score) in held.items():
             part = self.atlas.backend.partition(spec.namespace)
-            turn = part.turn if part is not None else 0
+            turn = following.get(i, (part.turn if part is not None else 0) + 1)
             node = MemoryNode(id=f"wm-{uuid.uuid4().hex}", content=spec.content, namespace=spec.namespace,
                               session_id=spec.session_id, weight=spec.importance, importance=spec.importance,
                               timestamp=spec.timestamp if spec.timestamp is not None else now, created_at=now,
@@ -166,7 +184,7 @@ class Lifecycle:
         if not held:
             return working
         merged = working + [ScoredMemory(n, 1.0, {"working": 1.0}, ("working",)) for n in held]
-        merged.sort(key=lambda m: (m.node.created_at, m.node.turn, m.node.kind == "working"), reverse=True)
+        merged.sort(key=lambda m: (m.node.created_at, m.node.turn, m.node.kind != "working"), reverse=True)
         return merged[:wm]
 
     # -- after a write ----------------------------------------------------------------------

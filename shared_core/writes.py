@@ -31,7 +31,7 @@ __all__ = ["MemorySpec", "build_spec", "collector_paused", "insert_batches", "in
            "returned_nodes", "specs_from_items"]
 
 ITEM_FIELDS = frozenset({"content", "namespace", "session_id", "timestamp", "metadata", "importance",
-                         "pinned", "ttl", "links_to", "embedding"})
+                         "pinned", "ttl", "links_to", "embedding", "keep"})
 _SHORT_FIELDS = frozenset({"content", "session_id"})
 
 
@@ -50,12 +50,13 @@ class MemorySpec(NamedTuple):
     links: tuple[tuple[str, Relation, float], ...]
     embedding: npt.NDArray[np.float32] | None
     kind: str = "memory"
+    keep: bool = False  # the caller stated intent (keep=True or an explicit importance): the write filter passes it
 
 
 def build_spec(config: AtlasConfig, dim: int, content: object, *, namespace: object, session_id: object = None,
-              timestamp: object = None, metadata: object = None, importance: object = 1.0,
+              timestamp: object = None, metadata: object = None, importance: object = None,
               pinned: object = False, ttl: object = None, links_to: object = (),
-              embedding: object = None, kind: str = "memory") -> MemorySpec:
+              embedding: object = None, kind: str = "memory", keep: object = False) -> MemorySpec:
         text = check.content(content, max_chars=config.max_content_chars)
         ns = check.namespace(namespace)
         links: list[tuple[str, Relation, float]] = []
@@ -76,10 +77,11 @@ def build_spec(config: AtlasConfig, dim: int, content: object, *, namespace: obj
                 raise InvalidMemoryError(f"embedding must be one vector, got shape {vector.shape}")
             vector = vector[0]
         ttl_value = check.ttl(ttl)
+        weight = 1.0 if importance is None else check.number(importance, "importance", minimum=0.0, maximum=1e6)
         return MemorySpec(text, ns, check.session(session_id), check.timestamp(timestamp),
-                     check.metadata(metadata), check.number(importance, "importance", minimum=0.0, maximum=1e6),
+                     check.metadata(metadata), weight,
                      check.flag(pinned, "pinned"), ttl_value if ttl_value is not None else config.default_ttl,
-                     tuple(links), vector, kind)
+                     tuple(links), vector, kind, check.flag(keep, "keep") or importance is not None)
 
 
 def insert_memory(part: Partition, spec: MemorySpec, vec: npt.NDArray[np.float32], now: float,
@@ -307,7 +309,7 @@ def specs_from_items(config: AtlasConfig, dim: int, items: object, *, namespace:
                 if default_ns is None:
                     default_ns = check.namespace(namespace)
                 append(new_spec(MemorySpec, (text, default_ns, session_of(session), None, {}, 1.0, False, ttl, (),
-                                             None, "memory")))
+                                             None, "memory", False)))
             elif mapping:
                 unknown = set(item) - ITEM_FIELDS
                 if unknown:

@@ -179,9 +179,10 @@ class MemoryService:
     def write(self, content: str, *, namespace: str | None = None, session_id: str | None = None,
               metadata: dict[str, Any] | None = None, importance: float = 1.0,
               pinned: bool = False) -> Written:
-        """Store one memory; see `ElasticMemoryAtlas.add_memory`."""
+        """Store one memory; see `ElasticMemoryAtlas.add_memory`. A client that calls the tool asks
+        for the memory to be kept: the atlas's write filter does not hold it back."""
         node = self.atlas.add_memory(content, namespace=self.namespace(namespace), session_id=session_id,
-                                     metadata=metadata, importance=importance, pinned=pinned)
+                                     metadata=metadata, importance=importance, pinned=pinned, keep=True)
         return Written(id=node.id, namespace=node.namespace, session_id=node.session_id,
                        importance=node.importance, pinned=node.pinned, created_at=iso(node.created_at))
 

@@ -13,7 +13,7 @@ EXPECTED = [
     "CorruptFileError", "ElasticMemoryAtlas", "Embedder", "EventLog", "FTS5KeywordIndex", "GraphStore",
     "HashingEmbedder", "InProcessBackend", "InvalidEmbeddingError", "InvalidInputError", "InvalidMemoryError",
     "InvalidRelationError", "InvertedKeywordIndex", "KeywordIndex", "ManualClock", "MemoryEdge", "MemoryNode",
-    "MemoryNotFoundError", "UnknownFieldError",
+    "HeldInWorkingMemoryError", "MemoryNotFoundError", "UnknownFieldError",
     "MiniLMEmbedder", "MissingDependencyError", "NamespaceViolationError", "NetworkXGraphStore", "NumpyVectorIndex",
     "Partition", "Relation", "ScoredMemory", "SystemClock", "TiktokenCounter", "TokenCounter", "VectorIndex",
     "__version__", "as_embedder",
