@@ -29,6 +29,7 @@ from .errors import (
     InvalidRelationError,
     MemoryNotFoundError,
     MissingDependencyError,
+    NamespaceLimitError,
     NamespaceViolationError,
 )
 from .events import AtlasEvent, EventLog
@@ -85,6 +86,7 @@ __all__ = [
     "MemoryNotFoundError",
     "MiniLMEmbedder",
     "MissingDependencyError",
+    "NamespaceLimitError",
     "NamespaceViolationError",
     "NetworkXGraphStore",
     "NumpyVectorIndex",
