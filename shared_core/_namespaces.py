@@ -108,12 +108,13 @@ class NamespaceBook:
         if part.graph.node_count() == 0:
             self._emptied.add(part.namespace)
 
-    def drop_empty(self) -> list[str]:
-        """Drop the marked namespaces that are still empty (in process only); returns them."""
-        if not self._emptied:
+    def drop_empty(self, also: Iterable[str] = ()) -> list[str]:
+        """Drop the marked namespaces, and ``also`` these, that are empty (in process only);
+        returns them."""
+        marked, self._emptied = self._emptied | set(also), set()
+        if not marked:
             return []
         backend = self._backend()
-        marked, self._emptied = self._emptied, set()
         if not isinstance(backend, InProcessBackend):
             return []
         dropped = []

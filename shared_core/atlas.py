@@ -204,7 +204,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
                     self._life.remove(part, node, kind=None, reason="rollback")
                 for part, _ in written:
                     part.turn = turns.get(part.namespace, 0)
-                self._life.drop_empty()  # a namespace the failed write created
+                self._life.drop_empty(also={s.namespace for s in specs})  # a namespace the failed write made
                 raise
             self.events.emit_many("add", namespaces=[part.namespace for part, _ in written],
                                   node_ids=[node.id for _, node in written], at=now, reason="add_memory",

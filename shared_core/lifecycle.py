@@ -305,10 +305,10 @@ class Lifecycle:
             + self.held.count * NODE_OVERHEAD
         return self._node_bytes + self.namespaces.extra_bytes() + held
 
-    def drop_empty(self) -> None:
-        """Drop the namespaces that removals left empty (under the lock, where no caller holds
-        their partition) and forget their bookkeeping."""
-        for ns in self.namespaces.drop_empty():
+    def drop_empty(self, also: Collection[str] = ()) -> None:
+        """Drop the namespaces that removals left empty, and ``also`` these if they are empty
+        (under the lock, where no caller holds their partition), and forget their bookkeeping."""
+        for ns in self.namespaces.drop_empty(also):
             self._dirty.pop(ns, None)
             self._since_compress.pop(ns, None)
 
