@@ -29,6 +29,7 @@ only uses the public API and ``atlas.backend``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import gc
 import os
@@ -39,15 +40,13 @@ from collections import Counter
 
 from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, ManualClock
 
-WORDS = ("coffee tea garden flight hotel dentist invoice birthday project deadline meeting recipe "
-         "budget holiday piano tennis doctor landlord parcel library").split()
+WORDS = ("coffee", "tea", "garden", "flight", "hotel", "dentist", "invoice", "birthday", "project", "deadline",
+         "meeting", "recipe", "budget", "holiday", "piano", "tennis", "doctor", "landlord", "parcel", "library")
 
 
 def _trim() -> None:
-    try:
+    with contextlib.suppress(OSError, AttributeError):  # not glibc: RSS then includes free heap pages
         ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc: RSS then includes free heap pages
-        pass
 
 
 def _rss() -> int:

@@ -79,7 +79,7 @@ def test_threads_racing_for_new_namespaces_never_pass_the_limit(make_atlas: Make
                 stored.append(atlas.add_memory(f"worker {k} tenant {i}", namespace=f"w{k}-{i}").namespace)
             except NamespaceLimitError:
                 pass
-            except BaseException as exc:  # noqa: BLE001 - reported below
+            except BaseException as exc:
                 failures.append(exc)
 
     threads = [threading.Thread(target=worker, args=(k,)) for k in range(6)]

@@ -230,7 +230,8 @@ def test_after_write_accounts_and_marks_as_memory_by_memory(make_atlas: Build, m
         atlas.add_memories([f"bulk line {i}" for i in range(4200)], namespace="b")  # over 4,096 and half: None
     life, reference = atlases[0]._life, atlases[1]._life
     assert life._node_bytes == reference._node_bytes == _accounted(atlases[0]) - sum(
-        p.graph.edge_count() * EDGE_OVERHEAD + p.vectors.nbytes() - len(p.vectors) * p.vectors.dim * 4 + PARTITION_OVERHEAD
+        p.graph.edge_count() * EDGE_OVERHEAD + p.vectors.nbytes() - len(p.vectors) * p.vectors.dim * 4
+        + PARTITION_OVERHEAD
         for ns in atlases[0].backend.namespaces() if (p := atlases[0].backend.partition(ns)) is not None)
     assert _dirty_texts(atlases[0]) == _dirty_texts(atlases[1])  # (ids are random: compared by text)
     assert life._dirty.get("b") is None and life._dirty.get("a")

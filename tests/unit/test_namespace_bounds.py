@@ -147,7 +147,7 @@ def test_max_namespaces_refuses_a_new_namespace_past_it_and_stores_nothing(make_
     a = atlas.add_memory("alpha", namespace="a")
     atlas.add_memory("beta", namespace="b")
     atlas.add_memory("more alpha", namespace="a")  # an existing namespace is always fine
-    with pytest.raises(NamespaceLimitError, match="'c'.*3rd namespace.*max_namespaces is 2"):
+    with pytest.raises(NamespaceLimitError, match=r"'c'.*3rd namespace.*max_namespaces is 2"):
         atlas.add_memory("gamma", namespace="c")
     with pytest.raises(NamespaceLimitError):  # all or nothing: the item for "a" is not stored either
         atlas.add_memories(["more", {"content": "gamma", "namespace": "c"}], namespace="a")
@@ -182,7 +182,7 @@ def test_a_namespace_emptied_while_other_threads_write_to_it_loses_no_write(make
                 node = atlas.add_memory(f"worker {k} note {i}", namespace="shared", session_id=f"s{k}")
                 assert atlas.get(node.id, namespace="shared").content == node.content
                 atlas.forget(node.id)
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
