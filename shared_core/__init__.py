@@ -30,6 +30,7 @@ from .errors import (
     InvalidRelationError,
     MemoryNotFoundError,
     MissingDependencyError,
+    NamespaceLimitError,
     NamespaceViolationError,
     UnknownFieldError,
 )
@@ -88,6 +89,7 @@ __all__ = [
     "MemoryNotFoundError",
     "MiniLMEmbedder",
     "MissingDependencyError",
+    "NamespaceLimitError",
     "NamespaceViolationError",
     "NetworkXGraphStore",
     "NumpyVectorIndex",

@@ -211,6 +211,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
             vectors = dict(zip(missing, embedded, strict=True))
         with writes.collector_paused(), self._lock:  # no cycles to find; the scans cost 19% of a bulk write
             self._check_links(specs)
+            self._life.namespaces.check_limit((s.namespace for s in specs), self.config.max_namespaces)
             now = self.clock.now()
             written: list[tuple[Partition, MemoryNode]] = []
             turns = {ns: p.turn for ns in {s.namespace for s in specs} if (p := self._part(ns)) is not None}
@@ -229,6 +230,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
                     self._life.remove(part, node, kind=None, reason="rollback")
                 for part, _ in written:
                     part.turn = turns.get(part.namespace, 0)
+                self._life.drop_empty(also={s.namespace for s in specs})  # a namespace the failed write made
                 raise
             self.events.emit_many("add", namespaces=[part.namespace for part, _ in written],
                                   node_ids=[node.id for _, node in written], at=now, reason="add_memory",
@@ -281,6 +283,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
             edge = MemoryEdge(source=source, target=target, relation=rel, strength=strength,
                               created_at=now, metadata=meta)
             part.graph.put_edge(edge)
+            self._life.namespaces.touch((part.namespace,))
             self.events.emit("link", namespace=part.namespace, node_id=source, at=now,
                              reason=rel.value, target=target)
             return edge
@@ -358,6 +361,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
                 return
             part, node = self._locate(node_id, namespace)
             self._life.remove(part, node, kind="forget", reason="forget")
+            self._life.drop_empty()
 
     def end_session(self, session_id: str, *, namespace: str, mode: str = "fade",
                     fade_factor: float = 0.5) -> int:
@@ -389,6 +393,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
                 touched += 1
             self.events.emit("end_session", namespace=ns, node_id=None, at=now, reason=mode,
                              session_id=session, count=touched)
+            self._life.drop_empty()
             return touched
 
     # -- reads --------------------------------------------------------------------------------

@@ -59,6 +59,10 @@ class AtlasConfig:
     Context: `build_context` recalls ``context_candidates`` memories per token of budget (20 to
     400) to pack, after the session's last ``working_memory`` turns.
 
+    Capacity: ``max_nodes`` and ``max_bytes`` cap the memories (see `shared_core.lifecycle`);
+    ``max_namespaces`` caps the namespaces that hold memories (None: no limit), and a write that
+    would start one more raises `NamespaceLimitError` and stores nothing.
+
     Scoring: ``"multiplicative"`` ranks by relevance * weight**weight_exponent *
     recency**recency_exponent; ``"linear"`` by the seed's 0.5 relevance + 0.3 weight + 0.2 recency.
     """
@@ -147,6 +151,7 @@ class AtlasConfig:
     summary_fade: float = 0.7
     chapter_size: int = 500
     max_bytes: int | None = None
+    max_namespaces: int | None = None
     cleanup_pressure: float = 0.7
     prune_below: float | None = None
     prune_idle: float = 30 * DAY
@@ -256,7 +261,7 @@ class AtlasConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InvalidInputError(f"AtlasConfig.{name} must be an int >= 1, got {value!r}")
-        for name in ("compress_every", "max_bytes"):
+        for name in ("compress_every", "max_bytes", "max_namespaces"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise InvalidInputError(f"AtlasConfig.{name} must be None or an int >= 1, got {value!r}")

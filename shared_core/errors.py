@@ -10,6 +10,7 @@ AtlasError
 ├── MemoryNotFoundError (KeyError)             an unknown node id (or one of another namespace)
 │   └── HeldInWorkingMemoryError               a ``wm-`` id: a turn the write filter kept out of the graph
 ├── NamespaceViolationError (PermissionError)  an operation that would cross a namespace
+├── NamespaceLimitError (RuntimeError)         a write past AtlasConfig.max_namespaces namespaces
 ├── CorruptFileError (ValueError)              a truncated, corrupt or foreign save file
 ├── BackendError (ConnectionError)             a storage server that cannot be reached
 └── MissingDependencyError (ImportError)       an optional extra that is not installed
@@ -34,6 +35,7 @@ __all__ = [
     "InvalidRelationError",
     "MemoryNotFoundError",
     "MissingDependencyError",
+    "NamespaceLimitError",
     "NamespaceViolationError",
     "UnknownFieldError",
 ]
@@ -90,6 +92,10 @@ class MemoryNotFoundError(AtlasError, KeyError):
 
 class NamespaceViolationError(AtlasError, PermissionError):
     """An operation would link, merge or read across a namespace boundary."""
+
+
+class NamespaceLimitError(AtlasError, RuntimeError):
+    """A write would start a namespace past ``AtlasConfig.max_namespaces``; nothing was stored."""
 
 
 class CorruptFileError(AtlasError, ValueError):

@@ -14,6 +14,9 @@ and read paths:
   O(n log n) cost is paid once per batch; and the periodic cleanup rule ``weight < prune_below
   and unused for prune_idle``, which runs four times as often, with a quarter of the idle time,
   above ``cleanup_pressure`` of ``max_bytes`` (at 0.2 when only ``max_bytes`` is set);
+- **namespaces** (`shared_core._namespaces`): a namespace whose last memory leaves is dropped,
+  so ``max_bytes`` bounds memory whatever the number of namespaces, and a write past
+  ``max_namespaces`` namespaces is refused;
 - **statistics** (`shared_core.stats`).
 """
 
@@ -28,6 +31,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from ._namespaces import NamespaceBook, partition_extra
 from .capacity import EDGE_OVERHEAD, NODE_OVERHEAD, cleanup_level, node_bytes, prunable, stored_bytes
 from .compression import CompressionReport, compress_atlas
 from .contradiction import (
@@ -87,6 +91,7 @@ class Lifecycle:
         self._since_prune = 0
         self._compressing = threading.Lock()
         self._warned_full = False
+        self.namespaces = NamespaceBook(lambda: atlas.backend)
 
     # -- plug-ins ---------------------------------------------------------------------------
     @property
@@ -241,6 +246,7 @@ class Lifecycle:
                 weight = max(cfg.weight_floor, old.weight * cfg.contradiction_factor)
                 part.graph.put_node(replace(old, valid_to=now, weight=weight))
                 part.inactive.add(old.id)
+                self.namespaces.touch((part.namespace,))
                 part.graph.put_edge(MemoryEdge(source=node.id, target=old.id, relation=Relation.CONTRADICTS,
                                                strength=1.0, created_at=now,
                                                metadata={"kind": c.kind, "reason": c.reason}))
@@ -258,6 +264,8 @@ class Lifecycle:
             with self.atlas._lock:
                 for ns in namespaces:
                     self._since_compress.pop(ns, None)
+                self.namespaces.touch(namespaces)
+                self.drop_empty()
             return report
         finally:
             self._compressing.release()
@@ -307,17 +315,20 @@ class Lifecycle:
         self._node_bytes += self.size(part, node)
 
     def bytes_used(self) -> int:
-        """Accounted bytes: memories, edges, the vector indexes' spare rows and the turns held in
-        working memory (see `shared_core.capacity`)."""
-        edges = slack = 0
-        for ns in self.atlas.backend.namespaces():
-            part = self.atlas.backend.partition(ns)
-            if part is not None:
-                edges += part.graph.edge_count()
-                slack += _vector_slack(part)
+        """Accounted bytes: memories, edges, the vector indexes' spare rows, the partitions' own
+        objects and the turns held in working memory (see `shared_core.capacity`); the
+        per-namespace part is recounted for the namespaces touched since the last call
+        (`shared_core._namespaces.NamespaceBook`)."""
         held = stored_bytes(text_bytes=self.held.text_bytes, metadata_bytes=0, dim=0, overhead=0) \
             + self.held.count * NODE_OVERHEAD
-        return self._node_bytes + edges * EDGE_OVERHEAD + slack + held
+        return self._node_bytes + self.namespaces.extra_bytes() + held
+
+    def drop_empty(self, also: Collection[str] = ()) -> None:
+        """Drop the namespaces that removals left empty, and ``also`` these if they are empty
+        (under the lock, where no caller holds their partition), and forget their bookkeeping."""
+        for ns in self.namespaces.drop_empty(also):
+            self._dirty.pop(ns, None)
+            self._since_compress.pop(ns, None)
 
     def schedule_expiry(self, node: MemoryNode) -> None:
         assert node.expires_at is not None
@@ -342,6 +353,7 @@ class Lifecycle:
         part.vectors.remove([node.id])
         part.keywords.remove(node.id)
         part.untrack(node.id, node.session_id, node.timestamp)
+        self.namespaces.removed(part)
         self.atlas._where.pop(node.id, None)
         self.indexed.pop(node.id, None)
         dirty = self._dirty.get(part.namespace)
@@ -375,12 +387,15 @@ class Lifecycle:
                 added += node_bytes(node, dim, indexed_text=indexed.get(nid))
                 marked.append(nid)
         self._node_bytes += added
+        self.namespaces.touch(found)
+        self.namespaces.wrote(len(protect))
         for part, _, marked in found.values():
             if part is not None and marked:
                 self._mark_many(part.namespace, marked)
                 self._since_compress[part.namespace] += len(marked)
         self._since_prune += len(protect)
         self.enforce(now, protect=protect)
+        self.drop_empty()
 
     def enforce(self, now: float, *, protect: set[str]) -> None:
         self.expire(now)
@@ -474,6 +489,8 @@ class Lifecycle:
             row = owner.vectors.dim * 4 if callable(getattr(owner.vectors, "nbytes", None)) else 0
             used -= self.size(owner, victim) - row + owner.graph.degree(node_id) * EDGE_OVERHEAD
             self.remove(owner, victim, kind="evict", reason=f"{reason}; value {value:.3f}")
+            if owner.graph.node_count() == 0:  # dropped once the write is settled (`drop_empty`)
+                used -= partition_extra(owner)
             evicted += 1
         if cfg.max_bytes is not None and used > cfg.max_bytes and not self._warned_full:
             self._warned_full = True
@@ -493,8 +510,7 @@ class Lifecycle:
             used, held = self.bytes_used(), len(self.held)
         else:
             part = self.atlas.backend.partition(namespace)
-            used = 0 if part is None else sum(self.size(part, n) for n in part.graph.nodes()) \
-                + part.graph.edge_count() * EDGE_OVERHEAD + _vector_slack(part)
+            used = 0 if part is None else sum(self.size(part, n) for n in part.graph.nodes()) + partition_extra(part)
             held = sum(n.namespace == namespace for n in self.held)
         return collect_stats(self.atlas, namespace, bytes_used=used, held=held, max_bytes=self.atlas.config.max_bytes)
 
@@ -516,27 +532,13 @@ class Lifecycle:
         self.indexed = {str(k): str(v) for k, v in state["indexed"].items()}
         self._node_bytes = 0
         self._expiry = []
+        self.namespaces.touch_all()
         for ns in self.atlas.backend.namespaces():
             part = self.atlas.backend.partition(ns)
+            if part is not None and part.graph.node_count() == 0:
+                self.namespaces.removed(part)  # a saved empty namespace: dropped at the next write
             for node in part.graph.nodes() if part is not None else ():
                 self.account(part, node)  # type: ignore[arg-type]
                 if node.expires_at is not None:
                     self._expiry.append((node.expires_at, node.id))
         heapq.heapify(self._expiry)
-
-
-def _vector_slack(part: Partition) -> int:
-    """Bytes the vector index holds beyond (or, negative, short of) its rows as accounted.
-
-    A row is counted as 4 bytes a dimension (`shared_core.capacity.node_bytes`, whatever index
-    holds it, so the running total needs no re-basing when a namespace moves between indexes);
-    this corrects the sum to what the index holds (``nbytes``): a growing matrix's spare
-    capacity, an approximate index's lists (with their spare room), labels, direct map and
-    centroids. With float16 storage (``AtlasConfig.ann_vector_dtype``) a row takes ``2 dim + 16``
-    bytes, so the correction is negative (about -700 bytes a memory at 384 dimensions): counting
-    4 a dimension there would overstate each memory by about 770 bytes and a capped atlas would
-    evict about a quarter of its memories before it must."""
-    nbytes = getattr(part.vectors, "nbytes", None)
-    if not callable(nbytes):
-        return 0
-    return int(nbytes()) - len(part.vectors) * part.vectors.dim * 4

@@ -59,6 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
                             "one keeps its own); hashing: instant, not semantic (tests and demos)")
     atlas.add_argument("--preset", choices=sorted(PRESETS), help="AtlasConfig preset of a new atlas (default: default)")
     atlas.add_argument("--max-nodes", type=int, metavar="N", help="capacity: evict the weakest memories beyond N")
+    atlas.add_argument("--max-bytes", type=int, metavar="B",
+                       help="capacity: evict the weakest memories beyond B bytes, however many namespaces")
+    atlas.add_argument("--max-namespaces", type=int, metavar="N",
+                       help="refuse a write that would start namespace N+1 (counting namespaces with memories)")
     atlas.add_argument("--max-content-chars", type=int, metavar="N",
                        help="longest memory accepted (default: 100000 characters)")
     atlas.add_argument("--token-budget", type=int, default=1000, metavar="N",
@@ -92,6 +96,9 @@ def open_atlas(args: argparse.Namespace, load: Path | None) -> ElasticMemoryAtla
     overrides: dict[str, Any] = {}
     if args.max_nodes is not None:
         overrides["max_nodes"] = args.max_nodes
+    for name in ("max_bytes", "max_namespaces"):
+        if getattr(args, name) is not None:
+            overrides[name] = getattr(args, name)
     if args.max_content_chars is not None:
         overrides["max_content_chars"] = args.max_content_chars
     kwargs: dict[str, Any] = {"backend": args.backend}

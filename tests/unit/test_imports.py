@@ -14,7 +14,8 @@ EXPECTED = [
     "HashingEmbedder", "InProcessBackend", "InvalidEmbeddingError", "InvalidInputError", "InvalidMemoryError",
     "InvalidRelationError", "InvertedKeywordIndex", "KeywordIndex", "ManualClock", "MemoryEdge", "MemoryNode",
     "HeldInWorkingMemoryError", "MemoryNotFoundError", "UnknownFieldError",
-    "MiniLMEmbedder", "MissingDependencyError", "NamespaceViolationError", "NetworkXGraphStore", "NumpyVectorIndex",
+    "MiniLMEmbedder", "MissingDependencyError", "NamespaceLimitError", "NamespaceViolationError",
+    "NetworkXGraphStore", "NumpyVectorIndex",
     "Partition", "Relation", "ScoredMemory", "SystemClock", "TiktokenCounter", "TokenCounter", "VectorIndex",
     "__version__", "as_embedder",
     # the lifecycle's seams and reports
