@@ -319,9 +319,11 @@ class Lifecycle:
         objects and the turns held in working memory (see `shared_core.capacity`); the
         per-namespace part is recounted for the namespaces touched since the last call
         (`shared_core._namespaces.NamespaceBook`)."""
-        held = stored_bytes(text_bytes=self.held.text_bytes, metadata_bytes=0, dim=0, overhead=0) \
+        return self._node_bytes + self.namespaces.extra_bytes() + self._held_bytes()
+
+    def _held_bytes(self) -> int:
+        return stored_bytes(text_bytes=self.held.text_bytes, metadata_bytes=0, dim=0, overhead=0) \
             + self.held.count * NODE_OVERHEAD
-        return self._node_bytes + self.namespaces.extra_bytes() + held
 
     def drop_empty(self, also: Collection[str] = ()) -> None:
         """Drop the namespaces that removals left empty, and ``also`` these if they are empty
@@ -461,6 +463,12 @@ class Lifecycle:
         node_target = len(self.atlas._where) if cfg.max_nodes is None else \
             min(cfg.max_nodes, max(0, int(cfg.max_nodes * (1.0 - cfg.eviction_batch))))
         byte_target = used if cfg.max_bytes is None else int(cfg.max_bytes * (1.0 - cfg.eviction_batch))
+        # held turns go first, oldest first: the write filter judged them least worth keeping,
+        # and the transcript they belong to is bounded by max_bytes like everything else
+        while over_bytes and used > byte_target and len(self.held):
+            before = self._held_bytes()
+            self.held.pop_oldest()
+            used -= before - self._held_bytes()
         candidates: list[tuple[bool, float, float, str, str]] = []
         for ns in self.atlas.backend.namespaces():
             part = self.atlas.backend.partition(ns)

@@ -302,6 +302,18 @@ class WorkingBuffer:
         self._forget(turns)
         return len(turns)
 
+    def pop_oldest(self) -> MemoryNode | None:
+        """Take out the oldest turn of the least recently written session (the byte cap's
+        first victim: a held turn is what the write filter judged least worth keeping)."""
+        if not self._turns:
+            return None
+        key, turns = next(iter(self._turns.items()))
+        node = turns.popleft()
+        self._forget([node])
+        if not turns:
+            del self._turns[key]
+        return node
+
     def __iter__(self) -> Iterator[MemoryNode]:
         for turns in list(self._turns.values()):
             yield from turns

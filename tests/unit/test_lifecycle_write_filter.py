@@ -139,3 +139,17 @@ def test_the_buffer_finds_and_removes_a_held_turn_by_id() -> None:
     assert buffer.remove("wm-7") is not None and buffer.remove("wm-7") is None
     assert len(buffer) == 39 and buffer.text_bytes == 39 * 2 and "wm-7" not in [n.id for n in buffer]
     assert [n.id for n in buffer.latest("u", "s", 2)] == ["wm-39", "wm-38"]
+
+
+def test_held_turns_are_bounded_by_max_bytes_oldest_first(clock: ManualClock) -> None:
+    cap = 200 * NODE_OVERHEAD
+    atlas = ElasticMemoryAtlas(config=AtlasConfig(write_filter=True, max_bytes=cap),
+                               embedder=HashingEmbedder(dim=16), clock=clock)
+    kept = atlas.add_memory("Alice lives in Porto", namespace="u", keep=True)
+    for i in range(3000):
+        atlas.add_memory("ok", namespace="u", session_id=f"s{i // 10}")
+    assert atlas.stats().bytes_used <= cap
+    assert 0 < atlas.stats().held < 3000
+    assert atlas.get(kept.id).content == "Alice lives in Porto"  # small talk went before the fact
+    assert atlas.memories(namespace="u", session_id="s299", include_held=True)  # the newest stayed
+    assert not atlas.memories(namespace="u", session_id="s0", include_held=True)  # the oldest went
