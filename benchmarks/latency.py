@@ -659,6 +659,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--falkordb", nargs="?", const="start", metavar="URL",
                         help="also time the atlas on FalkorDB at 1,000 memories (on URL, or on a local server "
                              "started for the run)")
+    parser.add_argument("--chroma", metavar="SIZES",
+                        help="only the chroma backend's rows (benchmarks/chroma_durable.py) at these comma-separated "
+                             "sizes: durable writes against chromadb's own, reopen, reads against in process")
     parser.add_argument("--report", nargs="+", metavar="RUN.json",
                         help="print the tables (and --plot) from the median of runs saved with --json")
     parser.add_argument("--rss-probe", type=int, help=argparse.SUPPRESS)
@@ -691,6 +694,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     if args.real_recall:
         print(real_recall(args.real_recall, [10_000, 100_000]))
+        return
+    if args.chroma:
+        from chroma_durable import bench as bench_chroma
+
+        for n in (int(s) for s in args.chroma.split(",")):
+            print(bench_chroma(n, args.queries), flush=True)
         return
     if args.sweep:
         for n in sizes:
