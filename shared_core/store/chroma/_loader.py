@@ -51,7 +51,7 @@ def build_partition(part: ChromaPartition, state: NamespaceState) -> None:
         for node_id, raw in state.nodes.items():
             record = {k: v for k, v in raw.items() if k not in _EXTRA}
             # the records were written by `node_record` and are checksummed (log) or chromadb's: a
-            # direct build with a few checks (`node_from_record`'s field-by-field checks took 3x longer)
+            # direct build with a few checks (`node_from_record`'s field-by-field checks cost more)
             record["metadata"] = record.get("metadata") or NO_METADATA
             record["namespace"] = ns
             if record.get("session_id") is not None:
