@@ -165,7 +165,7 @@ def _vector_slack(part: Partition) -> int:
     centroids. With float16 storage (``AtlasConfig.ann_vector_dtype``) a row takes ``2 dim + 16``
     bytes, so the correction is negative: counting 4 a dimension there would overstate each
     memory and a capped atlas would evict memories before it must."""
-    nbytes = getattr(part.vectors, "nbytes", None)
-    if not callable(nbytes):
+    nbytes = part.vectors.nbytes()
+    if nbytes is None:
         return 0
-    return int(nbytes()) - len(part.vectors) * part.vectors.dim * 4
+    return int(nbytes) - len(part.vectors) * part.vectors.dim * 4
