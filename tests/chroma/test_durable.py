@@ -35,7 +35,7 @@ def open_atlas(path: Path, clock: ManualClock | None = None, **kwargs: Any) -> E
 def partitions(atlas: ElasticMemoryAtlas) -> tuple[list[Any], list[np.ndarray[Any, Any]]]:
     """What `save` keeps of the partitions (nodes, edges, sessions, superseded ids, counters,
     embeddings), in a stable order."""
-    state, arrays = _snapshot(atlas)
+    state, arrays = _snapshot(atlas._state, atlas._life.state)
     out = []
     for part, matrix in zip(state["partitions"], arrays, strict=True):
         order = sorted(range(len(part["nodes"])), key=lambda k: part["nodes"][k]["id"])
