@@ -178,8 +178,8 @@ def _read(path: PathLike) -> tuple[dict[str, Any], dict[str, np.ndarray[Any, Any
     try:
         with zipfile.ZipFile(source) as zf:
             if "manifest.json" not in zf.namelist():
-                raise CorruptFileError(f"{str(source)!r} is not an Elastic Atlas file: a zip archive without "
-                                       "the atlas manifest")
+                raise CorruptFileError(f"{str(source)!r} is not an Elastic Atlas file: a zip archive with no "
+                                       "manifest.json")
             manifest = json.loads(zf.read("manifest.json"))
             if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
                 raise CorruptFileError(f"{str(source)!r} is not an Elastic Atlas file")
