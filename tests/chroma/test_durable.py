@@ -311,7 +311,7 @@ def test_a_write_that_cannot_be_recorded_is_undone(tmp_path: Path, clock: Manual
         raise ValueError("cannot encode")
 
     monkeypatch.setattr(module, "encode", broken)
-    with pytest.raises(BackendError, match="could not be recorded"):
+    with pytest.raises(BackendError, match="could not be recorded"):  # sync: found before add_memory returns
         atlas.add_memory("lost", namespace="alice")
     assert partitions(atlas)[0] == before
     monkeypatch.undo()
