@@ -73,12 +73,16 @@ def singles(atlas: ElasticMemoryAtlas, extra: Corpus, count: int) -> tuple[float
 
 def interleaved(a: ElasticMemoryAtlas, b: ElasticMemoryAtlas, queries: list[str]) -> dict[str, Any]:
     """retrieve and build_context p50 on two atlases, alternating query by query."""
-    times: dict[str, list[float]] = {f"{op}/{w}": [] for op in ("retrieve", "build_context") for w in "ab"}
+    times: dict[str, list[float]] = {f"{op}/{w}": [] for op in ("retrieve", "retrieve_plain", "build_context")
+                                     for w in "ab"}
     for q in queries:
         for which, atlas in (("a", a), ("b", b)):
             t0 = time.perf_counter()
             atlas.retrieve(q, namespace="bench", top_k=TOP_K)
             times[f"retrieve/{which}"].append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            atlas.retrieve(q, namespace="bench", top_k=TOP_K, reinforce=False)
+            times[f"retrieve_plain/{which}"].append(time.perf_counter() - t0)
             t0 = time.perf_counter()
             atlas.build_context(q, namespace="bench", token_budget=BUDGET, style="bullet")
             times[f"build_context/{which}"].append(time.perf_counter() - t0)
@@ -138,8 +142,9 @@ def report(n: int, r: dict[str, Any]) -> str:
              f"| `add_memory` p50 / p95, sync | {r['add_memory_sync'][0]:.3f} / {r['add_memory_sync'][1]:.3f} ms | |",
              f"| reopen (chromadb imported): wall (CPU) | {r['reopen'][0]:.2f} s ({r['reopen'][1]:.2f} s) | |",
              f"| reopen in a fresh interpreter, imports included: wall (CPU) | {r['reopen_fresh']} s | |"]
-    for op in ("retrieve", "build_context"):
-        lines.append(f"| `{op}` p50 after reopen | {reads[op + '/a'][0]:.3f} ms | {reads[op + '/b'][0]:.3f} ms |")
+    for op, label in (("retrieve", "`retrieve`"), ("retrieve_plain", "`retrieve(reinforce=False)`"),
+                      ("build_context", "`build_context`")):
+        lines.append(f"| {label} p50 after reopen | {reads[op + '/a'][0]:.3f} ms | {reads[op + '/b'][0]:.3f} ms |")
     return "\n".join(lines)
 
 

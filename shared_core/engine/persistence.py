@@ -226,8 +226,8 @@ def _read(path: PathLike, max_unpacked: int | None = None) -> tuple[dict[str, An
     try:
         with zipfile.ZipFile(source) as zf:
             if "manifest.json" not in zf.namelist():
-                raise CorruptFileError(f"{where} is not an Elastic Atlas file: a zip archive without "
-                                       "the atlas manifest")
+                raise CorruptFileError(f"{where} is not an Elastic Atlas file: a zip archive with no "
+                                       "manifest.json")
             manifest = _json(_member(zf, "manifest.json", budget, where), "manifest.json", where)
             if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
                 raise CorruptFileError(f"{where} is not an Elastic Atlas file")

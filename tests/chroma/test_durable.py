@@ -204,7 +204,7 @@ from shared_core.store.chroma import ChromaBackend
 from shared_core.values.errors import BackendError
 from shared_core.engine.persistence import _snapshot
 def state(atlas):  # the partitions as save keeps them, memories by id
-    parts = _snapshot(atlas)[0]["partitions"]
+    parts = _snapshot(atlas._state, atlas._life.state)[0]["partitions"]
     for p in parts:
         p["nodes"].sort(key=lambda n: n["id"])
         p["edges"].sort(key=lambda e: (e["source"], e["target"], e["relation"]))
@@ -311,7 +311,7 @@ def test_a_write_that_cannot_be_recorded_is_undone(tmp_path: Path, clock: Manual
         raise ValueError("cannot encode")
 
     monkeypatch.setattr(module, "encode", broken)
-    with pytest.raises(BackendError, match="could not be recorded"):
+    with pytest.raises(BackendError, match="could not be recorded"):  # sync: found before add_memory returns
         atlas.add_memory("lost", namespace="alice")
     assert partitions(atlas)[0] == before
     monkeypatch.undo()

@@ -2,9 +2,9 @@
 
 `ChromaPartition` is an `InProcessPartition` (reads stay in process) whose graph, vector index,
 keyword index and superseded set mark the ids they change in a shared `Changes`. When the
-atlas's write ends, the backend turns the marks into one log record (`snapshot_ops`), reading
-the final state of each marked memory from the partition: the record says what *is*, not what
-happened, so it is the same however many steps the write took.
+atlas's write ends, the backend takes the final state of each marked memory from the partition
+(`snapshot`, under the write lock) and encodes it as one log record (`to_ops`, outside it): the
+record says what *is*, not what happened, so it is the same however many steps the write took.
 
 Each tracked memory also gets a place in its session's order (``order``, a float that only
 grows as memories are appended; a reorder gives the moved ids values in between), so the order
@@ -28,7 +28,7 @@ from ..memory.graph_store import DictGraphStore
 from ..memory.inverted_index import InvertedKeywordIndex
 from ..vector_math import Links
 
-__all__ = ["Changes", "ChromaPartition", "snapshot_ops"]
+__all__ = ["Changes", "ChromaPartition", "snapshot", "to_ops"]
 
 
 class Changes:
@@ -229,12 +229,11 @@ class ChromaPartition(InProcessPartition):
             self.changes.node(self.namespace, node_id)
 
 
-def snapshot_ops(parts: Mapping[str, ChromaPartition], changes: Changes, dim: int
-                 ) -> tuple[list[list[Any]], npt.NDArray[np.float32]]:
-    """The log operations (`shared_core.store.chroma._records`) that bring the durable state to the
-    partitions' current state for everything ``changes`` marked."""
-    ops: list[list[Any]] = [["x", ns] for ns in changes.dropped]
-    rows: list[npt.NDArray[np.float32]] = []
+def snapshot(parts: Mapping[str, ChromaPartition], changes: Changes) -> list[tuple[Any, ...]]:
+    """The final state of everything ``changes`` marked, as immutable objects (nodes and edges
+    are frozen; vectors are copied): cheap to take under the write lock, encoded later by
+    `to_ops` outside it."""
+    out: list[tuple[Any, ...]] = [("x", ns) for ns in changes.dropped]
     touched = list(dict.fromkeys([*changes.nodes, *changes.vectors, *changes.edges]))
     for ns in touched:
         part = parts.get(ns)
@@ -245,26 +244,42 @@ def snapshot_ops(parts: Mapping[str, ChromaPartition], changes: Changes, dim: in
         ids = list({**changes.nodes.get(ns, {}), **new_vectors})
         wanted = [i for i in ids if i in new_vectors]
         vectors = dict(zip(wanted, part.vectors.get_many(wanted), strict=True))
+        order, inactive, texts = part.order, part.inactive, part.kw_texts
         for node_id in ids:
             node = graph.get_node(node_id)
             if node is None:
-                ops.append(["d", ns, node_id])
+                out.append(("d", ns, node_id))
                 continue
+            vec = vectors.get(node_id)
+            out.append(("n", ns, node, order.get(node_id), node_id in inactive, texts.get(node_id),
+                        None if vec is None else np.array(vec, dtype=np.float32)))
+        for source in changes.edges.get(ns, ()):
+            if graph.get_node(source) is not None:
+                out.append(("e", ns, source, [e for e in graph.edges(source) if e.source == source]))
+        out.append(("t", ns, part.turn))
+    return out
+
+
+def to_ops(items: list[tuple[Any, ...]], dim: int) -> tuple[list[list[Any]], npt.NDArray[np.float32]]:
+    """The log operations (`shared_core.store.chroma._records`) of a `snapshot`."""
+    ops: list[list[Any]] = []
+    rows: list[npt.NDArray[np.float32]] = []
+    for item in items:
+        kind = item[0]
+        if kind == "n":
+            _, ns, node, seq, inactive, text, vec = item
             record = node_record(node)
-            record["_seq"] = part.order.get(node_id)
-            record["_inactive"] = node_id in part.inactive
-            text = part.kw_texts.get(node_id)
+            record["_seq"] = seq
+            record["_inactive"] = inactive
             if text is not None and text != node.content:
                 record["_kw"] = text
-            vec = vectors.get(node_id)
             if vec is not None:
-                rows.append(np.asarray(vec, dtype=np.float32))
+                rows.append(vec)
             ops.append(["n", ns, record, len(rows) - 1 if vec is not None else -1])
-        for source in changes.edges.get(ns, ()):
-            if graph.get_node(source) is None:
-                continue
-            ops.append(["e", ns, source, [[e.target, e.relation.value, e.strength, e.created_at, dict(e.metadata)]
-                                          for e in graph.edges(source) if e.source == source]])
-        ops.append(["t", ns, part.turn])
+        elif kind == "e":
+            ops.append(["e", item[1], item[2], [[e.target, e.relation.value, e.strength, e.created_at, dict(e.metadata)]
+                                                for e in item[3]]])
+        else:
+            ops.append(list(item))
     matrix = np.stack(rows) if rows else np.zeros((0, dim), dtype=np.float32)
     return ops, matrix

@@ -52,7 +52,7 @@ from ...values.config import AtlasConfig
 from ...values.errors import BackendError, InvalidInputError
 from ..memory.backend import InProcessBackend
 from ._loader import build_partition, read_state
-from ._partition import Changes, ChromaPartition, snapshot_ops
+from ._partition import Changes, ChromaPartition, snapshot, to_ops
 from ._records import decode, encode
 from ._store import Delta, Store, merge
 from ._wal import WriteAheadLog, segment_path
@@ -136,7 +136,7 @@ class ChromaBackend(InProcessBackend):
         self.lock = CommitLock(self)
         self._changes = Changes()
         self._ids: dict[str, str] = {}  # memory id -> namespace, the atlas's directory
-        self._queue: list[tuple[int, bytes]] = []  # sealed, not yet written records
+        self._queue: list[tuple[int, list[tuple[Any, ...]]]] = []  # sealed, not yet written (`snapshot`s)
         self._seq = 0  # last sealed record
         self._durable = 0  # last record known durable
         self._queue_lock = threading.Lock()
@@ -318,13 +318,12 @@ class ChromaBackend(InProcessBackend):
         if not self._changes:
             return None
         try:
-            ops, rows = snapshot_ops(self._partitions, self._changes, self.dim)
+            items = snapshot(self._partitions, self._changes)
         finally:
             self._changes.clear()
-        payload = encode(ops, rows)
         with self._queue_lock:
             self._seq += 1
-            self._queue.append((self._seq, payload))
+            self._queue.append((self._seq, items))
             return self._seq
 
     def _after_seal(self, seq: int | None) -> None:
@@ -349,20 +348,27 @@ class ChromaBackend(InProcessBackend):
             if not batch:
                 return
             try:
-                if self._wal is None:
-                    raise OSError(errno.EROFS, "the directory is read-only")
-                self._wal.append([payload for _, payload in batch])
-                self._wal.sync()
-            except OSError as exc:
-                failure = exc
+                payloads = [encode(*to_ops(items, self.dim)) for _, items in batch]
+            except Exception as exc:  # whatever it is, these writes are not in the log
+                failure: Exception = exc
+                message = f"writes could not be recorded ({exc!r}); they are undone"
             else:
-                self._segments.setdefault(self._wal.number, []).extend(payload for _, payload in batch)
-                self._durable = batch[-1][0]
-                return
-        error = BackendError(f"cannot write the memory log in {str(self.path)!r}: {failure}; "
-                             "the writes not yet durable are undone")
+                try:
+                    if self._wal is None:
+                        raise OSError(errno.EROFS, "the directory is read-only")
+                    self._wal.append(payloads)
+                    self._wal.sync()
+                except OSError as exc:
+                    failure = exc
+                    message = (f"cannot write the memory log in {str(self.path)!r}: {exc}; "
+                               "the writes not yet durable are undone")
+                else:
+                    self._segments.setdefault(self._wal.number, []).extend(payloads)
+                    self._durable = batch[-1][0]
+                    return
+        error = BackendError(message)
         self._recover()
-        raise error
+        raise error from failure
 
     def _recover(self) -> None:
         """After a failed commit: drop every queued record and rebuild the partitions from the
