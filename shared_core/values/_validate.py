@@ -19,7 +19,11 @@ MAX_DEPTH = 32
 
 def encodable(value: str, what: str, error: type[InvalidInputError] = InvalidInputError) -> str:
     """``value`` if it encodes as UTF-8, else ``error``: a lone surrogate (``"\\ud800"``, which
-    a Python string can hold and no file, index or server can store) is refused by name."""
+    a Python string can hold and no file, index or server can store) is refused by name, and so
+    is a NUL (U+0000), which FalkorDB's query parser cannot carry: one rule on every backend."""
+    if "\x00" in value:
+        raise error(f"{what} holds a NUL character (U+0000) at position {value.index(chr(0))}, "
+                    "which cannot be stored on every backend")
     if value.isascii():
         return value
     try:

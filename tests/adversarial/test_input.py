@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from shared_core import ElasticMemoryAtlas, InvalidInputError, MemoryEdge, Relation
+from shared_core import ElasticMemoryAtlas, InvalidInputError, InvalidMemoryError, MemoryEdge, Relation
 
 from ..unit._state import snapshot
 
@@ -145,3 +145,12 @@ def test_an_out_of_range_time_never_reaches_a_read(make_atlas: Make, tmp_path: A
     assert atlas.build_context("the year", namespace="n", token_budget=200, style="timeline").text
     atlas.export_jsonl(tmp_path / "a.jsonl")
     assert "year 9999" in atlas.to_html(namespace="n")
+
+
+def test_a_nul_in_content_is_refused_on_every_backend_with_nothing_stored(atlas: ElasticMemoryAtlas) -> None:
+    atlas.add_memory("kept", namespace="n")
+    with pytest.raises(InvalidMemoryError, match="NUL"):
+        atlas.add_memory("before\x00after", namespace="n")
+    with pytest.raises(InvalidMemoryError, match="NUL"):
+        atlas.add_memories([{"content": "fine"}, {"content": "bad\x00"}], namespace="n")
+    assert len(atlas) == 1 and [r.node.content for r in atlas.retrieve("kept", namespace="n")] == ["kept"]
