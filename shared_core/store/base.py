@@ -15,7 +15,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ..formulas.scoring import spread_max
-from ..values.model import NO_METADATA, MemoryEdge, Relation
+from ..values.config import AtlasConfig
+from ..values.model import NO_METADATA, MemoryEdge, MemoryNode, Relation
 from .contract import CandidateQuery, Candidates, Hits, Link, Links, Predicate, Ranked, Vector, WalkSpec, WriteBatch
 from .vector_math import link_exactly, search_many, search_ranked, vectors_of
 
@@ -121,6 +122,12 @@ class PartitionBase:
 
         def latest(self, session_id: str | None, n: int) -> list[str]:
             ...
+
+        def reinforce(self, node_id: str, *, now: float, config: AtlasConfig) -> MemoryNode | None:
+            ...
+
+    def reinforce_many(self, node_ids: Sequence[str], *, now: float, config: AtlasConfig) -> list[MemoryNode | None]:
+        return [self.reinforce(node_id, now=now, config=config) for node_id in node_ids]
 
     def track_many(self, node_ids: Sequence[str], session_ids: Sequence[str | None],
                    timestamps: Sequence[float]) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -246,6 +246,28 @@ class Connection:
                 raise BackendError(f"FalkorDB at {self.settings.url} refused a query: {item}")
         return _rows(response)
 
+    def run_many(self, key: str, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[list[Any]]]:
+        """Several read-only statements on graph ``key`` in one round trip (a pipeline); the rows
+        of each. A graph that does not exist gives no rows."""
+        commands = [["GRAPH.RO_QUERY", key, _params_header(params) + query, "--compact"] for query, params in statements]
+
+        def call() -> Any:
+            pipe = self._db.connection.pipeline(transaction=False)
+            for command in commands:
+                pipe.execute_command(*command)
+            return pipe.execute(raise_on_error=False)
+
+        responses = self._retrying(call, "a query")
+        out: list[list[list[Any]]] = []
+        for response in responses:
+            if isinstance(response, self._response_error):
+                if "empty key" in str(response):
+                    out.append([])
+                    continue
+                raise BackendError(f"FalkorDB at {self.settings.url} refused a query: {response}")
+            out.append(_rows(response))
+        return out
+
     def graphs(self) -> list[str]:
         """Every graph key on the server."""
         return [k.decode() if isinstance(k, bytes) else str(k) for k in self.command("GRAPH.LIST")]
@@ -280,3 +302,7 @@ class GraphKey:
 
     def write(self, query: str, params: Mapping[str, Any] | None = None) -> list[list[Any]]:
         return self.conn.run(self.key, query, params, write=True)
+
+    def read_many(self, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[list[Any]]]:
+        """Several read-only statements in one round trip."""
+        return self.conn.run_many(self.key, statements)

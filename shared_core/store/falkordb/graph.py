@@ -26,7 +26,7 @@ from ..base import GraphStoreBase
 from . import cypher as q
 from .client import GraphKey
 
-__all__ = ["FalkorGraphStore", "node_from_row", "node_props"]
+__all__ = ["FalkorGraphStore", "next_seq", "node_from_row", "node_props"]
 
 _PLAIN = [f for f in q.NODE_FIELDS if f not in q.TIME_FIELDS]
 _PAGE = 5000
@@ -97,18 +97,25 @@ class _Sequence:
 _SEQ = _Sequence()
 
 
+def next_seq() -> int:
+    """The next edge sequence number of this process."""
+    return _SEQ.next()
+
+
 class ReadCache:
     """What the current atlas call has read from one graph (see the module docstring)."""
 
-    __slots__ = ("edges", "nodes", "superseded", "turn")
+    __slots__ = ("edges", "nodes", "superseded", "superseded_count", "turn")
 
     def __init__(self) -> None:
         self.nodes: dict[str, MemoryNode | None] = {}
         self.superseded: dict[str, bool] = {}
         self.edges: dict[str, list[MemoryEdge]] = {}
         self.turn: int | None = None
+        self.superseded_count: int | None = None
 
     def clear(self) -> None:
+        self.superseded_count = None
         self.nodes.clear()
         self.superseded.clear()
         self.edges.clear()
@@ -127,6 +134,10 @@ class FalkorGraphStore(GraphStoreBase):
         self._g = graph
         self.namespace = namespace
         self.cache = cache or ReadCache()
+
+    def remember(self, rows: Sequence[Sequence[Any]]) -> None:
+        """Keep nodes read as `cypher.NODE_COLUMNS` rows in this call's cache."""
+        self._remember(rows)
 
     def _remember(self, rows: Sequence[Sequence[Any]]) -> None:
         for row in rows:
@@ -174,6 +185,7 @@ class FalkorGraphStore(GraphStoreBase):
 
     def remove_node(self, node_id: str) -> list[MemoryEdge]:
         removed = self.edges(node_id)
+        self.cache.superseded_count = None
         self.cache.nodes.pop(node_id, None)
         self._g.write(q.DELETE_NODE, {"id": node_id})
         self.cache.nodes[node_id] = None

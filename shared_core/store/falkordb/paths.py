@@ -1,0 +1,303 @@
+"""Recall and a batch write in few round trips: `FalkorPartition`'s `candidates`, `expand` and
+`write_batch`.
+
+They give what `shared_core.store.base`'s defaults give over the same server (the same ids, the
+same values, in the same order), with the server asked fewer, larger questions:
+
+- `gather` (candidates): one pipelined round trip for the searches (the vector top-k, the
+  full-text top-k, a time range, a session's latest turns; each non-vector hit with its cosine
+  to the query), then one statement reading the nodes that ``allowed`` will be asked about
+  (the head of each path). ``allowed`` is the engine's own predicate, applied here, in the
+  default's order, to the rows that came back: nothing about admission is re-implemented in
+  Cypher.
+- `walk` (expand): `spread_max` over the server's edges, read one hop at a time for the whole
+  frontier (`cypher.WALK_HOP`): each edge's direction and order, the other end's cosine and,
+  unless this call has read it, its node, so neither ``walkable`` nor the ranking that follows
+  asks the server again.
+- `write` (write_batch): one read round trip (the neighbour search of every row, the
+  superseded count, each session's newest memory) and one write statement (`cypher.write_batch`):
+  nodes, vectors, full text, tracking and edges, all or nothing.
+
+>>> from shared_core.store.falkordb.paths import order_edges
+>>> order_edges("a", [("b", "SIMILAR_TO", 0.5, 7, False), ("c", "BEFORE", 1.0, 9, True)])
+[('c', 'BEFORE', 1.0, 9, True), ('b', 'SIMILAR_TO', 0.5, 7, False)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ...formulas.scoring import spread_max
+from ...values.errors import InvalidEmbeddingError, NamespaceViolationError
+from ...values.model import Relation
+from ..contract import CandidateQuery, Candidates, Predicate, WalkSpec, WriteBatch
+from ..terms import query_terms
+from . import cypher as q
+from .graph import node_from_row, node_props
+from .client import Literal
+from .indexes import AMONG_IN_QUERY, quote, vector_literal
+
+if TYPE_CHECKING:
+    from .partition import FalkorPartition
+
+__all__ = ["gather", "order_edges", "walk", "write"]
+
+_RELATIONS = tuple(Relation)
+_INDEX = {r.value.upper(): i for i, r in enumerate(_RELATIONS)}
+_CHUNK = 32  # nodes read at once when admission runs past what was read ahead
+
+
+def _sim(distance: Any) -> float:
+    """A cosine distance from the server as the similarity the vector index reports."""
+    return 0.0 if distance is None else float(np.float32(1.0 - float(distance)))
+
+
+def _rows(literals: Iterable[str]) -> Literal:
+    """A list of rows already written as Cypher, as one parameter."""
+    return Literal("[" + ", ".join(literals) + "]")
+
+
+def order_edges(node_id: str, rows: Iterable[tuple[str, str, float, int, bool]]
+                ) -> list[tuple[str, str, float, int, bool]]:
+    """(other, type, strength, seq, outgoing) in `GraphStore.edges`'s order: out-edges first,
+    then in-edges, each in the order they were put."""
+    return sorted(rows, key=lambda r: (not r[4], r[3] or 0))
+
+
+# -- candidates -------------------------------------------------------------------------------
+def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Candidates:
+    """`Partition.candidates` in two round trips (see the module docstring)."""
+    subset = cq.subset
+    if subset is not None and len(subset) > AMONG_IN_QUERY:
+        return part.default_candidates(cq, allowed)
+    vector = vector_literal(cq.vector)
+    statements: list[tuple[str, dict[str, Any]]] = []
+    if subset is None:
+        statements.append((q.VECTOR_SEARCH, {"k": int(cq.vector_k), "query": vector}))
+    else:
+        statements.append((q.VECTOR_AMONG, {"ids": list(subset), "query": vector}))
+    terms = query_terms(cq.text) if cq.keywords else []
+    if terms and cq.keyword_k > 0:
+        params: dict[str, Any] = {"query": "|".join(terms), "k": int(cq.keyword_k), "vector": vector}
+        if cq.keyword_session is not None:
+            params["session"] = cq.keyword_session
+        if subset is not None:
+            params["ids"] = list(subset)
+        statements.append((q.text_search_cosine(session=cq.keyword_session is not None, among=subset is not None),
+                           params))
+    if cq.time_range is not None:
+        statements.append((q.BETWEEN_COSINE, {"start": float(cq.time_range[0]), "end": float(cq.time_range[1]),
+                                              "vector": vector}))
+    if cq.recent_session is not None and cq.recent_n > 0:
+        statements.append((q.session_cosine(cq.recent_session),
+                           {"session": cq.recent_session, "limit": int(cq.recent_n), "vector": vector}))
+    results = iter(part.graph_key.read_many(statements))
+
+    rows = next(results)
+    if subset is None:
+        vector_hits = [(str(i), _sim(d)) for i, d in rows]
+    else:
+        vector_hits = sorted(((str(i), _sim(d)) for i, d in rows), key=lambda kv: (-kv[1], kv[0]))[:cq.vector_k]
+    cosine_of: dict[str, float] = {}
+    keyword_hits: list[tuple[str, float]] = []
+    if terms and cq.keyword_k > 0:
+        found = sorted(((str(i), float(s), _sim(d)) for i, s, d in next(results)), key=lambda r: (-r[1], r[0]))
+        keyword_hits = [(i, s) for i, s, _ in found]
+        cosine_of.update((i, c) for i, _, c in found)
+    in_range: list[str] = []
+    if cq.time_range is not None:
+        timed = [(str(i), _sim(d)) for i, d in next(results)]
+        cosine_of.update(timed)
+        sims = np.fromiter((c for _, c in timed), dtype=np.float32, count=len(timed))
+        in_range = [timed[int(j)][0] for j in np.argsort(-sims, kind="stable")]  # allowed ones keep this order
+    latest: list[str] = []
+    if cq.recent_session is not None and cq.recent_n > 0:
+        recent_rows = sorted(next(results), key=lambda r: -int(r[2] or 0))
+        latest = [str(r[0]) for r in recent_rows]
+        cosine_of.update((str(r[0]), _sim(r[1])) for r in recent_rows)
+
+    every = cq.every_admissible
+    heads = 0 if every else cq.k + _CHUNK
+    part.graph.prefetch([i for i, _ in vector_hits[:heads]] + [i for i, _ in keyword_hits[:heads]]
+                        + in_range[:heads] + latest)
+    paths: dict[str, dict[str, float]] = {
+        "vector": _keep(part, vector_hits, cq.k, allowed, every),
+    }
+    if cq.keywords:
+        paths["keyword"] = _keep(part, keyword_hits, cq.k, allowed, every)
+    if cq.time_range is not None:
+        # the default keeps the allowed ids in timestamp order, then sorts them by cosine (stably)
+        kept = _keep(part, [(i, 1.0) for i in in_range], cq.k, allowed, False)
+        if kept:
+            paths["time"] = kept
+    if cq.recent_session is not None:
+        paths["recent"] = _keep(part, [(i, 1.0 / (r + 1)) for r, i in enumerate(latest)], cq.recent_k,
+                                allowed, every)
+    cosine = dict(paths["vector"])
+    for path, found_by in paths.items():
+        if path != "vector":
+            for i in found_by:
+                if i not in cosine:
+                    cosine[i] = cosine_of.get(i, 0.0)
+    part.remember_cosines(cq.vector, cosine_of)
+    return Candidates(paths, np.array([s for _, s in vector_hits], dtype=np.float64), cosine)
+
+
+def _keep(part: FalkorPartition, pairs: Sequence[tuple[str, float]], limit: int, allowed: Predicate,
+          every: bool) -> dict[str, float]:
+    """The first ``limit`` pairs whose id is allowed (all, with ``every``), reading the nodes
+    ahead in chunks when admission runs past those already read."""
+    if every:
+        return dict(pairs[:limit])
+    values: dict[str, float] = {}
+    known = part.graph.cache.nodes
+    for n, (node_id, value) in enumerate(pairs):
+        if node_id not in known:
+            part.graph.prefetch([i for i, _ in pairs[n:n + _CHUNK]])
+        if allowed(node_id):
+            values[node_id] = value
+            if len(values) == limit:
+                break
+    return values
+
+
+# -- the graph walk ---------------------------------------------------------------------------
+def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkable: Predicate | None
+         ) -> dict[str, float]:
+    """`Partition.expand`: `spread_max` with each hop's edges read for the whole frontier."""
+    factors = spec.factors
+    links: dict[str, list[tuple[str, float]]] = {}
+    cache = part.graph.cache
+    vector = part.cosine_query
+
+    def fetch(ids: list[str]) -> None:
+        wanted = [i for i in dict.fromkeys(ids) if i not in links]
+        if not wanted:
+            return
+        rows = part.graph_key.read(q.WALK_HOP, {"ids": wanted, "known": [i for i, n in cache.nodes.items() if n],
+                                                "vector": vector_literal(vector)})
+        grouped: dict[str, list[tuple[str, str, float, int, bool]]] = {i: [] for i in wanted}
+        cosines: dict[str, float] = {}
+        for node_id, other, kind, strength, seq, out, distance, node in rows:
+            grouped[str(node_id)].append((str(other), str(kind), float(strength), int(seq or 0), bool(out)))
+            cosines[str(other)] = _sim(distance)
+            if node is not None:
+                part.graph.remember([node])
+        for node_id, edges in grouped.items():
+            weighted = []
+            for other, kind, strength, _, _ in order_edges(node_id, edges):
+                factor = factors[_INDEX[kind]]
+                if factor is not None:
+                    weighted.append((other, min(1.0, strength) * factor))
+            links[node_id] = weighted
+        part.remember_cosines(vector, cosines)
+
+    frontier: list[str] = [i for i, s in seeds.items() if s > spec.min_activation]
+    admitted: list[str] = []
+
+    def neighbours(node_id: str) -> list[tuple[str, float]]:
+        if node_id not in links:  # the first node of a hop: read the hop's frontier at once
+            fetch([node_id, *frontier, *admitted])
+        return links[node_id]
+
+    def walks_on(node_id: str) -> bool:
+        ok = walkable is None or walkable(node_id)
+        if ok:
+            admitted.append(node_id)
+        return ok
+
+    return spread_max(seeds, neighbours, hops=spec.hops, decay=spec.decay, fanout=spec.fanout,
+                      min_activation=spec.min_activation, beam=spec.beam,
+                      walkable=None if walkable is None and spec.beam is None else walks_on)
+
+
+# -- a batch write ----------------------------------------------------------------------------
+def write(part: FalkorPartition, batch: WriteBatch) -> None:
+    """`Partition.write_batch` in two round trips (see the module docstring)."""
+    nodes = batch.nodes
+    if not nodes:
+        return
+    for node in nodes:
+        if node.namespace != part.namespace:
+            raise NamespaceViolationError(f"memory {node.id!r} belongs to namespace {node.namespace!r}, "
+                                          f"not {part.namespace!r}")
+    vecs = batch.vectors
+    if vecs.shape != (len(nodes), part.vectors.dim):
+        raise InvalidEmbeddingError(f"expected {len(nodes)} vectors of dimension {part.vectors.dim}, "
+                                    f"got {vecs.shape}")
+    ids = [n.id for n in nodes]
+    sessions = [n.session_id for n in nodes]
+    top = batch.similar_top
+    statements: list[tuple[str, dict[str, Any]]] = [(q.SUPERSEDED, {})]
+    if top > 0:
+        queries = _rows(vector_literal(v) for v in vecs)
+        statements.append((q.VECTOR_SEARCH_MANY, {"k": top, "queries": queries}))
+    named = sorted({s for s in sessions if s is not None})
+    if batch.link_temporal:
+        statements.append((q.LATEST_OF, {"sessions": named}))
+        if None in sessions:
+            statements.append((q.LATEST_OF_NONE, {}))
+    results = iter(part.graph_key.read_many(statements))
+    superseded = {str(r[0]) for r in next(results)}
+    similar = _neighbours(next(results) if top > 0 else [], ids, vecs, top, batch.min_similarity, superseded)
+    last: dict[str | None, str | None] = {}
+    if batch.link_temporal:
+        last.update((str(s), None if i is None else str(i)) for s, i in next(results))
+        if None in sessions:
+            none_rows = next(results)
+            last[None] = str(none_rows[0][0]) if none_rows else None
+    edges: dict[tuple[str, str, Relation], float] = {}  # in put order; a repeated edge replaces (moves last)
+
+    def put(source: str, target: str, relation: Relation, strength: float) -> None:
+        edges.pop((source, target, relation), None)
+        edges[(source, target, relation)] = float(strength)
+
+    for node_id, session, extra, hits in zip(ids, sessions, batch.links, similar, strict=True):
+        if batch.link_temporal:
+            previous = last.get(session)
+            if previous is not None:
+                put(previous, node_id, Relation.BEFORE, 1.0)
+            last[session] = node_id
+        for other, sim in hits:
+            put(node_id, other if isinstance(other, str) else ids[other], Relation.SIMILAR_TO, sim)
+        for target, relation, strength in extra:
+            put(node_id, target, relation, strength)
+    by_relation: dict[Relation, list[list[Any]]] = {}
+    for (source, target, relation), strength in edges.items():
+        by_relation.setdefault(relation, []).append([source, target, strength, part.next_seq()])
+    relations = list(by_relation)
+    params: dict[str, Any] = {
+        "nodes": [{"id": n.id, "props": node_props(n), "text": n.content, "i": j} for j, n in enumerate(nodes)],
+        "vectors": _rows(f"[{quote(i)}, {vector_literal(v)}]" for i, v in zip(ids, vecs, strict=True)),
+        "created_at": float(batch.created_at),
+    } | {f"e{j}": by_relation[r] for j, r in enumerate(relations)}
+    part.graph_key.write(q.write_batch(relations), params)
+    part.written(nodes, [e[:2] for e in edges])
+
+
+def _neighbours(rows: list[list[Any]], ids: Sequence[str], vecs: np.ndarray[Any, Any], top: int,
+                min_similarity: float, superseded: set[str]) -> list[list[tuple[str | int, float]]]:
+    """`base._link`: each row's ``top`` best neighbours among the stored memories (the index's
+    answer, cut as `FalkorVectorIndex.search` cuts it) and the batch's earlier rows, superseded
+    ones dropped."""
+    from ..vector_math import batch_pairs, merge_links
+
+    if top <= 0:
+        return [[] for _ in ids]
+    spare = min(len(superseded), 8) + 1 if superseded else 0
+    k = top + spare
+    per_row: list[list[tuple[str, float]]] = [[] for _ in ids]
+    for i, node_id, distance in rows:
+        per_row[int(i)].append((str(node_id), float(distance)))
+    found: list[list[tuple[str, float]]] = []
+    for hits in per_row:
+        best = sorted(hits, key=lambda h: (h[1], h[0]))[:k]
+        found.append([(i, s) for i, d in best if (s := _sim(d)) >= min_similarity])
+    linked = merge_links(found, *batch_pairs(vecs, min_similarity), k)
+    if superseded:
+        return [[h for h in hits if h[0] not in superseded][:top] for hits in linked]
+    return [hits[:top] for hits in linked]
+
