@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+import numpy as np
+
 from ...values.errors import BackendError, InvalidInputError, MissingDependencyError
 
 __all__ = ["Connection", "GraphKey", "Literal", "Settings", "parse_url"]
@@ -161,8 +163,8 @@ def _value(cell: list[Any]) -> Any:
         return value == "true"
     if kind == 6:
         return [_value(c) for c in value]
-    if kind == 12:
-        return [float(x) for x in value]
+    if kind == 12:  # a vector's elements as decimal strings: read as doubles, as float() would
+        return np.array(value, dtype=np.bytes_).astype(np.float64).astype(np.float32)
     if kind == 10:
         return {str(value[i]): _value(value[i + 1]) for i in range(0, len(value), 2)}
     raise BackendError(f"unexpected value of type {kind} in a FalkorDB result (the backend reads no graph objects)")
@@ -249,7 +251,8 @@ class Connection:
     def run_many(self, key: str, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[list[Any]]]:
         """Several read-only statements on graph ``key`` in one round trip (a pipeline); the rows
         of each. A graph that does not exist gives no rows."""
-        commands = [["GRAPH.RO_QUERY", key, _params_header(params) + query, "--compact"] for query, params in statements]
+        commands = [["GRAPH.RO_QUERY", key, _params_header(params) + query, "--compact"]
+                    for query, params in statements]
 
         def call() -> Any:
             pipe = self._db.connection.pipeline(transaction=False)

@@ -196,11 +196,13 @@ def text_search(*, session: bool, among: bool) -> str:
 # -- one-round-trip forms of recall and of a batch write (`shared_core.store.falkordb.paths`) ----
 def batch_rescale(decay_unit: str, weight_model: str, *, reinforce: bool) -> str:
     """`rescale` of every id of ``$ids`` in one statement (one row per memory still there)."""
-    return "UNWIND $ids AS id " + rescale(decay_unit, weight_model, reinforce=reinforce).replace("{id: $id}", "{id: id}")
+    single = rescale(decay_unit, weight_model, reinforce=reinforce)
+    return "UNWIND $ids AS id " + single.replace("{id: $id}", "{id: id}")
 
 
 _COSINE = "vec.cosineDistance(e.embedding, vecf32($vector))"
 SUPERSEDED_COUNT = "MATCH (n:Memory) WHERE n.superseded RETURN count(n)"
+BOUNDED_COUNT = "MATCH (n:Memory) WHERE n.expires_at IS NOT NULL OR n.valid_to IS NOT NULL RETURN count(n)"
 VECTORS_AMONG = "UNWIND $ids AS id MATCH (e:Embedding {id: id}) RETURN e.id, e.embedding"
 # each row's nearest (row number, id, distance); a row's best k are cut client-side
 # (the room for superseded neighbours is `base._link`'s: min(superseded, 8) + 1 when there are any)
@@ -216,27 +218,37 @@ LATEST_OF = ("UNWIND $sessions AS s MATCH (n:Memory) WHERE n.tracked AND n.sessi
              "WITH s, n ORDER BY n.pos DESC WITH s, collect(n.id)[0] AS last RETURN s, last")
 LATEST_OF_NONE = "MATCH (n:Memory) WHERE n.tracked AND n.session_id IS NULL RETURN n.id ORDER BY n.pos DESC LIMIT 1"
 # one hop of recall's walk: every edge of each id (self-loops aside), its direction and order,
-# the other end's cosine with $vector and, unless this process has read it, its node
+# and the other end's cosine with $vector
 WALK_HOP = ("UNWIND $ids AS id MATCH (n:Memory {id: id})-[r]-(m:Memory) WHERE m <> n "
             "WITH DISTINCT id, r, m, startNode(r) = n AS out "
             f"OPTIONAL MATCH (e:Embedding {{id: m.id}}) "
-            f"RETURN id, m.id, type(r), r.strength, r.seq, out, {_COSINE}, "
-            f"CASE WHEN m.id IN $known THEN null ELSE [{NODE_COLUMNS.replace('n.', 'm.')}] END")
+            f"RETURN id, m.id, type(r), r.strength, r.seq, out, {_COSINE}")
+
+
+# `VECTOR_SEARCH` with the node of each of the first $heads hits (null after them)
+VECTOR_SEARCH_NODES = ("OPTIONAL MATCH (c:Atlas) WITH $k + coalesce(c.stale, 0) AS wanted "
+                       "CALL db.idx.vector.queryNodes('Embedding', 'embedding', wanted, vecf32($query)) "
+                       "YIELD node, score WITH node, score ORDER BY score, node.id LIMIT $k "
+                       "WITH collect([node.id, score]) AS hits UNWIND range(0, size(hits) - 1) AS rank "
+                       "WITH rank, hits[rank] AS hit OPTIONAL MATCH (n:Memory {id: hit[0]}) WHERE rank < $heads "
+                       f"RETURN hit[0], hit[1], CASE WHEN n IS NULL THEN null ELSE [{NODE_COLUMNS}] END "
+                       "ORDER BY rank")
 
 
 def session_cosine(session: str | None) -> str:
-    """`session_ids` newest first, with each memory's cosine with ``$vector``."""
+    """`session_ids` newest first, with each memory's cosine with ``$vector`` and its node."""
     where = _NO_SESSION if session is None else _SESSION
     return (f"MATCH (n:Memory) WHERE n.tracked AND {where} WITH n ORDER BY n.pos DESC LIMIT $limit "
-            f"OPTIONAL MATCH (e:Embedding {{id: n.id}}) RETURN n.id, {_COSINE}, n.pos")
+            f"OPTIONAL MATCH (e:Embedding {{id: n.id}}) RETURN n.id, {_COSINE}, n.pos, [{NODE_COLUMNS}]")
 
 
 def text_search_cosine(*, session: bool, among: bool) -> str:
-    """`text_search` with each hit's cosine with ``$vector``."""
+    """`text_search` with each hit's cosine with ``$vector`` and its node."""
     base = text_search(session=session, among=among)
     head, _, tail = base.partition("RETURN node.id, score ")
     return (f"{head}WITH node, score {tail.replace('LIMIT $k', '')}LIMIT $k "
-            f"OPTIONAL MATCH (e:Embedding {{id: node.id}}) RETURN node.id, score, {_COSINE}")
+            f"OPTIONAL MATCH (e:Embedding {{id: node.id}}) RETURN node.id, score, {_COSINE}, "
+            f"[{NODE_COLUMNS.replace('n.', 'node.')}]")
 
 
 def write_batch(relations: Sequence[Relation]) -> str:

@@ -13,6 +13,7 @@ query is the OR of the query's distinct words, stopwords removed, as for the in-
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Collection, Sequence
 
 import numpy as np
@@ -25,7 +26,8 @@ from ..terms import query_terms
 from . import cypher as q
 from .client import GraphKey, Literal
 
-__all__ = ["AMONG_IN_QUERY", "CosineCache", "FalkorKeywordIndex", "FalkorVectorIndex", "quote", "vector_literal"]
+__all__ = ["AMONG_IN_QUERY", "CosineCache", "FalkorKeywordIndex", "FalkorVectorIndex", "query_literal", "quote",
+           "vector_literal"]
 
 _ROWS_PER_WRITE = 256
 AMONG_IN_QUERY = 5000  # a subset up to this size is filtered in the query, larger ones after it
@@ -65,6 +67,25 @@ def _no_prefetch(ids: Sequence[str], *, edges: bool = False) -> None:
 def vector_literal(vector: npt.NDArray[np.float32]) -> Literal:
     """A float32 vector as a Cypher list literal (9 significant digits: exact for float32)."""
     return Literal("[" + ",".join(np.char.mod("%.9g", np.asarray(vector, dtype=np.float32)).tolist()) + "]")
+
+
+def query_literal(vector: npt.NDArray[np.float32]) -> Literal:
+    """`vector_literal` of a query vector, remembered: a recall sends it three or four times."""
+    values = np.asarray(vector, dtype=np.float32)
+    key = values.tobytes()
+    with _LITERALS_LOCK:
+        found = _LITERALS.get(key)
+    if found is None:
+        found = vector_literal(values)
+        with _LITERALS_LOCK:
+            _LITERALS[key] = found
+            while len(_LITERALS) > 8:  # a recall writes its query vector three or four times
+                del _LITERALS[next(iter(_LITERALS))]
+    return found
+
+
+_LITERALS: dict[bytes, Literal] = {}
+_LITERALS_LOCK = threading.Lock()
 
 
 class FalkorVectorIndex(VectorIndexBase):
@@ -117,7 +138,7 @@ class FalkorVectorIndex(VectorIndexBase):
             best = sorted(sims.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
             self._prefetch([i for i, _ in best], edges=k > _WALK)
             return best
-        rows = self._g.read(q.VECTOR_SEARCH, {"k": int(k), "query": vector_literal(query)})
+        rows = self._g.read(q.VECTOR_SEARCH, {"k": int(k), "query": query_literal(query)})
         hits = [(str(i), float(np.float32(1.0 - float(d)))) for i, d in rows]
         self._prefetch([i for i, _ in hits], edges=k > _WALK)
         return hits
@@ -142,7 +163,7 @@ class FalkorVectorIndex(VectorIndexBase):
 
     def _among(self, query: Vector, ids: list[str]) -> dict[str, float]:
         out: dict[str, float] = {}
-        literal = vector_literal(query)
+        literal = query_literal(query)
         for start in range(0, len(ids), AMONG_IN_QUERY):
             rows = self._g.read(q.VECTOR_AMONG, {"ids": ids[start:start + AMONG_IN_QUERY], "query": literal})
             out.update((str(i), float(np.float32(1.0 - float(d)))) for i, d in rows)

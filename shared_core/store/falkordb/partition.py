@@ -16,7 +16,7 @@ Several processes may share a namespace, so nothing here is a process-local cach
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable, Iterator, MutableMapping, MutableSet, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, MutableMapping, MutableSet, Sequence
 from typing import Any
 
 import numpy as np
@@ -95,9 +95,10 @@ class _Sessions(MutableMapping[str | None, Collection[str]]):
 class _Inactive(MutableSet[str]):
     """The ids of superseded memories (the ``superseded`` flag)."""
 
-    def __init__(self, graph: GraphKey, cache: ReadCache) -> None:
+    def __init__(self, graph: GraphKey, cache: ReadCache, snapshot: Callable[[], None]) -> None:
         self._g = graph
         self._cache = cache
+        self._snapshot = snapshot  # reads the superseded count (and the turn) into the cache
 
     @classmethod
     def _from_iterable(cls, it: Iterable[Any]) -> set[Any]:
@@ -116,7 +117,8 @@ class _Inactive(MutableSet[str]):
 
     def __len__(self) -> int:
         if self._cache.superseded_count is None:  # asked twice by each recall
-            self._cache.superseded_count = len(self._g.read(q.SUPERSEDED))
+            self._snapshot()
+        assert self._cache.superseded_count is not None
         return self._cache.superseded_count
 
     def add(self, node_id: str) -> None:
@@ -151,10 +153,11 @@ class FalkorPartition(PartitionBase):
         self._cache = ReadCache()
         self._cosines = CosineCache()
         self.graph = FalkorGraphStore(graph, namespace, self._cache)
+        self.graph.snapshot = self._snapshot
         self.vectors = FalkorVectorIndex(graph, dim, prefetch=self.graph.prefetch, cosines=self._cosines)
         self.keywords = FalkorKeywordIndex(graph, prefetch=self.graph.prefetch)
         self.sessions = _Sessions(graph)
-        self.inactive = _Inactive(graph, self._cache)
+        self.inactive = _Inactive(graph, self._cache, self._snapshot)
         self._last_turn = 0  # the counter as this process last moved or read it
 
     def begin(self) -> None:
@@ -198,7 +201,7 @@ class FalkorPartition(PartitionBase):
     def written(self, nodes: Sequence[MemoryNode], edges: Iterable[Sequence[str]]) -> None:
         """Update this call's caches after a batch write."""
         cache = self._cache
-        cache.superseded_count = None
+        cache.superseded_count = cache.bounded = None
         self._cosines.clear()
         for node in nodes:
             cache.nodes[node.id] = node
@@ -207,6 +210,15 @@ class FalkorPartition(PartitionBase):
             for i in pair:
                 cache.edges.pop(i, None)
 
+    def _snapshot(self) -> None:
+        """The write counter, the superseded count and `bounded_nodes`, in one round trip (a recall
+        asks for all three)."""
+        turn, superseded, bounded = self._g.read_many([(q.GET_TURN, {}), (q.SUPERSEDED_COUNT, {}),
+                                                       (q.BOUNDED_COUNT, {})])
+        self._last_turn = self._cache.turn = int(turn[0][0]) if turn and turn[0][0] is not None else 0
+        self._cache.superseded_count = int(superseded[0][0]) if superseded else 0
+        self._cache.bounded = int(bounded[0][0]) if bounded else 0
+
     def next_seq(self) -> int:
         """An edge's sequence number (its place in `GraphStore.edges`'s order)."""
         return next_seq()
@@ -214,8 +226,8 @@ class FalkorPartition(PartitionBase):
     @property
     def turn(self) -> int:
         if self._cache.turn is None:
-            rows = self._g.read(q.GET_TURN)
-            self._last_turn = self._cache.turn = int(rows[0][0]) if rows and rows[0][0] is not None else 0
+            self._snapshot()
+        assert self._cache.turn is not None
         return self._cache.turn
 
     @turn.setter

@@ -26,28 +26,48 @@ same values, in the same order), with the server asked fewer, larger questions:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from ...formulas.scoring import spread_max
 from ...values.errors import InvalidEmbeddingError, NamespaceViolationError
-from ...values.model import Relation
-from ..contract import CandidateQuery, Candidates, Predicate, WalkSpec, WriteBatch
+from ...values.model import MemoryNode, Relation
+from ..contract import CandidateQuery, Candidates, Predicate, Vector, WalkSpec, WriteBatch
 from ..terms import query_terms
 from . import cypher as q
-from .graph import node_from_row, node_props
-from .client import Literal
-from .indexes import AMONG_IN_QUERY, quote, vector_literal
+from .client import GraphKey, Literal
+from .graph import FalkorGraphStore, node_props
+from .indexes import AMONG_IN_QUERY, FalkorVectorIndex, query_literal, quote, vector_literal
 
-if TYPE_CHECKING:
-    from .partition import FalkorPartition
+
+class FalkorPartition(Protocol):
+    """What these paths use of `shared_core.store.falkordb.partition.FalkorPartition`."""
+
+    namespace: str
+    graph: FalkorGraphStore
+    vectors: FalkorVectorIndex
+
+    @property
+    def graph_key(self) -> GraphKey: ...
+
+    @property
+    def cosine_query(self) -> Vector: ...
+
+    def default_candidates(self, query: CandidateQuery, allowed: Predicate) -> Candidates: ...
+
+    def remember_cosines(self, query: Vector, values: dict[str, float]) -> None: ...
+
+    def written(self, nodes: Sequence[MemoryNode], edges: Iterable[Sequence[str]]) -> None: ...
+
+    def next_seq(self) -> int: ...
 
 __all__ = ["gather", "order_edges", "walk", "write"]
 
 _RELATIONS = tuple(Relation)
 _INDEX = {r.value.upper(): i for i, r in enumerate(_RELATIONS)}
 _CHUNK = 32  # nodes read at once when admission runs past what was read ahead
+_HEADS = 8  # nodes read with a path's hits beyond the k it keeps (room for inadmissible ones)
 
 
 def _sim(distance: Any) -> float:
@@ -73,10 +93,12 @@ def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Can
     subset = cq.subset
     if subset is not None and len(subset) > AMONG_IN_QUERY:
         return part.default_candidates(cq, allowed)
-    vector = vector_literal(cq.vector)
+    vector = query_literal(cq.vector)
     statements: list[tuple[str, dict[str, Any]]] = []
+    every = cq.every_admissible
+    heads = 0 if every else cq.k + _HEADS  # the nodes admission will ask about, read with the hits
     if subset is None:
-        statements.append((q.VECTOR_SEARCH, {"k": int(cq.vector_k), "query": vector}))
+        statements.append((q.VECTOR_SEARCH_NODES, {"k": int(cq.vector_k), "query": vector, "heads": heads}))
     else:
         statements.append((q.VECTOR_AMONG, {"ids": list(subset), "query": vector}))
     terms = query_terms(cq.text) if cq.keywords else []
@@ -97,14 +119,18 @@ def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Can
     results = iter(part.graph_key.read_many(statements))
 
     rows = next(results)
+    remember = part.graph.remember
     if subset is None:
-        vector_hits = [(str(i), _sim(d)) for i, d in rows]
+        vector_hits = [(str(i), _sim(d)) for i, d, _ in rows]
+        remember([node for _, _, node in rows if node is not None])
     else:
         vector_hits = sorted(((str(i), _sim(d)) for i, d in rows), key=lambda kv: (-kv[1], kv[0]))[:cq.vector_k]
     cosine_of: dict[str, float] = {}
     keyword_hits: list[tuple[str, float]] = []
     if terms and cq.keyword_k > 0:
-        found = sorted(((str(i), float(s), _sim(d)) for i, s, d in next(results)), key=lambda r: (-r[1], r[0]))
+        keyword_rows = next(results)
+        remember([r[3] for r in keyword_rows])
+        found = sorted(((str(i), float(s), _sim(d)) for i, s, d, _ in keyword_rows), key=lambda r: (-r[1], r[0]))
         keyword_hits = [(i, s) for i, s, _ in found]
         cosine_of.update((i, c) for i, _, c in found)
     in_range: list[str] = []
@@ -116,13 +142,11 @@ def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Can
     latest: list[str] = []
     if cq.recent_session is not None and cq.recent_n > 0:
         recent_rows = sorted(next(results), key=lambda r: -int(r[2] or 0))
+        remember([r[3] for r in recent_rows])
         latest = [str(r[0]) for r in recent_rows]
         cosine_of.update((str(r[0]), _sim(r[1])) for r in recent_rows)
 
-    every = cq.every_admissible
-    heads = 0 if every else cq.k + _CHUNK
-    part.graph.prefetch([i for i, _ in vector_hits[:heads]] + [i for i, _ in keyword_hits[:heads]]
-                        + in_range[:heads] + latest)
+    part.graph.prefetch([i for i, _ in vector_hits[:heads]] + in_range[:heads])  # a subset's, a time range's
     paths: dict[str, dict[str, float]] = {
         "vector": _keep(part, vector_hits, cq.k, allowed, every),
     }
@@ -177,23 +201,26 @@ def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkabl
         wanted = [i for i in dict.fromkeys(ids) if i not in links]
         if not wanted:
             return
-        rows = part.graph_key.read(q.WALK_HOP, {"ids": wanted, "known": [i for i, n in cache.nodes.items() if n],
-                                                "vector": vector_literal(vector)})
+        rows = part.graph_key.read(q.WALK_HOP, {"ids": wanted, "vector": query_literal(vector)})
         grouped: dict[str, list[tuple[str, str, float, int, bool]]] = {i: [] for i in wanted}
         cosines: dict[str, float] = {}
-        for node_id, other, kind, strength, seq, out, distance, node in rows:
+        for node_id, other, kind, strength, seq, out, distance in rows:
             grouped[str(node_id)].append((str(other), str(kind), float(strength), int(seq or 0), bool(out)))
             cosines[str(other)] = _sim(distance)
-            if node is not None:
-                part.graph.remember([node])
+        reach: dict[str, float] = {}  # what each other end may receive: the order its node is read in
         for node_id, edges in grouped.items():
             weighted = []
+            act = seeds.get(node_id, 1.0)
             for other, kind, strength, _, _ in order_edges(node_id, edges):
                 factor = factors[_INDEX[kind]]
                 if factor is not None:
-                    weighted.append((other, min(1.0, strength) * factor))
+                    w = min(1.0, strength) * factor
+                    weighted.append((other, w))
+                    if other not in cache.nodes:
+                        reach[other] = max(reach.get(other, 0.0), act * w)
             links[node_id] = weighted
         part.remember_cosines(vector, cosines)
+        part.graph.read_ahead(sorted(reach, key=lambda i: -reach[i]))
 
     frontier: list[str] = [i for i, s in seeds.items() if s > spec.min_activation]
     admitted: list[str] = []
