@@ -31,7 +31,7 @@ __all__ = ["FalkorGraphStore", "next_seq", "node_from_row", "node_props"]
 _PLAIN = [f for f in q.NODE_FIELDS if f not in q.TIME_FIELDS]
 _PAGE = 5000
 _EDGE_BATCH = 4000
-_AHEAD = 16  # nodes read at once from the walk's read-ahead list
+_AHEAD = 32  # nodes read at once from the walk's read-ahead list
 
 
 def _time(hi: Any, lo: Any) -> float | None:

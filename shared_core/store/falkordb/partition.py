@@ -200,8 +200,9 @@ class FalkorPartition(PartitionBase):
 
     def written(self, nodes: Sequence[MemoryNode], edges: Iterable[Sequence[str]]) -> None:
         """Update this call's caches after a batch write."""
-        cache = self._cache
-        cache.superseded_count = cache.bounded = None
+        cache = self._cache  # new memories are not superseded; the bounded count grows by those that may expire
+        if cache.bounded is not None:
+            cache.bounded += sum(1 for n in nodes if n.expires_at is not None or n.valid_to is not None)
         self._cosines.clear()
         for node in nodes:
             cache.nodes[node.id] = node

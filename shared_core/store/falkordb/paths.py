@@ -160,6 +160,8 @@ def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Can
     if cq.recent_session is not None:
         paths["recent"] = _keep(part, [(i, 1.0 / (r + 1)) for r, i in enumerate(latest)], cq.recent_k,
                                 allowed, every)
+    # the ranking reads the nodes of the best candidates next: read them in chunks, vector path first
+    part.graph.read_ahead([i for found_by in paths.values() for i in found_by])
     cosine = dict(paths["vector"])
     for path, found_by in paths.items():
         if path != "vector":
