@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import re
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -191,14 +192,23 @@ class Connection:
         from redis.retry import Retry
 
         self.settings = settings
-        self._transient = (redis.ConnectionError, redis.TimeoutError)
+        from redis.exceptions import ClusterDownError, TryAgainError
+
+        # a cluster failing over answers CLUSTERDOWN / TRYAGAIN until a replica is promoted
+        self._transient = (redis.ConnectionError, redis.TimeoutError, ClusterDownError, TryAgainError)
         self._response_error = redis.ResponseError
-        # the client asks the server about itself (sentinel? cluster?) while it is built
-        self._db = self._retrying(lambda: falkordb.FalkorDB(
-            host=settings.host, port=settings.port, username=settings.username, password=settings.password,
-            socket_timeout=settings.timeout, socket_connect_timeout=settings.connect_timeout,
-            retry=Retry(NoBackoff(), 0)), "connecting",  # retries are ours: bounded in time
-            budget=min(settings.retry_for, FIRST_CONTACT))
+
+        def connect() -> Any:
+            # the client asks the server about itself (sentinel? cluster?) while it is built; on a
+            # cluster it passes redis-py arguments that redis-py deprecates (its concern, not ours)
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=".*deprecated usage of input argument", category=DeprecationWarning)
+                return falkordb.FalkorDB(
+                    host=settings.host, port=settings.port, username=settings.username, password=settings.password,
+                    socket_timeout=settings.timeout, socket_connect_timeout=settings.connect_timeout,
+                    retry=Retry(NoBackoff(), 0))  # retries are ours: bounded in time
+
+        self._db = self._retrying(connect, "connecting", budget=min(settings.retry_for, FIRST_CONTACT))
 
     def _retrying(self, call: Callable[[], T], what: str, *, budget: float | None = None) -> T:
         budget = self.settings.retry_for if budget is None else budget
@@ -271,9 +281,24 @@ class Connection:
             out.append(_rows(response))
         return out
 
+    @property
+    def cluster(self) -> bool:
+        """Whether the server is a node of a Redis Cluster (the client then routes each graph key
+        to its shard)."""
+        import redis
+
+        return isinstance(self._db.connection, redis.RedisCluster)
+
     def graphs(self) -> list[str]:
-        """Every graph key on the server."""
-        return [k.decode() if isinstance(k, bytes) else str(k) for k in self.command("GRAPH.LIST")]
+        """Every graph key on the server (on a cluster: on every master)."""
+        if self.cluster:  # the nodes themselves: redis-py 8 does not route a flag for a module command
+            cluster = self._db.connection
+            found = self._retrying(lambda: cluster.execute_command(
+                "GRAPH.LIST", target_nodes=cluster.get_primaries()), "GRAPH.LIST")
+            keys = [k for ks in found.values() for k in ks] if isinstance(found, dict) else list(found)
+        else:
+            keys = self.command("GRAPH.LIST")
+        return sorted({k.decode() if isinstance(k, bytes) else str(k) for k in keys})
 
     def ping(self) -> None:
         """Check that the server answers and has the FalkorDB module (a clear error otherwise).
