@@ -32,7 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", default=".falkordb", help="data directory (default: .falkordb)")
     parser.add_argument("--port", type=int, default=None, help="port (default: a free one)")
     parser.add_argument("--appendfsync", default="everysec", choices=("always", "everysec", "no"))
-    parser.add_argument("--cluster", type=int, default=0, metavar="MASTERS", help="start a cluster of this many masters")
+    parser.add_argument("--cluster", type=int, default=0, metavar="MASTERS",
+                        help="start a cluster of this many masters")
     parser.add_argument("--replicas", type=int, default=1, help="replicas of each master (with --cluster)")
     args = parser.parse_args(argv)
     data = Path(args.dir).resolve()

@@ -202,7 +202,8 @@ class Connection:
             # the client asks the server about itself (sentinel? cluster?) while it is built; on a
             # cluster it passes redis-py arguments that redis-py deprecates (its concern, not ours)
             with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", message=".*deprecated usage of input argument", category=DeprecationWarning)
+                warnings.filterwarnings("ignore", message=".*deprecated usage of input argument",
+                                        category=DeprecationWarning)
                 return falkordb.FalkorDB(
                     host=settings.host, port=settings.port, username=settings.username, password=settings.password,
                     socket_timeout=settings.timeout, socket_connect_timeout=settings.connect_timeout,

@@ -16,7 +16,9 @@ their vectors sit on nodes that never change, and a search asks for ``k + stale`
 
 Bookkeeping properties besides the memory's own fields: ``text`` (full-text index), ``tracked``
 and ``pos`` (in its session's order and the time index; ``pos`` orders a session),
-``superseded`` (in ``Partition.inactive``).
+``superseded`` (in ``Partition.inactive``) and ``bounded`` (it has an ``expires_at`` or a
+``valid_to``: `GraphStore.bounded_nodes`); the two flags are indexed, so recall counts them
+without scanning the namespace.
 
 Result-set doubles come back with 15 significant digits, which would round POSIX times to
 10 microseconds, so times are returned as two columns, ``floor(t)`` and ``t - floor(t)``, whose
@@ -57,6 +59,11 @@ def rel_type(relation: Relation) -> str:
 # -- schema -------------------------------------------------------------------------------------
 RANGE_INDEX = "CREATE INDEX FOR (n:Memory) ON (n.id, n.session_id, n.timestamp)"
 EMBEDDING_INDEX = "CREATE INDEX FOR (e:Embedding) ON (e.id)"
+# the two flags recall counts on every call (a count over an index, not a scan of the namespace)
+FLAGS_INDEX = "CREATE INDEX FOR (n:Memory) ON (n.superseded, n.bounded)"
+# a graph written before the flags' index: flag its memories that may stop being current
+BACKFILL_BOUNDED = ("MATCH (n:Memory) WHERE n.bounded IS NULL AND (n.expires_at IS NOT NULL OR n.valid_to IS NOT NULL) "
+                    "SET n.bounded = true")
 
 
 def vector_index(dim: int) -> str:  # FalkorDB; Neo4j: CREATE VECTOR INDEX ... OPTIONS {indexConfig: {...}}
@@ -154,7 +161,7 @@ BETWEEN = ("MATCH (n:Memory) WHERE n.tracked AND n.timestamp >= $start AND n.tim
            "RETURN n.id ORDER BY n.timestamp, n.id")
 SET_SUPERSEDED = "MATCH (n:Memory {id: $id}) SET n.superseded = $flag"
 IS_SUPERSEDED = "MATCH (n:Memory {id: $id}) WHERE n.superseded RETURN n.id"
-SUPERSEDED = "MATCH (n:Memory) WHERE n.superseded RETURN n.id"
+SUPERSEDED = "MATCH (n:Memory) WHERE n.superseded = true RETURN n.id"  # `= true`: the flags' index answers
 SUPERSEDED_AMONG = "UNWIND $ids AS id MATCH (n:Memory {id: id}) WHERE n.superseded RETURN n.id"
 
 # -- vectors (FalkorDB: vecf32, db.idx.vector.queryNodes, vec.cosineDistance) ------------------
@@ -201,12 +208,12 @@ def batch_rescale(decay_unit: str, weight_model: str, *, reinforce: bool) -> str
 
 
 _COSINE = "vec.cosineDistance(e.embedding, vecf32($vector))"
-SUPERSEDED_COUNT = "MATCH (n:Memory) WHERE n.superseded RETURN count(n)"
-BOUNDED_COUNT = "MATCH (n:Memory) WHERE n.expires_at IS NOT NULL OR n.valid_to IS NOT NULL RETURN count(n)"
+SUPERSEDED_COUNT = "MATCH (n:Memory) WHERE n.superseded = true RETURN count(n)"
+BOUNDED_COUNT = "MATCH (n:Memory) WHERE n.bounded = true RETURN count(n)"
 VECTORS_AMONG = "UNWIND $ids AS id MATCH (e:Embedding {id: id}) RETURN e.id, e.embedding"
 # each row's nearest (row number, id, distance); a row's best k are cut client-side
 # (the room for superseded neighbours is `base._link`'s: min(superseded, 8) + 1 when there are any)
-VECTOR_SEARCH_MANY = ("OPTIONAL MATCH (s:Memory) WHERE s.superseded WITH count(s) AS gone "
+VECTOR_SEARCH_MANY = ("OPTIONAL MATCH (s:Memory) WHERE s.superseded = true WITH count(s) AS gone "
                       "OPTIONAL MATCH (c:Atlas) WITH $k + coalesce(c.stale, 0) "
                       "+ CASE WHEN gone = 0 THEN 0 WHEN gone > 8 THEN 9 ELSE gone + 1 END AS wanted "
                       "UNWIND range(0, size($queries) - 1) AS i "

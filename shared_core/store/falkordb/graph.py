@@ -73,6 +73,7 @@ def node_props(node: MemoryNode) -> dict[str, Any]:
         elif isinstance(value, float) or f in q.TIME_FIELDS:
             value = None if value is None else float(value)
         props[f] = value
+    props["bounded"] = True if node.expires_at is not None or node.valid_to is not None else None
     return props
 
 

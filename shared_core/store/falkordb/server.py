@@ -94,7 +94,8 @@ def start_server(directory: str | os.PathLike[str], *, port: int | None = None, 
 
     ``appendfsync="always"`` makes every acknowledged write durable even if the process is
     killed; ``daemonize`` detaches it (``make falkordb``), its pid then read from
-    ``falkordb.pid``; ``extra`` are more redis-server arguments (`start_cluster`'s). Raises `BackendError` if it does not answer within ``wait`` seconds.
+    ``falkordb.pid``; ``extra`` are more redis-server arguments (`start_cluster`'s). Raises
+    `BackendError` if it does not answer within ``wait`` seconds.
     """
     if appendfsync not in ("always", "everysec", "no"):
         raise ValueError(f"appendfsync must be always, everysec or no, got {appendfsync!r}")
@@ -182,7 +183,8 @@ def start_cluster(directory: str | os.PathLike[str], *, masters: int = 3, replic
             client.execute_command("CLUSTER MEET", "127.0.0.1", started[0].port)
         share = 16384 // masters
         for i, client in enumerate(clients[:masters]):
-            client.execute_command("CLUSTER ADDSLOTSRANGE", i * share, 16383 if i == masters - 1 else (i + 1) * share - 1)
+            last = 16383 if i == masters - 1 else (i + 1) * share - 1
+            client.execute_command("CLUSTER ADDSLOTSRANGE", i * share, last)
         deadline = time.monotonic() + wait
         ids = [str(c.execute_command("CLUSTER MYID")) for c in clients]
         while not all(len(c.execute_command("CLUSTER NODES")) == len(clients) for c in clients):
@@ -204,7 +206,8 @@ def start_cluster(directory: str | os.PathLike[str], *, masters: int = 3, replic
 def _cluster_port() -> int:
     """A free port whose cluster bus port (10,000 above) is free too."""
     for _ in range(100):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as a, socket.socket(socket.AF_INET, socket.SOCK_STREAM) as b:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as a, \
+                socket.socket(socket.AF_INET, socket.SOCK_STREAM) as b:
             try:
                 a.bind(("127.0.0.1", 0))
                 port: int = a.getsockname()[1]
