@@ -19,6 +19,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ...values.errors import BackendError, MissingDependencyError
 
@@ -178,7 +179,7 @@ def start_cluster(directory: str | os.PathLike[str], *, masters: int = 3, replic
                                         wait=wait, extra=[
                 "--cluster-enabled", "yes", "--cluster-config-file", str(node / "nodes.conf"),
                 "--cluster-node-timeout", str(int(node_timeout_ms))]))
-        clients = [redis.Redis(host="127.0.0.1", port=s.port, decode_responses=True) for s in started]
+        clients: list[Any] = [redis.Redis(host="127.0.0.1", port=s.port, decode_responses=True) for s in started]
         for client in clients[1:]:
             client.execute_command("CLUSTER MEET", "127.0.0.1", started[0].port)
         share = 16384 // masters
@@ -220,9 +221,8 @@ def _cluster_port() -> int:
     raise BackendError("no free port pair for a cluster node")
 
 
-def _role(client: object) -> str:
-    role = client.execute_command("ROLE")  # type: ignore[attr-defined]
-    return str(role[0])
+def _role(client: Any) -> str:
+    return str(client.execute_command("ROLE")[0])
 
 
 def _waited(deadline: float, what: str) -> None:
