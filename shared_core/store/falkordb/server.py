@@ -157,7 +157,7 @@ def start_cluster(directory: str | os.PathLike[str], *, masters: int = 3, replic
                   appendfsync: str = "everysec", daemonize: bool = False, wait: float = 30.0,
                   node_timeout_ms: int = 2000) -> LocalCluster:
     """Start ``masters`` servers and ``replicas`` replicas of each on 127.0.0.1 in cluster mode
-    (data of node i in ``directory/node<i>``), and form the cluster with ``CLUSTER MEET``,
+    (data of node i in ``directory/node<i>``, which must not hold a former cluster's), and form the cluster with ``CLUSTER MEET``,
     ``CLUSTER ADDSLOTSRANGE`` (the 16,384 slots split evenly) and ``CLUSTER REPLICATE``.
 
     A replica whose master stops answering for ``node_timeout_ms`` is promoted by the others.
@@ -173,6 +173,8 @@ def start_cluster(directory: str | os.PathLike[str], *, masters: int = 3, replic
     try:
         for i in range(masters * (1 + replicas)):
             node = data / f"node{i}"
+            if (node / "appendonlydir").exists():  # a former cluster's data: its slots would clash
+                raise BackendError(f"{node} holds a former cluster's data; start a new cluster in an empty directory")
             node.mkdir(parents=True, exist_ok=True)
             (node / "nodes.conf").unlink(missing_ok=True)
             started.append(start_server(node, port=_cluster_port(), appendfsync=appendfsync, daemonize=daemonize,
