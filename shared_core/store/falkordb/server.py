@@ -157,8 +157,9 @@ def start_cluster(directory: str | os.PathLike[str], *, masters: int = 3, replic
                   appendfsync: str = "everysec", daemonize: bool = False, wait: float = 30.0,
                   node_timeout_ms: int = 2000) -> LocalCluster:
     """Start ``masters`` servers and ``replicas`` replicas of each on 127.0.0.1 in cluster mode
-    (data of node i in ``directory/node<i>``, which must not hold a former cluster's), and form the cluster with ``CLUSTER MEET``,
-    ``CLUSTER ADDSLOTSRANGE`` (the 16,384 slots split evenly) and ``CLUSTER REPLICATE``.
+    (data of node i in ``directory/node<i>``, which must not hold a former cluster's), and form
+    the cluster with ``CLUSTER MEET``, ``CLUSTER ADDSLOTSRANGE`` (the 16,384 slots split evenly)
+    and ``CLUSTER REPLICATE``.
 
     A replica whose master stops answering for ``node_timeout_ms`` is promoted by the others.
     Raises `BackendError` if the cluster is not serving every slot within ``wait`` seconds (the
