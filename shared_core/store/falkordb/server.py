@@ -161,7 +161,8 @@ def start_cluster(directory: str | os.PathLike[str], *, masters: int = 3, replic
     the cluster with ``CLUSTER MEET``, ``CLUSTER ADDSLOTSRANGE`` (the 16,384 slots split evenly)
     and ``CLUSTER REPLICATE``.
 
-    A replica whose master stops answering for ``node_timeout_ms`` is promoted by the others.
+    ``node_timeout_ms`` is the cluster's ``cluster-node-timeout`` (after which Redis Cluster
+    considers a silent master failed and may promote its replica; the tests do not cover failover).
     Raises `BackendError` if the cluster is not serving every slot within ``wait`` seconds (the
     servers started are stopped again).
     """
