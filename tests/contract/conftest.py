@@ -1,9 +1,10 @@
-"""The contract suite runs every test against each backend: in-process, FalkorDB on one server
-and FalkorDB on a cluster (three masters; each namespace's graph lives on one shard).
+"""The contract suite runs every test against each backend: in-process, chroma, FalkorDB on one
+server and FalkorDB on a cluster (three masters; each namespace's graph lives on one shard).
 
 ``make_atlas`` and ``atlas`` here replace the shared ones: same deterministic atlas (hashing
 embedder, manual clock), on the backend of the test's parameter. Each FalkorDB test gets a graph
-prefix of its own, dropped afterwards.
+prefix of its own, dropped afterwards; each chroma test a directory of its own (``sync``
+durability, so every write goes through the log before it returns), closed afterwards.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def falkordb_cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[s
     yield from session_cluster(tmp_path_factory.mktemp("falkordb-cluster"))
 
 
-@pytest.fixture(params=["memory", pytest.param("falkordb", marks=pytest.mark.falkordb),
+@pytest.fixture(params=["memory", "chroma", pytest.param("falkordb", marks=pytest.mark.falkordb),
                         pytest.param("falkordb-cluster", marks=pytest.mark.falkordb)])
 def backend_name(request: pytest.FixtureRequest) -> str:
     return str(request.param)
@@ -39,12 +40,19 @@ def backend_name(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def make_backend(backend_name: str, request: pytest.FixtureRequest) -> Iterator[Callable[[int], Any]]:
-    """``make_backend(dim)``: None (the in-process default) or a FalkorDB backend of its own."""
+    """``make_backend(dim)``: None (the in-process default), or a chroma or FalkorDB backend of its own."""
     made: list[Any] = []
+    opened: list[Any] = []
 
     def build(dim: int) -> Any:
         if backend_name == "memory":
             return None
+        if backend_name == "chroma":
+            from shared_core.store.chroma import ChromaBackend
+
+            directory = request.getfixturevalue("tmp_path") / f"chroma-{len(opened)}"
+            opened.append(ChromaBackend(directory, durability="sync", dim=dim))
+            return opened[-1]
         from shared_core.store.falkordb import FalkorDBBackend
 
         url = request.getfixturevalue("falkordb_url" if backend_name == "falkordb" else "falkordb_cluster_url")
@@ -55,6 +63,8 @@ def make_backend(backend_name: str, request: pytest.FixtureRequest) -> Iterator[
     yield build
     for backend in made:
         drop_all(backend)
+    for backend in opened:
+        backend.close()
 
 
 @pytest.fixture
