@@ -12,8 +12,6 @@ import numpy as np
 import pytest
 
 from shared_core import ElasticMemoryAtlas, InvalidInputError, InvalidMemoryError, MemoryEdge, Relation
-from shared_core.store.falkordb import FalkorPartition
-from shared_core.store.falkordb.client import GraphKey
 
 from ..unit._state import snapshot
 
@@ -92,26 +90,13 @@ def test_a_store_that_fails_after_the_node_is_in_undoes_the_write(atlas: Elastic
     part = atlas.backend.partition("n")
     assert part is not None
     before = snapshot(atlas)
-    store: Any = type(getattr(part, where))
+    store = type(getattr(part, where))
     method = "add" if where == "vectors" or not hasattr(store, "add_many") else "add_many"
 
     def fail(self: Any, *args: Any, **kwargs: Any) -> None:
         raise MemoryError("the store is full")
 
-    if isinstance(part, FalkorPartition):  # a batch is one read and one write statement: fail either
-        write = GraphKey.write
-
-        def fail_batch(self: GraphKey, query: str, params: Any = None) -> Any:
-            if "UNWIND $nodes" in query:
-                raise MemoryError("the store is full")
-            return write(self, query, params)
-
-        if where == "vectors":
-            monkeypatch.setattr(GraphKey, "write", fail_batch)
-        else:
-            monkeypatch.setattr(GraphKey, "read_many", fail)
-    else:
-        monkeypatch.setattr(store, method, fail)
+    monkeypatch.setattr(store, method, fail)
     with pytest.raises(MemoryError):
         atlas.add_memories(["Bob likes tea", "Ana moved to Lisbon"], namespace="n", session_id="s")
     with pytest.raises(MemoryError):

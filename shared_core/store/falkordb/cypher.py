@@ -200,7 +200,7 @@ def text_search(*, session: bool, among: bool) -> str:
             f"RETURN node.id, score ORDER BY score DESC, node.id LIMIT $k")
 
 
-# -- one-round-trip forms of recall and of a batch write (`shared_core.store.falkordb.paths`) ----
+# -- one-round-trip forms of recall (`shared_core.store.falkordb.paths`) ----------------------
 def batch_rescale(decay_unit: str, weight_model: str, *, reinforce: bool) -> str:
     """`rescale` of every id of ``$ids`` in one statement (one row per memory still there)."""
     single = rescale(decay_unit, weight_model, reinforce=reinforce)
@@ -211,19 +211,8 @@ _COSINE = "vec.cosineDistance(e.embedding, vecf32($vector))"
 SUPERSEDED_COUNT = "MATCH (n:Memory) WHERE n.superseded = true RETURN count(n)"
 BOUNDED_COUNT = "MATCH (n:Memory) WHERE n.bounded = true RETURN count(n)"
 VECTORS_AMONG = "UNWIND $ids AS id MATCH (e:Embedding {id: id}) RETURN e.id, e.embedding"
-# each row's nearest (row number, id, distance); a row's best k are cut client-side
-# (the room for superseded neighbours is `base._link`'s: min(superseded, 8) + 1 when there are any)
-VECTOR_SEARCH_MANY = ("OPTIONAL MATCH (s:Memory) WHERE s.superseded = true WITH count(s) AS gone "
-                      "OPTIONAL MATCH (c:Atlas) WITH $k + coalesce(c.stale, 0) "
-                      "+ CASE WHEN gone = 0 THEN 0 WHEN gone > 8 THEN 9 ELSE gone + 1 END AS wanted "
-                      "UNWIND range(0, size($queries) - 1) AS i "
-                      "CALL db.idx.vector.queryNodes('Embedding', 'embedding', wanted, vecf32($queries[i])) "
-                      "YIELD node, score RETURN i, node.id, score")
 BETWEEN_COSINE = ("MATCH (n:Memory) WHERE n.tracked AND n.timestamp >= $start AND n.timestamp < $end "
                   f"OPTIONAL MATCH (e:Embedding {{id: n.id}}) RETURN n.id, {_COSINE} ORDER BY n.timestamp, n.id")
-LATEST_OF = ("UNWIND $sessions AS s MATCH (n:Memory) WHERE n.tracked AND n.session_id = s "
-             "WITH s, n ORDER BY n.pos DESC WITH s, collect(n.id)[0] AS last RETURN s, last")
-LATEST_OF_NONE = "MATCH (n:Memory) WHERE n.tracked AND n.session_id IS NULL RETURN n.id ORDER BY n.pos DESC LIMIT 1"
 # one hop of recall's walk: every edge of each id (self-loops aside), its direction and order,
 # and the other end's cosine with $vector
 WALK_HOP = ("UNWIND $ids AS id MATCH (n:Memory {id: id})-[r]-(m:Memory) WHERE m <> n "
@@ -256,18 +245,3 @@ def text_search_cosine(*, session: bool, among: bool) -> str:
     return (f"{head}WITH node, score {tail.replace('LIMIT $k', '')}LIMIT $k "
             f"OPTIONAL MATCH (e:Embedding {{id: node.id}}) RETURN node.id, score, {_COSINE}, "
             f"[{NODE_COLUMNS.replace('n.', 'node.')}]")
-
-
-def write_batch(relations: Sequence[Relation]) -> str:
-    """A batch of new memories in one statement: ``$nodes`` (maps of id, props, text, i), their
-    ``$vectors`` ([id, vector]), tracked in order (``pos`` from the counter's ``seq``), and the
-    edges of each relation (``$e0``, ``$e1`` ...: [source, target, strength, seq])."""
-    parts = ["MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0 "
-             "SET c.seq = c.seq + size($nodes) WITH c.seq - size($nodes) AS base "
-             "UNWIND $nodes AS row CREATE (n:Memory {id: row.id}) "
-             "SET n += row.props, n.text = row.text, n.tracked = true, n.pos = base + row.i + 1 "
-             "WITH count(*) AS done UNWIND $vectors AS v CREATE (:Embedding {id: v[0], embedding: vecf32(v[1])})"]
-    for j, relation in enumerate(relations):
-        parts.append(f"WITH count(*) AS done UNWIND $e{j} AS e MATCH (a:Memory {{id: e[0]}}), (b:Memory {{id: e[1]}}) "
-                     f"CREATE (a)-[:{rel_type(relation)} {{strength: e[2], created_at: $created_at, seq: e[3]}}]->(b)")
-    return " ".join(parts) + " RETURN count(*)"

@@ -24,7 +24,7 @@ import numpy as np
 from ...values.config import AtlasConfig
 from ...values.model import MemoryNode
 from ..base import PartitionBase
-from ..contract import CandidateQuery, Candidates, Predicate, Vector, WalkSpec, WriteBatch
+from ..contract import CandidateQuery, Candidates, Predicate, Vector, WalkSpec
 from . import cypher as q
 from . import paths
 from .client import GraphKey
@@ -183,9 +183,6 @@ class FalkorPartition(PartitionBase):
 
     def expand(self, seeds: dict[str, float], walk: WalkSpec, walkable: Predicate | None) -> dict[str, float]:
         return paths.walk(self, seeds, walk, walkable)
-
-    def write_batch(self, batch: WriteBatch) -> None:
-        paths.write(self, batch)
 
     @property
     def cosine_query(self) -> Vector:

@@ -1,5 +1,4 @@
-"""Recall and a batch write in few round trips: `FalkorPartition`'s `candidates`, `expand` and
-`write_batch`.
+"""Recall in few round trips: `FalkorPartition`'s `candidates` and `expand`.
 
 They give what `shared_core.store.base`'s defaults give over the same server (the same ids, the
 same values, in the same order), with the server asked fewer, larger questions:
@@ -14,9 +13,6 @@ same values, in the same order), with the server asked fewer, larger questions:
   frontier (`cypher.WALK_HOP`): each edge's direction and order, the other end's cosine and,
   unless this call has read it, its node, so neither ``walkable`` nor the ranking that follows
   asks the server again.
-- `write` (write_batch): one read round trip (the neighbour search of every row, the
-  superseded count, each session's newest memory) and one write statement (`cypher.write_batch`):
-  nodes, vectors, full text, tracking and edges, all or nothing.
 
 >>> from shared_core.store.falkordb.paths import order_edges
 >>> order_edges("a", [("b", "SIMILAR_TO", 0.5, 7, False), ("c", "BEFORE", 1.0, 9, True)])
@@ -31,14 +27,13 @@ from typing import Any, Protocol
 import numpy as np
 
 from ...formulas.scoring import spread_max
-from ...values.errors import InvalidEmbeddingError, NamespaceViolationError
-from ...values.model import MemoryNode, Relation
-from ..contract import CandidateQuery, Candidates, Predicate, Vector, WalkSpec, WriteBatch
+from ...values.model import Relation
+from ..contract import CandidateQuery, Candidates, Predicate, Vector, WalkSpec
 from ..terms import query_terms
 from . import cypher as q
 from .client import GraphKey, Literal
-from .graph import FalkorGraphStore, node_props
-from .indexes import AMONG_IN_QUERY, FalkorVectorIndex, query_literal, quote, vector_literal
+from .graph import FalkorGraphStore
+from .indexes import AMONG_IN_QUERY, FalkorVectorIndex, query_literal
 
 
 class FalkorPartition(Protocol):
@@ -58,11 +53,7 @@ class FalkorPartition(Protocol):
 
     def remember_cosines(self, query: Vector, values: dict[str, float]) -> None: ...
 
-    def written(self, nodes: Sequence[MemoryNode], edges: Iterable[Sequence[str]]) -> None: ...
-
-    def next_seq(self) -> int: ...
-
-__all__ = ["gather", "order_edges", "walk", "write"]
+__all__ = ["gather", "order_edges", "walk"]
 
 _RELATIONS = tuple(Relation)
 _INDEX = {r.value.upper(): i for i, r in enumerate(_RELATIONS)}
@@ -241,92 +232,3 @@ def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkabl
     return spread_max(seeds, neighbours, hops=spec.hops, decay=spec.decay, fanout=spec.fanout,
                       min_activation=spec.min_activation, beam=spec.beam,
                       walkable=None if walkable is None and spec.beam is None else walks_on)
-
-
-# -- a batch write ----------------------------------------------------------------------------
-def write(part: FalkorPartition, batch: WriteBatch) -> None:
-    """`Partition.write_batch` in two round trips (see the module docstring)."""
-    nodes = batch.nodes
-    if not nodes:
-        return
-    for node in nodes:
-        if node.namespace != part.namespace:
-            raise NamespaceViolationError(f"memory {node.id!r} belongs to namespace {node.namespace!r}, "
-                                          f"not {part.namespace!r}")
-    vecs = batch.vectors
-    if vecs.shape != (len(nodes), part.vectors.dim):
-        raise InvalidEmbeddingError(f"expected {len(nodes)} vectors of dimension {part.vectors.dim}, "
-                                    f"got {vecs.shape}")
-    ids = [n.id for n in nodes]
-    sessions = [n.session_id for n in nodes]
-    top = batch.similar_top
-    statements: list[tuple[str, dict[str, Any]]] = [(q.SUPERSEDED, {})]
-    if top > 0:
-        queries = _rows(vector_literal(v) for v in vecs)
-        statements.append((q.VECTOR_SEARCH_MANY, {"k": top, "queries": queries}))
-    named = sorted({s for s in sessions if s is not None})
-    if batch.link_temporal:
-        statements.append((q.LATEST_OF, {"sessions": named}))
-        if None in sessions:
-            statements.append((q.LATEST_OF_NONE, {}))
-    results = iter(part.graph_key.read_many(statements))
-    superseded = {str(r[0]) for r in next(results)}
-    similar = _neighbours(next(results) if top > 0 else [], ids, vecs, top, batch.min_similarity, superseded)
-    last: dict[str | None, str | None] = {}
-    if batch.link_temporal:
-        last.update((str(s), None if i is None else str(i)) for s, i in next(results))
-        if None in sessions:
-            none_rows = next(results)
-            last[None] = str(none_rows[0][0]) if none_rows else None
-    edges: dict[tuple[str, str, Relation], float] = {}  # in put order; a repeated edge replaces (moves last)
-
-    def put(source: str, target: str, relation: Relation, strength: float) -> None:
-        edges.pop((source, target, relation), None)
-        edges[(source, target, relation)] = float(strength)
-
-    for node_id, session, extra, hits in zip(ids, sessions, batch.links, similar, strict=True):
-        if batch.link_temporal:
-            previous = last.get(session)
-            if previous is not None:
-                put(previous, node_id, Relation.BEFORE, 1.0)
-            last[session] = node_id
-        for other, sim in hits:
-            put(node_id, other if isinstance(other, str) else ids[other], Relation.SIMILAR_TO, sim)
-        for target, relation, strength in extra:
-            put(node_id, target, relation, strength)
-    by_relation: dict[Relation, list[list[Any]]] = {}
-    for (source, target, relation), strength in edges.items():
-        by_relation.setdefault(relation, []).append([source, target, strength, part.next_seq()])
-    relations = list(by_relation)
-    params: dict[str, Any] = {
-        "nodes": [{"id": n.id, "props": node_props(n), "text": n.content, "i": j} for j, n in enumerate(nodes)],
-        "vectors": _rows(f"[{quote(i)}, {vector_literal(v)}]" for i, v in zip(ids, vecs, strict=True)),
-        "created_at": float(batch.created_at),
-    } | {f"e{j}": by_relation[r] for j, r in enumerate(relations)}
-    part.graph_key.write(q.write_batch(relations), params)
-    part.written(nodes, [e[:2] for e in edges])
-
-
-def _neighbours(rows: list[list[Any]], ids: Sequence[str], vecs: np.ndarray[Any, Any], top: int,
-                min_similarity: float, superseded: set[str]) -> list[list[tuple[str | int, float]]]:
-    """`base._link`: each row's ``top`` best neighbours among the stored memories (the index's
-    answer, cut as `FalkorVectorIndex.search` cuts it) and the batch's earlier rows, superseded
-    ones dropped."""
-    from ..vector_math import batch_pairs, merge_links
-
-    if top <= 0:
-        return [[] for _ in ids]
-    spare = min(len(superseded), 8) + 1 if superseded else 0
-    k = top + spare
-    per_row: list[list[tuple[str, float]]] = [[] for _ in ids]
-    for i, node_id, distance in rows:
-        per_row[int(i)].append((str(node_id), float(distance)))
-    found: list[list[tuple[str, float]]] = []
-    for hits in per_row:
-        best = sorted(hits, key=lambda h: (h[1], h[0]))[:k]
-        found.append([(i, s) for i, d in best if (s := _sim(d)) >= min_similarity])
-    linked = merge_links(found, *batch_pairs(vecs, min_similarity), k)
-    if superseded:
-        return [[h for h in hits if h[0] not in superseded][:top] for hits in linked]
-    return [hits[:top] for hits in linked]
-
