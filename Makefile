@@ -62,15 +62,21 @@ browser:
 	  echo "installing Debian's chromium for the browser test"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-# The integration tests' FalkorDB server: started fresh on a free 127.0.0.1 port, stopped by its
-# pid whatever the tests do.
+# The integration tests' FalkorDB server and cluster (3 masters with a replica each): started
+# fresh on free 127.0.0.1 ports, stopped by their pids whatever the tests do.
 FALKORDB_TEST := .falkordb/test
+FALKORDB_CLUSTER := .falkordb/test-cluster
 
 test: lint $(if $(filter true 1 yes,$(CI)),browser)
 	@$(BIN)/python scripts/falkordb.py stop --dir $(FALKORDB_TEST) >/dev/null 2>&1; rm -rf $(FALKORDB_TEST)
-	$(BIN)/python scripts/falkordb.py start --dir $(FALKORDB_TEST) --appendfsync always
-	trap '$(BIN)/python scripts/falkordb.py stop --dir $(FALKORDB_TEST)' EXIT; \
+	@$(BIN)/python scripts/falkordb.py stop --dir $(FALKORDB_CLUSTER) >/dev/null 2>&1; rm -rf $(FALKORDB_CLUSTER)
+	trap '$(BIN)/python scripts/falkordb.py stop --dir $(FALKORDB_TEST); \
+	      $(BIN)/python scripts/falkordb.py stop --dir $(FALKORDB_CLUSTER)' EXIT; \
+	  $(BIN)/python scripts/falkordb.py start --dir $(FALKORDB_TEST) --appendfsync always && \
+	  $(BIN)/python scripts/falkordb.py start --dir $(FALKORDB_CLUSTER) --cluster 3 --replicas 1 \
+	    --appendfsync always && \
 	  ATLAS_FALKORDB_URL=$$($(BIN)/python scripts/falkordb.py url --dir $(FALKORDB_TEST)) \
+	  ATLAS_FALKORDB_CLUSTER_URL=$$($(BIN)/python scripts/falkordb.py url --dir $(FALKORDB_CLUSTER)) \
 	  $(BIN)/python -m pytest -q -p no:cacheprovider
 
 # A FalkorDB server for development: 127.0.0.1, a free port, append-only file in .falkordb/dev;

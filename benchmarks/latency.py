@@ -418,8 +418,7 @@ def ratio(ours: float, theirs: float) -> str:
     return f"{r:,.0f}×" if r >= 10 else f"{r:.1f}×" if r >= 1 else f"{r:.2f}×" if r >= 0.01 else f"{r:.3f}×"
 
 
-def report(results: dict[int, dict[str, Any]], model: dict[str, Any] | None,
-           falkordb: dict[str, Any] | None = None) -> str:
+def report(results: dict[int, dict[str, Any]], model: dict[str, Any] | None) -> str:
     head = ("| memories | operation | p50 ms | p95 ms | p99 ms | " + " | ".join(f"vs {PEER_NAMES[p]}" for p in PEERS)
             + " |")
     lines = [head, "|" + "---|" * (5 + len(PEERS))]
@@ -437,11 +436,6 @@ def report(results: dict[int, dict[str, Any]], model: dict[str, Any] | None,
         for op in OPS:
             p50, p95, p99 = model[op]
             lines.append(f"| {model['n']:,.0f} (MiniLM, embedding included) | `{op}` | {p50:.3f} | {p95:.3f} | "
-                         f"{p99:.3f} | " + " | ".join(["—"] * len(PEERS)) + " |")
-    if falkordb:  # the same operations with the memory on a FalkorDB server
-        for op in OPS:
-            p50, p95, p99 = falkordb[op]
-            lines.append(f"| {falkordb['n']:,} (FalkorDB backend, loopback) | `{op}` | {p50:.3f} | {p95:.3f} | "
                          f"{p99:.3f} | " + " | ".join(["—"] * len(PEERS)) + " |")
     lines += ["", "| memories | peer | query p50 ms | p95 ms | p99 ms | insert ms/memory | recall@10 | queries |",
               "|---|---|---|---|---|---|---|---|"]
@@ -607,30 +601,6 @@ def real_recall(path: str, sizes: Sequence[int]) -> str:
     return "\n".join(lines)
 
 
-def bench_falkordb(url: str, queries: int) -> dict[str, Any]:
-    """`bench_atlas` at 1,000 memories with the atlas on a FalkorDB server (``url``, or "start":
-    one started here on 127.0.0.1 and stopped afterwards)."""
-    import tempfile
-
-    from shared_core.store.falkordb import FalkorDBBackend
-
-    corpus, extra = make_corpus(1000, queries, extra=100)
-    with tempfile.TemporaryDirectory() as tmp:
-        server = None
-        if url == "start":
-            from shared_core.store.falkordb.server import start_server
-
-            server = start_server(tmp)
-            url = server.url
-        url = f"{url.split('?')[0]}?prefix=bench-{os.getpid()}:"
-        try:
-            return bench_atlas(corpus, extra=extra, backend=url) | {"n": 1000}
-        finally:
-            FalkorDBBackend.from_url(url, dim=DIM).drop("bench")
-            if server is not None:
-                server.stop()
-
-
 def blas() -> str:
     try:
         from threadpoolctl import threadpool_info
@@ -661,8 +631,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="BLAS threads for everyone (default 1: on a shared 2-core machine threaded "
                              "matrix-vector products were measured up to 200x slower)")
     parser.add_argument("--falkordb", nargs="?", const="start", metavar="URL",
-                        help="also time the atlas on FalkorDB at 1,000 memories (on URL, or on a local server "
-                             "started for the run)")
+                        help="also time the atlas on FalkorDB, with FalkorDB's own floors and the in-process atlas "
+                             "on the same vectors (on URL, or on a local server started for the run)")
+    parser.add_argument("--falkordb-sizes", default="10000", help="comma-separated sizes for --falkordb")
     parser.add_argument("--chroma", metavar="SIZES",
                         help="only the chroma backend's rows (benchmarks/chroma_durable.py) at these comma-separated "
                              "sizes: durable writes against chromadb's own, reopen, reads against in process")
@@ -734,8 +705,12 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         corpus, extra = make_corpus(1000, min(args.queries, 100), extra=100)
         model = bench_atlas(corpus, extra=extra, embedder=MiniLMEmbedder()) | {"n": 1000}
-    falkordb = bench_falkordb(args.falkordb, min(args.queries, 100)) if args.falkordb else None
-    print(report(results, model, falkordb))
+    print(report(results, model))
+    if args.falkordb:
+        import falkordb_floors
+
+        print(falkordb_floors.report(falkordb_floors.bench(
+            args.falkordb, [int(s) for s in args.falkordb_sizes.split(",")], min(args.queries, 100))))
     if args.locomo and not args.no_model:
         from embedder_ab import markdown, measure
 

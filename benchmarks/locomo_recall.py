@@ -120,8 +120,9 @@ def ingest(atlas: ElasticMemoryAtlas, conv: Conversation, cache: VectorCache) ->
 def run_benchmark(conversations: Sequence[Conversation], *, config: AtlasConfig | None = None,
                   styles: Sequence[str] = STYLES, budgets: Sequence[int] = TABLE_BUDGETS,
                   plot_budgets: Sequence[int] = (), baselines: Sequence[str] = BASELINES + FRAMEWORK_BASELINES,
-                  progress: bool = True, embedder: Any = None) -> Results:
-    """Ingest each conversation, ask its questions of the atlas and of every baseline."""
+                  progress: bool = True, embedder: Any = None, backend: str | None = None) -> Results:
+    """Ingest each conversation, ask its questions of the atlas and of every baseline; ``backend``
+    a FalkorDB URL (each conversation's namespace there is dropped afterwards)."""
     config = config or AtlasConfig.archive()
     embedder = embedder or MiniLMEmbedder()
     cache = VectorCache(embedder)
@@ -136,7 +137,9 @@ def run_benchmark(conversations: Sequence[Conversation], *, config: AtlasConfig 
         results.turns += len(conv.turns)
         bar.set_postfix_str(f"{conv.sample_id}: ingesting")
         atlas = ElasticMemoryAtlas(config=config, embedder=_CachedEmbedder(cache), token_counter=counter,
-                                   clock=ManualClock(NOW))
+                                   clock=ManualClock(NOW), backend=backend)
+        for ns in list(atlas.backend.namespaces()) if backend else ():  # a previous run's, interrupted
+            atlas.backend.drop(ns)
         dia_of = ingest(atlas, conv, cache)
         text_of = {t.dia_id: " ".join(t.content.split()) for t in conv.turns}
         vectors = cache.embed([t.content for t in conv.turns])
@@ -284,6 +287,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="override an AtlasConfig field for an ablation, e.g. --set graph_hops=0")
     parser.add_argument("--json", metavar="FILE", help="also write every mean to a JSON file")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--backend", metavar="URL", help="the atlas on a FalkorDB server, e.g. "
+                        "falkordb://127.0.0.1:6379?prefix=locomo: (its namespaces under the prefix are dropped)")
     args = parser.parse_args(argv)
 
     if not Path(args.data).exists():
@@ -308,7 +313,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     plot_budgets = PLOT_BUDGETS if args.plot else ()
     started = time.perf_counter()
     results = run_benchmark(conversations, config=config, styles=styles, plot_budgets=plot_budgets,
-                            baselines=names, progress=not args.quiet)
+                            baselines=names, progress=not args.quiet, backend=args.backend)
     print(markdown(results, styles=styles))
     print(f"\n(config preset: {args.config}{''.join(' --set ' + x for x in args.set)}; "
           f"total run time {time.perf_counter() - started:.0f} s)")

@@ -552,8 +552,8 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews, Relations):
         """Each hit's memory reinforced (as it was when it is gone)."""
         out, done = [], []
         try:
-            for hit in hits:
-                updated = part.reinforce(hit.node.id, now=now, config=self.config)  # one atomic step
+            updates = part.reinforce_many([hit.node.id for hit in hits], now=now, config=self.config)
+            for hit, updated in zip(hits, updates, strict=True):  # each one atomic step
                 if updated is not None:
                     done.append(updated)
                 out.append(updated or hit.node)

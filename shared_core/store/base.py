@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from ..formulas.scoring import spread_max
 from ..values.config import AtlasConfig
-from ..values.model import NO_METADATA, AnyRelation, MemoryEdge, Relation
+from ..values.model import NO_METADATA, AnyRelation, MemoryEdge, MemoryNode, Relation
 from ..values.relations import RELATION_CODES
 from .contract import (
     AtlasLock,
@@ -134,6 +134,12 @@ class PartitionBase:
 
         def latest(self, session_id: str | None, n: int) -> list[str]:
             ...
+
+        def reinforce(self, node_id: str, *, now: float, config: AtlasConfig) -> MemoryNode | None:
+            ...
+
+    def reinforce_many(self, node_ids: Sequence[str], *, now: float, config: AtlasConfig) -> list[MemoryNode | None]:
+        return [self.reinforce(node_id, now=now, config=config) for node_id in node_ids]
 
     def track_many(self, node_ids: Sequence[str], session_ids: Sequence[str | None],
                    timestamps: Sequence[float]) -> None:

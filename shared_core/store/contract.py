@@ -294,6 +294,9 @@ class Partition(Protocol):
         ``reinforce_factor`` (at most ``weight_cap``), one more access, last access now.
         Returns the updated node (None if it is gone)."""
 
+    def reinforce_many(self, node_ids: Sequence[str], *, now: float, config: AtlasConfig) -> list[MemoryNode | None]:
+        """`reinforce` of each id (each one atomic step), in one call: a recall's hits."""
+
     def fade(self, node_id: str, factor: float, *, now: float, config: AtlasConfig) -> MemoryNode | None:
         """The weight decayed to ``now`` times ``factor`` (at least ``weight_floor``), last access
         now. Returns the updated node (None if it is gone)."""

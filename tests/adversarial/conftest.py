@@ -6,6 +6,15 @@ once per backend (in process and FalkorDB, each FalkorDB test on a graph prefix 
 
 from __future__ import annotations
 
-from ..contract.conftest import atlas, backend_name, data_dir, falkordb_url, make_atlas, make_backend
+from ..contract.conftest import (
+                                 atlas,
+                                 backend_name,
+                                 data_dir,
+                                 falkordb_cluster_url,
+                                 falkordb_url,
+                                 make_atlas,
+                                 make_backend,
+)
 
-__all__ = ["atlas", "backend_name", "data_dir", "falkordb_url", "make_atlas", "make_backend"]
+__all__ = ["atlas", "backend_name", "data_dir", "falkordb_cluster_url", "falkordb_url", "make_atlas",
+           "make_backend"]

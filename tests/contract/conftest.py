@@ -1,4 +1,5 @@
-"""The contract suite runs every test against each backend: in-process, chroma and FalkorDB.
+"""The contract suite runs every test against each backend: in-process, chroma, FalkorDB on one
+server and FalkorDB on a cluster (three masters; each namespace's graph lives on one shard).
 
 ``make_atlas`` and ``atlas`` here replace the shared ones: same deterministic atlas (hashing
 embedder, manual clock), on the backend of the test's parameter. Each FalkorDB test gets a graph
@@ -16,7 +17,7 @@ import pytest
 
 from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, ManualClock
 
-from ..falkordb._server import drop_all, fresh_prefix, session_server
+from ..falkordb._server import drop_all, fresh_prefix, session_cluster, session_server
 
 Make = Callable[..., ElasticMemoryAtlas]
 
@@ -26,7 +27,13 @@ def falkordb_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     yield from session_server(tmp_path_factory.mktemp("falkordb"))
 
 
-@pytest.fixture(params=["memory", "chroma", pytest.param("falkordb", marks=pytest.mark.falkordb)])
+@pytest.fixture(scope="session")
+def falkordb_cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    yield from session_cluster(tmp_path_factory.mktemp("falkordb-cluster"))
+
+
+@pytest.fixture(params=["memory", "chroma", pytest.param("falkordb", marks=pytest.mark.falkordb),
+                        pytest.param("falkordb-cluster", marks=pytest.mark.falkordb)])
 def backend_name(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
@@ -48,7 +55,7 @@ def make_backend(backend_name: str, request: pytest.FixtureRequest) -> Iterator[
             return opened[-1]
         from shared_core.store.falkordb import FalkorDBBackend
 
-        url = request.getfixturevalue("falkordb_url")
+        url = request.getfixturevalue("falkordb_url" if backend_name == "falkordb" else "falkordb_cluster_url")
         backend = FalkorDBBackend.from_url(f"{url}?prefix={fresh_prefix()}", dim=dim)
         made.append(backend)
         return backend

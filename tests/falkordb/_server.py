@@ -13,6 +13,7 @@ import pytest
 from shared_core import MissingDependencyError
 
 ENV = "ATLAS_FALKORDB_URL"
+CLUSTER_ENV = "ATLAS_FALKORDB_CLUSTER_URL"
 
 
 def session_server(tmp: Path) -> Iterator[str]:
@@ -30,6 +31,25 @@ def session_server(tmp: Path) -> Iterator[str]:
         yield server.url
     finally:
         server.stop()
+
+
+def session_cluster(tmp: Path) -> Iterator[str]:
+    """A FalkorDB cluster's URL: ``ATLAS_FALKORDB_CLUSTER_URL`` (``make test`` starts one) or one
+    of three masters without replicas started here for the session."""
+    url = os.environ.get(CLUSTER_ENV)
+    if url:
+        yield url.split("?")[0]
+        return
+    try:
+        from shared_core.store.falkordb.server import start_cluster
+
+        cluster = start_cluster(tmp, masters=3, replicas=0)
+    except MissingDependencyError as exc:  # pragma: no cover - the dev extra installs it
+        pytest.skip(f"no FalkorDB server: {exc}")
+    try:
+        yield cluster.url
+    finally:
+        cluster.stop()
 
 
 def fresh_prefix() -> str:

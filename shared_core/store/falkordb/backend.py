@@ -68,6 +68,7 @@ class FalkorDBBackend(BackendBase):
                 part = self._parts[namespace] = FalkorPartition(GraphKey(self.conn, key), namespace, self.dim)
                 if exists:
                     self._check_dimension(part)
+                    self._upgrade(part)
         if not exists:
             self._create_schema(part)
         part.begin()  # every atlas call asks for its partition first: a fresh view of the server
@@ -76,13 +77,25 @@ class FalkorDBBackend(BackendBase):
     def _create_schema(self, part: FalkorPartition) -> None:
         """Indexes and the counter node; another process creating them at once is fine."""
         graph = GraphKey(self.conn, part.key)
-        for statement in (q.RANGE_INDEX, q.EMBEDDING_INDEX, q.vector_index(self.dim), q.FULLTEXT_INDEX):
+        for statement in (q.RANGE_INDEX, q.EMBEDDING_INDEX, q.FLAGS_INDEX, q.vector_index(self.dim), q.FULLTEXT_INDEX):
             try:
                 graph.write(statement)
             except BackendError as exc:
                 if "already indexed" not in str(exc):
                     raise
         graph.write(q.COUNTER)
+
+    def _upgrade(self, part: FalkorPartition) -> None:
+        """A graph written before the flags' index: create it and flag the memories that may stop
+        being current (once; afterwards the index exists and this is one refused statement)."""
+        graph = GraphKey(self.conn, part.key)
+        try:
+            graph.write(q.FLAGS_INDEX)
+        except BackendError as exc:
+            if "already indexed" not in str(exc):
+                raise
+            return
+        graph.write(q.BACKFILL_BOUNDED)
 
     def _check_dimension(self, part: FalkorPartition) -> None:
         for label, _, options in GraphKey(self.conn, part.key).read(q.INDEXES):

@@ -14,10 +14,13 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Callable, Mapping
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, unquote, urlsplit
+
+import numpy as np
 
 from ...values import _validate as check
 from ...values.errors import BackendError, InvalidInputError, MissingDependencyError
@@ -209,8 +212,8 @@ def _value(cell: list[Any]) -> Any:
         return value == "true"
     if kind == 6:
         return [_value(c) for c in value]
-    if kind == 12:
-        return [float(x) for x in value]
+    if kind == 12:  # a vector's elements as decimal strings: read as doubles, as float() would
+        return np.array(value, dtype=np.bytes_).astype(np.float64).astype(np.float32)
     if kind == 10:
         return {str(value[i]): _value(value[i + 1]) for i in range(0, len(value), 2)}
     raise BackendError(f"unexpected value of type {kind} in a FalkorDB result (the backend reads no graph objects)")
@@ -237,14 +240,24 @@ class Connection:
         from redis.retry import Retry
 
         self.settings = settings
-        self._transient = (redis.ConnectionError, redis.TimeoutError)
+        from redis.exceptions import ClusterDownError, TryAgainError
+
+        # a cluster failing over answers CLUSTERDOWN / TRYAGAIN until a replica is promoted
+        self._transient = (redis.ConnectionError, redis.TimeoutError, ClusterDownError, TryAgainError)
         self._response_error = redis.ResponseError
-        # the client asks the server about itself (sentinel? cluster?) while it is built
-        self._db = self._retrying(lambda: falkordb.FalkorDB(
-            host=settings.host, port=settings.port, username=settings.username, password=settings.password,
-            socket_timeout=settings.timeout, socket_connect_timeout=settings.connect_timeout,
-            retry=Retry(NoBackoff(), 0)), "connecting",  # retries are ours: bounded in time
-            budget=min(settings.retry_for, FIRST_CONTACT))
+
+        def connect() -> Any:
+            # the client asks the server about itself (sentinel? cluster?) while it is built; on a
+            # cluster it passes redis-py arguments that redis-py deprecates (its concern, not ours)
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=".*deprecated usage of input argument",
+                                        category=DeprecationWarning)
+                return falkordb.FalkorDB(
+                    host=settings.host, port=settings.port, username=settings.username, password=settings.password,
+                    socket_timeout=settings.timeout, socket_connect_timeout=settings.connect_timeout,
+                    retry=Retry(NoBackoff(), 0))  # retries are ours: bounded in time
+
+        self._db = self._retrying(connect, "connecting", budget=min(settings.retry_for, FIRST_CONTACT))
 
     def _retrying(self, call: Callable[[], T], what: str, *, budget: float | None = None) -> T:
         budget = self.settings.retry_for if budget is None else budget
@@ -294,9 +307,47 @@ class Connection:
                 raise BackendError(f"FalkorDB at {self.settings.url} refused a query: {item}")
         return _rows(response)
 
+    def run_many(self, key: str, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[list[Any]]]:
+        """Several read-only statements on graph ``key`` in one round trip (a pipeline); the rows
+        of each. A graph that does not exist gives no rows."""
+        commands = [["GRAPH.RO_QUERY", key, _params_header(params) + query, "--compact"]
+                    for query, params in statements]
+
+        def call() -> Any:
+            pipe = self._db.connection.pipeline(transaction=False)
+            for command in commands:
+                pipe.execute_command(*command)
+            return pipe.execute(raise_on_error=False)
+
+        responses = self._retrying(call, "a query")
+        out: list[list[list[Any]]] = []
+        for response in responses:
+            if isinstance(response, self._response_error):
+                if "empty key" in str(response):
+                    out.append([])
+                    continue
+                raise BackendError(f"FalkorDB at {self.settings.url} refused a query: {response}")
+            out.append(_rows(response))
+        return out
+
+    @property
+    def cluster(self) -> bool:
+        """Whether the server is a node of a Redis Cluster (the client then routes each graph key
+        to its shard)."""
+        import redis
+
+        return isinstance(self._db.connection, redis.RedisCluster)
+
     def graphs(self) -> list[str]:
-        """Every graph key on the server."""
-        return [k.decode() if isinstance(k, bytes) else str(k) for k in self.command("GRAPH.LIST")]
+        """Every graph key on the server (on a cluster: on every master)."""
+        if self.cluster:  # the nodes themselves: redis-py 8 does not route a flag for a module command
+            cluster = self._db.connection
+            found = self._retrying(lambda: cluster.execute_command(
+                "GRAPH.LIST", target_nodes=cluster.get_primaries()), "GRAPH.LIST")
+            keys = [k for ks in found.values() for k in ks] if isinstance(found, dict) else list(found)
+        else:
+            keys = self.command("GRAPH.LIST")
+        return sorted({k.decode() if isinstance(k, bytes) else str(k) for k in keys})
 
     def ping(self) -> None:
         """Check that the server answers and has the FalkorDB module (a clear error otherwise).
@@ -328,3 +379,7 @@ class GraphKey:
 
     def write(self, query: str, params: Mapping[str, Any] | None = None) -> list[list[Any]]:
         return self.conn.run(self.key, query, params, write=True)
+
+    def read_many(self, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[list[Any]]]:
+        """Several read-only statements in one round trip."""
+        return self.conn.run_many(self.key, statements)

@@ -16,7 +16,9 @@ their vectors sit on nodes that never change, and a search asks for ``k + stale`
 
 Bookkeeping properties besides the memory's own fields: ``text`` (full-text index), ``tracked``
 and ``pos`` (in its session's order and the time index; ``pos`` orders a session),
-``superseded`` (in ``Partition.inactive``).
+``superseded`` (in ``Partition.inactive``) and ``bounded`` (it has an ``expires_at`` or a
+``valid_to``: `GraphStore.bounded_nodes`); the two flags are indexed, so recall counts them
+without scanning the namespace.
 
 Result-set doubles come back with 15 significant digits, which would round POSIX times to
 10 microseconds, so times are returned as two columns, ``floor(t)`` and ``t - floor(t)``, whose
@@ -57,6 +59,11 @@ def rel_type(relation: AnyRelation) -> str:
 # -- schema -------------------------------------------------------------------------------------
 RANGE_INDEX = "CREATE INDEX FOR (n:Memory) ON (n.id, n.session_id, n.timestamp)"
 EMBEDDING_INDEX = "CREATE INDEX FOR (e:Embedding) ON (e.id)"
+# the two flags recall counts on every call (a count over an index, not a scan of the namespace)
+FLAGS_INDEX = "CREATE INDEX FOR (n:Memory) ON (n.superseded, n.bounded)"
+# a graph written before the flags' index: flag its memories that may stop being current
+BACKFILL_BOUNDED = ("MATCH (n:Memory) WHERE n.bounded IS NULL AND (n.expires_at IS NOT NULL OR n.valid_to IS NOT NULL) "
+                    "SET n.bounded = true")
 
 
 def vector_index(dim: int) -> str:  # FalkorDB; Neo4j: CREATE VECTOR INDEX ... OPTIONS {indexConfig: {...}}
@@ -154,7 +161,7 @@ BETWEEN = ("MATCH (n:Memory) WHERE n.tracked AND n.timestamp >= $start AND n.tim
            "RETURN n.id ORDER BY n.timestamp, n.id")
 SET_SUPERSEDED = "MATCH (n:Memory {id: $id}) SET n.superseded = $flag"
 IS_SUPERSEDED = "MATCH (n:Memory {id: $id}) WHERE n.superseded RETURN n.id"
-SUPERSEDED = "MATCH (n:Memory) WHERE n.superseded RETURN n.id"
+SUPERSEDED = "MATCH (n:Memory) WHERE n.superseded = true RETURN n.id"  # `= true`: the flags' index answers
 SUPERSEDED_AMONG = "UNWIND $ids AS id MATCH (n:Memory {id: id}) WHERE n.superseded RETURN n.id"
 
 # -- vectors (FalkorDB: vecf32, db.idx.vector.queryNodes, vec.cosineDistance) ------------------
@@ -191,3 +198,50 @@ def text_search(*, session: bool, among: bool) -> str:
     clause = f"WITH node, score WHERE {' AND '.join(where)} " if where else ""
     return (f"CALL db.idx.fulltext.queryNodes('Memory', $query) YIELD node, score {clause}"
             f"RETURN node.id, score ORDER BY score DESC, node.id LIMIT $k")
+
+
+# -- one-round-trip forms of recall (`shared_core.store.falkordb.paths`) ----------------------
+def batch_rescale(decay_unit: str, weight_model: str, *, reinforce: bool) -> str:
+    """`rescale` of every id of ``$ids`` in one statement (one row per memory still there)."""
+    single = rescale(decay_unit, weight_model, reinforce=reinforce)
+    return "UNWIND $ids AS id " + single.replace("{id: $id}", "{id: id}")
+
+
+_COSINE = "vec.cosineDistance(e.embedding, vecf32($vector))"
+SUPERSEDED_COUNT = "MATCH (n:Memory) WHERE n.superseded = true RETURN count(n)"
+BOUNDED_COUNT = "MATCH (n:Memory) WHERE n.bounded = true RETURN count(n)"
+VECTORS_AMONG = "UNWIND $ids AS id MATCH (e:Embedding {id: id}) RETURN e.id, e.embedding"
+BETWEEN_COSINE = ("MATCH (n:Memory) WHERE n.tracked AND n.timestamp >= $start AND n.timestamp < $end "
+                  f"OPTIONAL MATCH (e:Embedding {{id: n.id}}) RETURN n.id, {_COSINE} ORDER BY n.timestamp, n.id")
+# one hop of recall's walk: every edge of each id (self-loops aside), its direction and order,
+# and the other end's cosine with $vector
+WALK_HOP = ("UNWIND $ids AS id MATCH (n:Memory {id: id})-[r]-(m:Memory) WHERE m <> n "
+            "WITH DISTINCT id, r, m, startNode(r) = n AS out "
+            f"OPTIONAL MATCH (e:Embedding {{id: m.id}}) "
+            f"RETURN id, m.id, type(r), r.strength, r.seq, out, {_COSINE}")
+
+
+# `VECTOR_SEARCH` with the node of each of the first $heads hits (null after them)
+VECTOR_SEARCH_NODES = ("OPTIONAL MATCH (c:Atlas) WITH $k + coalesce(c.stale, 0) AS wanted "
+                       "CALL db.idx.vector.queryNodes('Embedding', 'embedding', wanted, vecf32($query)) "
+                       "YIELD node, score WITH node, score ORDER BY score, node.id LIMIT $k "
+                       "WITH collect([node.id, score]) AS hits UNWIND range(0, size(hits) - 1) AS rank "
+                       "WITH rank, hits[rank] AS hit OPTIONAL MATCH (n:Memory {id: hit[0]}) WHERE rank < $heads "
+                       f"RETURN hit[0], hit[1], CASE WHEN n IS NULL THEN null ELSE [{NODE_COLUMNS}] END "
+                       "ORDER BY rank")
+
+
+def session_cosine(session: str | None) -> str:
+    """`session_ids` newest first, with each memory's cosine with ``$vector`` and its node."""
+    where = _NO_SESSION if session is None else _SESSION
+    return (f"MATCH (n:Memory) WHERE n.tracked AND {where} WITH n ORDER BY n.pos DESC LIMIT $limit "
+            f"OPTIONAL MATCH (e:Embedding {{id: n.id}}) RETURN n.id, {_COSINE}, n.pos, [{NODE_COLUMNS}]")
+
+
+def text_search_cosine(*, session: bool, among: bool) -> str:
+    """`text_search` with each hit's cosine with ``$vector`` and its node."""
+    base = text_search(session=session, among=among)
+    head, _, tail = base.partition("RETURN node.id, score ")
+    return (f"{head}WITH node, score {tail.replace('LIMIT $k', '')}LIMIT $k "
+            f"OPTIONAL MATCH (e:Embedding {{id: node.id}}) RETURN node.id, score, {_COSINE}, "
+            f"[{NODE_COLUMNS.replace('n.', 'node.')}]")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ...values.errors import NamespaceViolationError
@@ -27,11 +27,12 @@ from ..base import GraphStoreBase
 from . import cypher as q
 from .client import GraphKey
 
-__all__ = ["FalkorGraphStore", "node_from_row", "node_props"]
+__all__ = ["FalkorGraphStore", "next_seq", "node_from_row", "node_props"]
 
 _PLAIN = [f for f in q.NODE_FIELDS if f not in q.TIME_FIELDS]
 _PAGE = 5000
 _EDGE_BATCH = 4000
+_AHEAD = 32  # nodes read at once from the walk's read-ahead list
 
 
 def _time(hi: Any, lo: Any) -> float | None:
@@ -73,6 +74,7 @@ def node_props(node: MemoryNode) -> dict[str, Any]:
         elif isinstance(value, float) or f in q.TIME_FIELDS:
             value = None if value is None else float(value)
         props[f] = value
+    props["bounded"] = True if node.expires_at is not None or node.valid_to is not None else None
     return props
 
 
@@ -98,18 +100,29 @@ class _Sequence:
 _SEQ = _Sequence()
 
 
+def next_seq() -> int:
+    """The next edge sequence number of this process."""
+    return _SEQ.next()
+
+
 class ReadCache:
     """What the current atlas call has read from one graph (see the module docstring)."""
 
-    __slots__ = ("edges", "nodes", "superseded", "turn")
+    __slots__ = ("ahead", "bounded", "edges", "nodes", "superseded", "superseded_count", "turn")
 
     def __init__(self) -> None:
         self.nodes: dict[str, MemoryNode | None] = {}
         self.superseded: dict[str, bool] = {}
         self.edges: dict[str, list[MemoryEdge]] = {}
         self.turn: int | None = None
+        self.superseded_count: int | None = None
+        self.bounded: int | None = None
+        self.ahead: dict[str, None] = {}
 
     def clear(self) -> None:
+        self.superseded_count = None
+        self.bounded = None
+        self.ahead.clear()
         self.nodes.clear()
         self.superseded.clear()
         self.edges.clear()
@@ -128,6 +141,11 @@ class FalkorGraphStore(GraphStoreBase):
         self._g = graph
         self.namespace = namespace
         self.cache = cache or ReadCache()
+        self.snapshot: Callable[[], None] | None = None  # fills the cache's counts in one round trip
+
+    def remember(self, rows: Sequence[Sequence[Any]]) -> None:
+        """Keep nodes read as `cypher.NODE_COLUMNS` rows in this call's cache."""
+        self._remember(rows)
 
     def _remember(self, rows: Sequence[Sequence[Any]]) -> None:
         for row in rows:
@@ -140,16 +158,45 @@ class FalkorGraphStore(GraphStoreBase):
             raise NamespaceViolationError(f"memory {node.id!r} belongs to namespace {node.namespace!r}, "
                                           f"not {self.namespace!r}")
         self.cache.nodes.pop(node.id, None)
+        self.cache.bounded = None
         self._g.write(q.PUT_NODE, {"id": node.id, "props": node_props(node)})
         self.cache.nodes[node.id] = node
 
     def get_node(self, node_id: str) -> MemoryNode | None:
         cache = self.cache.nodes
         if node_id not in cache:
-            rows = self._g.read(q.GET_NODE, {"id": node_id})
-            self._remember(rows)
+            ahead = self.cache.ahead
+            if node_id in ahead:  # a node the walk reached: read it with the next ones it may ask for
+                del ahead[node_id]
+                batch = [node_id]
+                for other in list(ahead):
+                    del ahead[other]
+                    if other not in cache:
+                        batch.append(other)
+                        if len(batch) == _AHEAD:
+                            break
+                self.prefetch(batch)
+            else:
+                rows = self._g.read(q.GET_NODE, {"id": node_id})
+                self._remember(rows)
             cache.setdefault(node_id, None)
         return cache[node_id]
+
+    def read_ahead(self, ids: Sequence[str]) -> None:
+        """Ids whose nodes the current call may ask for next, most likely first: a miss on one of
+        them reads it with the next few (`get_node`)."""
+        self.cache.ahead.update(dict.fromkeys(ids))
+
+    @property
+    def bounded_nodes(self) -> int | None:
+        """The memories with an ``expires_at`` or a ``valid_to`` (read once per call)."""
+        if self.cache.bounded is None:
+            if self.snapshot is not None:
+                self.snapshot()
+            else:
+                rows = self._g.read(q.BOUNDED_COUNT)
+                self.cache.bounded = int(rows[0][0]) if rows else 0
+        return self.cache.bounded
 
     def prefetch(self, ids: Sequence[str], *, edges: bool = False) -> None:
         """Read the nodes (and, with ``edges``, their edges and neighbours) that the cache lacks,
@@ -175,6 +222,7 @@ class FalkorGraphStore(GraphStoreBase):
 
     def remove_node(self, node_id: str) -> list[MemoryEdge]:
         removed = self.edges(node_id)
+        self.cache.superseded_count = self.cache.bounded = None
         self.cache.nodes.pop(node_id, None)
         self._g.write(q.DELETE_NODE, {"id": node_id})
         self.cache.nodes[node_id] = None

@@ -13,6 +13,7 @@ query is the OR of the query's distinct words, stopwords removed, as for the in-
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Collection, Sequence
 
 import numpy as np
@@ -25,12 +26,38 @@ from ..terms import query_terms
 from . import cypher as q
 from .client import GraphKey, Literal
 
-__all__ = ["FalkorKeywordIndex", "FalkorVectorIndex", "vector_literal"]
+__all__ = ["AMONG_IN_QUERY", "CosineCache", "FalkorKeywordIndex", "FalkorVectorIndex", "query_literal", "quote",
+           "vector_literal"]
 
 _ROWS_PER_WRITE = 256
-_AMONG_IN_QUERY = 5000  # a subset up to this size is filtered in the query, larger ones after it
+AMONG_IN_QUERY = 5000  # a subset up to this size is filtered in the query, larger ones after it
 Prefetch = Callable[..., None]
 _WALK = 16  # a search for more hits than this is a recall's, whose graph walk reads their edges next
+
+
+class CosineCache:
+    """Cosines with one query vector that the current call has read alongside other rows (a
+    recall's candidates, its walk), so `FalkorVectorIndex.similarities` does not ask again."""
+
+    __slots__ = ("query", "values")
+
+    def __init__(self) -> None:
+        self.query: bytes | None = None
+        self.values: dict[str, float] = {}
+
+    def add(self, query: Vector, values: dict[str, float]) -> None:
+        key = np.asarray(query, dtype=np.float32).tobytes()
+        if key != self.query:
+            self.query, self.values = key, {}
+        self.values.update(values)
+
+    def of(self, query: Vector) -> dict[str, float] | None:
+        if self.query is None or np.asarray(query, dtype=np.float32).tobytes() != self.query:
+            return None
+        return self.values
+
+    def clear(self) -> None:
+        self.query, self.values = None, {}
 
 
 def _no_prefetch(ids: Sequence[str], *, edges: bool = False) -> None:
@@ -42,13 +69,34 @@ def vector_literal(vector: npt.NDArray[np.float32]) -> Literal:
     return Literal("[" + ",".join(np.char.mod("%.9g", np.asarray(vector, dtype=np.float32)).tolist()) + "]")
 
 
+def query_literal(vector: npt.NDArray[np.float32]) -> Literal:
+    """`vector_literal` of a query vector, remembered: a recall sends it three or four times."""
+    values = np.asarray(vector, dtype=np.float32)
+    key = values.tobytes()
+    with _LITERALS_LOCK:
+        found = _LITERALS.get(key)
+    if found is None:
+        found = vector_literal(values)
+        with _LITERALS_LOCK:
+            _LITERALS[key] = found
+            while len(_LITERALS) > 8:  # a recall writes its query vector three or four times
+                del _LITERALS[next(iter(_LITERALS))]
+    return found
+
+
+_LITERALS: dict[bytes, Literal] = {}
+_LITERALS_LOCK = threading.Lock()
+
+
 class FalkorVectorIndex(VectorIndexBase):
     """Unit vectors of one namespace's memories, on the server."""
 
-    def __init__(self, graph: GraphKey, dim: int, *, prefetch: Prefetch = _no_prefetch) -> None:
+    def __init__(self, graph: GraphKey, dim: int, *, prefetch: Prefetch = _no_prefetch,
+                 cosines: CosineCache | None = None) -> None:
         self._g = graph
         self._dim = dim
         self._prefetch = prefetch  # what a search finds is read next: fetch it in one go
+        self._cosines = cosines  # the current call's cosines with its query, read beside other rows
 
     @property
     def dim(self) -> int:
@@ -61,13 +109,17 @@ class FalkorVectorIndex(VectorIndexBase):
     def add(self, ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> None:
         if vectors.shape != (len(ids), self._dim):
             raise InvalidEmbeddingError(f"expected {len(ids)} vectors of dimension {self._dim}, got {vectors.shape}")
+        if self._cosines is not None:
+            self._cosines.clear()
         for start in range(0, len(ids), _ROWS_PER_WRITE):
-            rows = ", ".join(f"[{Literal(_quote(i))}, {vector_literal(v)}]"
+            rows = ", ".join(f"[{Literal(quote(i))}, {vector_literal(v)}]"
                              for i, v in zip(ids[start:start + _ROWS_PER_WRITE],
                                              vectors[start:start + _ROWS_PER_WRITE], strict=True))
             self._g.write(q.SET_VECTORS, {"rows": Literal(f"[{rows}]")})
 
     def remove(self, ids: Sequence[str]) -> None:
+        if self._cosines is not None:
+            self._cosines.clear()
         if ids:
             self._g.write(q.REMOVE_VECTORS, {"ids": list(ids)})
 
@@ -86,26 +138,40 @@ class FalkorVectorIndex(VectorIndexBase):
             best = sorted(sims.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
             self._prefetch([i for i, _ in best], edges=k > _WALK)
             return best
-        rows = self._g.read(q.VECTOR_SEARCH, {"k": int(k), "query": vector_literal(query)})
+        rows = self._g.read(q.VECTOR_SEARCH, {"k": int(k), "query": query_literal(query)})
         hits = [(str(i), float(np.float32(1.0 - float(d)))) for i, d in rows]
         self._prefetch([i for i, _ in hits], edges=k > _WALK)
         return hits
 
+    def get_many(self, ids: Sequence[str]) -> list[Vector | None]:
+        """`get` of each id, in one statement."""
+        if not ids:
+            return []
+        found = {str(i): v for i, v in self._g.read(q.VECTORS_AMONG, {"ids": list(dict.fromkeys(ids))})}
+        return [None if (v := found.get(i)) is None else np.asarray(v, dtype=np.float32) for i in ids]
+
     def similarities(self, query: Vector, ids: Sequence[str]) -> npt.NDArray[np.float32]:
         """Cosine of ``query`` with each id (0 for an unknown id)."""
-        sims = self._among(query, list(dict.fromkeys(ids)))
+        known = self._cosines.of(query) if self._cosines is not None else None
+        wanted = list(dict.fromkeys(ids))
+        if known is not None:
+            sims = {i: known[i] for i in wanted if i in known}
+            sims.update(self._among(query, [i for i in wanted if i not in known]))
+        else:
+            sims = self._among(query, wanted)
         return np.fromiter((sims.get(i, 0.0) for i in ids), dtype=np.float32, count=len(ids))
 
     def _among(self, query: Vector, ids: list[str]) -> dict[str, float]:
         out: dict[str, float] = {}
-        literal = vector_literal(query)
-        for start in range(0, len(ids), _AMONG_IN_QUERY):
-            rows = self._g.read(q.VECTOR_AMONG, {"ids": ids[start:start + _AMONG_IN_QUERY], "query": literal})
+        literal = query_literal(query)
+        for start in range(0, len(ids), AMONG_IN_QUERY):
+            rows = self._g.read(q.VECTOR_AMONG, {"ids": ids[start:start + AMONG_IN_QUERY], "query": literal})
             out.update((str(i), float(np.float32(1.0 - float(d)))) for i, d in rows)
         return out
 
 
-def _quote(text: str) -> str:
+def quote(text: str) -> str:
+    """A string as a Cypher literal."""
     from falkordb.helpers import quote_string
 
     quoted: str = quote_string(text)
@@ -140,7 +206,7 @@ class FalkorKeywordIndex(KeywordIndexBase):
         terms = query_terms(query)
         if not terms or k <= 0:
             return []
-        among = subset is not None and len(subset) <= _AMONG_IN_QUERY
+        among = subset is not None and len(subset) <= AMONG_IN_QUERY
         params: dict[str, object] = {"query": "|".join(terms),
                                      "k": k if subset is None or among else max(4 * k, k + len(subset))}
         if session_id is not None:

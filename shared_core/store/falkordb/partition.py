@@ -16,16 +16,20 @@ Several processes may share a namespace, so nothing here is a process-local cach
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable, Iterator, MutableMapping, MutableSet
+from collections.abc import Callable, Collection, Iterable, Iterator, MutableMapping, MutableSet, Sequence
 from typing import Any
+
+import numpy as np
 
 from ...values.config import AtlasConfig
 from ...values.model import MemoryNode
 from ..base import PartitionBase
+from ..contract import CandidateQuery, Candidates, Predicate, Vector, WalkSpec
 from . import cypher as q
+from . import paths
 from .client import GraphKey
-from .graph import FalkorGraphStore, ReadCache, node_from_row
-from .indexes import FalkorKeywordIndex, FalkorVectorIndex
+from .graph import FalkorGraphStore, ReadCache, next_seq, node_from_row
+from .indexes import CosineCache, FalkorKeywordIndex, FalkorVectorIndex
 
 __all__ = ["FalkorPartition"]
 
@@ -91,9 +95,10 @@ class _Sessions(MutableMapping[str | None, Collection[str]]):
 class _Inactive(MutableSet[str]):
     """The ids of superseded memories (the ``superseded`` flag)."""
 
-    def __init__(self, graph: GraphKey, cache: ReadCache) -> None:
+    def __init__(self, graph: GraphKey, cache: ReadCache, snapshot: Callable[[], None]) -> None:
         self._g = graph
         self._cache = cache
+        self._snapshot = snapshot  # reads the superseded count (and the turn) into the cache
 
     @classmethod
     def _from_iterable(cls, it: Iterable[Any]) -> set[Any]:
@@ -111,14 +116,19 @@ class _Inactive(MutableSet[str]):
         return iter([str(r[0]) for r in self._g.read(q.SUPERSEDED)])
 
     def __len__(self) -> int:
-        return len(self._g.read(q.SUPERSEDED))
+        if self._cache.superseded_count is None:  # asked twice by each recall
+            self._snapshot()
+        assert self._cache.superseded_count is not None
+        return self._cache.superseded_count
 
     def add(self, node_id: str) -> None:
+        self._cache.superseded_count = None
         self._cache.superseded.pop(node_id, None)
         self._g.write(q.SET_SUPERSEDED, {"id": node_id, "flag": True})
         self._cache.superseded[node_id] = True
 
     def discard(self, node_id: str) -> None:
+        self._cache.superseded_count = None
         self._cache.superseded.pop(node_id, None)
         self._g.write(q.SET_SUPERSEDED, {"id": node_id, "flag": None})
         self._cache.superseded[node_id] = False
@@ -141,26 +151,81 @@ class FalkorPartition(PartitionBase):
         self._g = graph
         self.namespace = namespace
         self._cache = ReadCache()
+        self._cosines = CosineCache()
         self.graph = FalkorGraphStore(graph, namespace, self._cache)
-        self.vectors = FalkorVectorIndex(graph, dim, prefetch=self.graph.prefetch)
+        self.graph.snapshot = self._snapshot
+        self.vectors = FalkorVectorIndex(graph, dim, prefetch=self.graph.prefetch, cosines=self._cosines)
         self.keywords = FalkorKeywordIndex(graph, prefetch=self.graph.prefetch)
         self.sessions = _Sessions(graph)
-        self.inactive = _Inactive(graph, self._cache)
+        self.inactive = _Inactive(graph, self._cache, self._snapshot)
         self._last_turn = 0  # the counter as this process last moved or read it
 
     def begin(self) -> None:
         """A new atlas call: forget what the previous one read (see `ReadCache`)."""
         self._cache.clear()
+        self._cosines.clear()
 
     @property
     def key(self) -> str:
         return self._g.key
 
     @property
+    def graph_key(self) -> GraphKey:
+        return self._g
+
+    # -- recall and batch writes in few round trips (`paths`) --------------------------------
+    def candidates(self, query: CandidateQuery, allowed: Predicate) -> Candidates:
+        return paths.gather(self, query, allowed)
+
+    def default_candidates(self, query: CandidateQuery, allowed: Predicate) -> Candidates:
+        """`PartitionBase.candidates` (a subset too large to send in one statement)."""
+        return super().candidates(query, allowed)
+
+    def expand(self, seeds: dict[str, float], walk: WalkSpec, walkable: Predicate | None) -> dict[str, float]:
+        return paths.walk(self, seeds, walk, walkable)
+
+    @property
+    def cosine_query(self) -> Vector:
+        """The query vector of the cosines this call has read (a recall's), or zeros."""
+        query = self._cosines.query
+        if query is None:
+            return np.zeros(self.vectors.dim, dtype=np.float32)
+        return np.frombuffer(query, dtype=np.float32)
+
+    def remember_cosines(self, query: Vector, values: dict[str, float]) -> None:
+        self._cosines.add(query, values)
+
+    def written(self, nodes: Sequence[MemoryNode], edges: Iterable[Sequence[str]]) -> None:
+        """Update this call's caches after a batch write."""
+        cache = self._cache  # new memories are not superseded; the bounded count grows by those that may expire
+        if cache.bounded is not None:
+            cache.bounded += sum(1 for n in nodes if n.expires_at is not None or n.valid_to is not None)
+        self._cosines.clear()
+        for node in nodes:
+            cache.nodes[node.id] = node
+            cache.superseded[node.id] = False
+        for pair in edges:
+            for i in pair:
+                cache.edges.pop(i, None)
+
+    def _snapshot(self) -> None:
+        """The write counter, the superseded count and `bounded_nodes`, in one round trip (a recall
+        asks for all three)."""
+        turn, superseded, bounded = self._g.read_many([(q.GET_TURN, {}), (q.SUPERSEDED_COUNT, {}),
+                                                       (q.BOUNDED_COUNT, {})])
+        self._last_turn = self._cache.turn = int(turn[0][0]) if turn and turn[0][0] is not None else 0
+        self._cache.superseded_count = int(superseded[0][0]) if superseded else 0
+        self._cache.bounded = int(bounded[0][0]) if bounded else 0
+
+    def next_seq(self) -> int:
+        """An edge's sequence number (its place in `GraphStore.edges`'s order)."""
+        return next_seq()
+
+    @property
     def turn(self) -> int:
         if self._cache.turn is None:
-            rows = self._g.read(q.GET_TURN)
-            self._last_turn = self._cache.turn = int(rows[0][0]) if rows and rows[0][0] is not None else 0
+            self._snapshot()
+        assert self._cache.turn is not None
         return self._cache.turn
 
     @turn.setter
@@ -182,6 +247,7 @@ class FalkorPartition(PartitionBase):
         self._g.write(q.TRACK, {"id": node_id})
 
     def untrack(self, node_id: str, session_id: str | None, timestamp: float) -> None:
+        self._cache.superseded_count = None
         self._cache.superseded.pop(node_id, None)
         self._g.write(q.UNTRACK, {"id": node_id})
 
@@ -206,6 +272,22 @@ class FalkorPartition(PartitionBase):
 
     def reinforce(self, node_id: str, *, now: float, config: AtlasConfig) -> MemoryNode | None:
         return self._rescale(node_id, reinforce=True, factor=config.reinforce_factor, now=now, config=config)
+
+    def reinforce_many(self, node_ids: Sequence[str], *, now: float, config: AtlasConfig) -> list[MemoryNode | None]:
+        """`reinforce` of each id in one statement (each memory still one atomic step)."""
+        if not node_ids:
+            return []
+        params = {"ids": list(node_ids), "now": float(now), "factor": float(config.reinforce_factor), "ln2": _LN2,
+                  "half_life": float(config.half_life), "floor": float(config.weight_floor),
+                  "cap": float(config.weight_cap), "recency_gain": 0.5}
+        for node_id in node_ids:
+            self._cache.nodes.pop(node_id, None)
+        self._cache.turn = None
+        rows = self._g.write(q.batch_rescale(config.decay_unit, config.weight_model, reinforce=True), params)
+        for row in rows:
+            node = node_from_row(row, self.namespace)
+            self._cache.nodes[node.id] = node
+        return [self._cache.nodes.get(i) for i in node_ids]
 
     def fade(self, node_id: str, factor: float, *, now: float, config: AtlasConfig) -> MemoryNode | None:
         return self._rescale(node_id, reinforce=False, factor=factor, now=now, config=config)

@@ -16,12 +16,14 @@ import signal
 import socket
 import subprocess
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ...values.errors import BackendError, MissingDependencyError
 
-__all__ = ["LocalServer", "free_port", "server_binary", "start_server"]
+__all__ = ["LocalCluster", "LocalServer", "free_port", "server_binary", "start_cluster", "start_server"]
 
 
 def server_binary() -> tuple[Path, Path]:
@@ -88,12 +90,13 @@ class LocalServer:
 
 
 def start_server(directory: str | os.PathLike[str], *, port: int | None = None, appendfsync: str = "everysec",
-                 daemonize: bool = False, wait: float = 20.0) -> LocalServer:
+                 daemonize: bool = False, wait: float = 20.0, extra: Sequence[str] = ()) -> LocalServer:
     """Start a server on 127.0.0.1 (``port`` or a free one) with its data in ``directory``.
 
     ``appendfsync="always"`` makes every acknowledged write durable even if the process is
     killed; ``daemonize`` detaches it (``make falkordb``), its pid then read from
-    ``falkordb.pid``. Raises `BackendError` if it does not answer within ``wait`` seconds.
+    ``falkordb.pid``; ``extra`` are more redis-server arguments (`start_cluster`'s). Raises
+    `BackendError` if it does not answer within ``wait`` seconds.
     """
     if appendfsync not in ("always", "everysec", "no"):
         raise ValueError(f"appendfsync must be always, everysec or no, got {appendfsync!r}")
@@ -107,7 +110,7 @@ def start_server(directory: str | os.PathLike[str], *, port: int | None = None, 
         args = [str(binary), "--port", str(chosen), "--bind", "127.0.0.1", "--protected-mode", "yes",
                 "--loadmodule", str(module), "--dir", str(data), "--appendonly", "yes",
                 "--appendfsync", appendfsync, "--save", "", "--logfile", str(data / "falkordb.log"),
-                "--pidfile", str(pidfile), "--daemonize", "yes" if daemonize else "no"]
+                "--pidfile", str(pidfile), "--daemonize", "yes" if daemonize else "no", *extra]
         process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL, start_new_session=daemonize)
         deadline = time.monotonic() + wait
@@ -127,3 +130,106 @@ def start_server(directory: str | os.PathLike[str], *, port: int | None = None, 
         if port is not None or attempt == 4:
             raise BackendError(f"the FalkorDB server could not start on port {chosen}; see {data / 'falkordb.log'}")
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+@dataclass(slots=True)
+class LocalCluster:
+    """A running Redis Cluster of FalkorDB servers: masters first, then their replicas."""
+
+    masters: list[LocalServer]
+    replicas: list[LocalServer] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        """Any node's URL reaches the whole cluster; this is the first master's."""
+        return self.masters[0].url
+
+    @property
+    def servers(self) -> list[LocalServer]:
+        return [*self.masters, *self.replicas]
+
+    def stop(self, *, kill: bool = False) -> None:
+        for server in self.servers:
+            server.stop(kill=kill)
+
+
+def start_cluster(directory: str | os.PathLike[str], *, masters: int = 3, replicas: int = 1,
+                  appendfsync: str = "everysec", daemonize: bool = False, wait: float = 30.0,
+                  node_timeout_ms: int = 2000) -> LocalCluster:
+    """Start ``masters`` servers and ``replicas`` replicas of each on 127.0.0.1 in cluster mode
+    (data of node i in ``directory/node<i>``, which must not hold a former cluster's), and form
+    the cluster with ``CLUSTER MEET``, ``CLUSTER ADDSLOTSRANGE`` (the 16,384 slots split evenly)
+    and ``CLUSTER REPLICATE``.
+
+    ``node_timeout_ms`` is the cluster's ``cluster-node-timeout`` (after which Redis Cluster
+    considers a silent master failed and may promote its replica; the tests do not cover failover).
+    Raises `BackendError` if the cluster is not serving every slot within ``wait`` seconds (the
+    servers started are stopped again).
+    """
+    import redis
+
+    if masters < 1 or replicas < 0:
+        raise ValueError(f"need at least one master and no negative replica count, got {masters}, {replicas}")
+    data = Path(directory).resolve()
+    started: list[LocalServer] = []
+    try:
+        for i in range(masters * (1 + replicas)):
+            node = data / f"node{i}"
+            if (node / "appendonlydir").exists():  # a former cluster's data: its slots would clash
+                raise BackendError(f"{node} holds a former cluster's data; start a new cluster in an empty directory")
+            node.mkdir(parents=True, exist_ok=True)
+            (node / "nodes.conf").unlink(missing_ok=True)
+            started.append(start_server(node, port=_cluster_port(), appendfsync=appendfsync, daemonize=daemonize,
+                                        wait=wait, extra=[
+                "--cluster-enabled", "yes", "--cluster-config-file", str(node / "nodes.conf"),
+                "--cluster-node-timeout", str(int(node_timeout_ms))]))
+        clients: list[Any] = [redis.Redis(host="127.0.0.1", port=s.port, decode_responses=True) for s in started]
+        for client in clients[1:]:
+            client.execute_command("CLUSTER MEET", "127.0.0.1", started[0].port)
+        share = 16384 // masters
+        for i, client in enumerate(clients[:masters]):
+            last = 16383 if i == masters - 1 else (i + 1) * share - 1
+            client.execute_command("CLUSTER ADDSLOTSRANGE", i * share, last)
+        deadline = time.monotonic() + wait
+        ids = [str(c.execute_command("CLUSTER MYID")) for c in clients]
+        while not all(len(c.execute_command("CLUSTER NODES")) == len(clients) for c in clients):
+            _waited(deadline, "the cluster's nodes to meet")
+        for j, client in enumerate(clients[masters:]):
+            client.execute_command("CLUSTER REPLICATE", ids[j % masters])
+        while not all(c.execute_command("CLUSTER INFO").get("cluster_state") == "ok" for c in clients) or \
+                sum(_role(c) == "slave" for c in clients) < len(clients) - masters:
+            _waited(deadline, "the cluster to serve every slot")
+        for client in clients:
+            client.close()
+        return LocalCluster(started[:masters], started[masters:])
+    except BaseException:
+        for server in started:
+            server.stop(kill=True)
+        raise
+
+
+def _cluster_port() -> int:
+    """A free port whose cluster bus port (10,000 above) is free too."""
+    for _ in range(100):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as a, \
+                socket.socket(socket.AF_INET, socket.SOCK_STREAM) as b:
+            try:
+                a.bind(("127.0.0.1", 0))
+                port: int = a.getsockname()[1]
+                if port > 55535:
+                    continue
+                b.bind(("127.0.0.1", port + 10000))
+                return port
+            except OSError:
+                continue
+    raise BackendError("no free port pair for a cluster node")
+
+
+def _role(client: Any) -> str:
+    return str(client.execute_command("ROLE")[0])
+
+
+def _waited(deadline: float, what: str) -> None:
+    if time.monotonic() > deadline:
+        raise BackendError(f"timed out waiting for {what}")
+    time.sleep(0.1)

@@ -1,0 +1,234 @@
+"""Recall in few round trips: `FalkorPartition`'s `candidates` and `expand`.
+
+They give what `shared_core.store.base`'s defaults give over the same server (the same ids, the
+same values, in the same order), with the server asked fewer, larger questions:
+
+- `gather` (candidates): one pipelined round trip for the searches (the vector top-k, the
+  full-text top-k, a time range, a session's latest turns; each non-vector hit with its cosine
+  to the query), then one statement reading the nodes that ``allowed`` will be asked about
+  (the head of each path). ``allowed`` is the engine's own predicate, applied here, in the
+  default's order, to the rows that came back: nothing about admission is re-implemented in
+  Cypher.
+- `walk` (expand): `spread_max` over the server's edges, read one hop at a time for the whole
+  frontier (`cypher.WALK_HOP`): each edge's direction and order, the other end's cosine and,
+  unless this call has read it, its node, so neither ``walkable`` nor the ranking that follows
+  asks the server again.
+
+>>> from shared_core.store.falkordb.paths import order_edges
+>>> order_edges("a", [("b", "SIMILAR_TO", 0.5, 7, False), ("c", "BEFORE", 1.0, 9, True)])
+[('c', 'BEFORE', 1.0, 9, True), ('b', 'SIMILAR_TO', 0.5, 7, False)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from ...formulas.scoring import spread_max
+from ...values.model import Relation
+from ..contract import CandidateQuery, Candidates, Predicate, Vector, WalkSpec
+from ..terms import query_terms
+from . import cypher as q
+from .client import GraphKey, Literal
+from .graph import FalkorGraphStore
+from .indexes import AMONG_IN_QUERY, FalkorVectorIndex, query_literal
+
+
+class FalkorPartition(Protocol):
+    """What these paths use of `shared_core.store.falkordb.partition.FalkorPartition`."""
+
+    namespace: str
+    graph: FalkorGraphStore
+    vectors: FalkorVectorIndex
+
+    @property
+    def graph_key(self) -> GraphKey: ...
+
+    @property
+    def cosine_query(self) -> Vector: ...
+
+    def default_candidates(self, query: CandidateQuery, allowed: Predicate) -> Candidates: ...
+
+    def remember_cosines(self, query: Vector, values: dict[str, float]) -> None: ...
+
+__all__ = ["gather", "order_edges", "walk"]
+
+_RELATIONS = tuple(Relation)
+_INDEX = {r.value.upper(): i for i, r in enumerate(_RELATIONS)}
+_CHUNK = 32  # nodes read at once when admission runs past what was read ahead
+_HEADS = 8  # nodes read with a path's hits beyond the k it keeps (room for inadmissible ones)
+
+
+def _sim(distance: Any) -> float:
+    """A cosine distance from the server as the similarity the vector index reports."""
+    return 0.0 if distance is None else float(np.float32(1.0 - float(distance)))
+
+
+def _rows(literals: Iterable[str]) -> Literal:
+    """A list of rows already written as Cypher, as one parameter."""
+    return Literal("[" + ", ".join(literals) + "]")
+
+
+def order_edges(node_id: str, rows: Iterable[tuple[str, str, float, int, bool]]
+                ) -> list[tuple[str, str, float, int, bool]]:
+    """(other, type, strength, seq, outgoing) in `GraphStore.edges`'s order: out-edges first,
+    then in-edges, each in the order they were put."""
+    return sorted(rows, key=lambda r: (not r[4], r[3] or 0))
+
+
+# -- candidates -------------------------------------------------------------------------------
+def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Candidates:
+    """`Partition.candidates` in two round trips (see the module docstring)."""
+    subset = cq.subset
+    if subset is not None and len(subset) > AMONG_IN_QUERY:
+        return part.default_candidates(cq, allowed)
+    vector = query_literal(cq.vector)
+    statements: list[tuple[str, dict[str, Any]]] = []
+    every = cq.every_admissible
+    heads = 0 if every else cq.k + _HEADS  # the nodes admission will ask about, read with the hits
+    if subset is None:
+        statements.append((q.VECTOR_SEARCH_NODES, {"k": int(cq.vector_k), "query": vector, "heads": heads}))
+    else:
+        statements.append((q.VECTOR_AMONG, {"ids": list(subset), "query": vector}))
+    terms = query_terms(cq.text) if cq.keywords else []
+    if terms and cq.keyword_k > 0:
+        params: dict[str, Any] = {"query": "|".join(terms), "k": int(cq.keyword_k), "vector": vector}
+        if cq.keyword_session is not None:
+            params["session"] = cq.keyword_session
+        if subset is not None:
+            params["ids"] = list(subset)
+        statements.append((q.text_search_cosine(session=cq.keyword_session is not None, among=subset is not None),
+                           params))
+    if cq.time_range is not None:
+        statements.append((q.BETWEEN_COSINE, {"start": float(cq.time_range[0]), "end": float(cq.time_range[1]),
+                                              "vector": vector}))
+    if cq.recent_session is not None and cq.recent_n > 0:
+        statements.append((q.session_cosine(cq.recent_session),
+                           {"session": cq.recent_session, "limit": int(cq.recent_n), "vector": vector}))
+    results = iter(part.graph_key.read_many(statements))
+
+    rows = next(results)
+    remember = part.graph.remember
+    if subset is None:
+        vector_hits = [(str(i), _sim(d)) for i, d, _ in rows]
+        remember([node for _, _, node in rows if node is not None])
+    else:
+        vector_hits = sorted(((str(i), _sim(d)) for i, d in rows), key=lambda kv: (-kv[1], kv[0]))[:cq.vector_k]
+    cosine_of: dict[str, float] = {}
+    keyword_hits: list[tuple[str, float]] = []
+    if terms and cq.keyword_k > 0:
+        keyword_rows = next(results)
+        remember([r[3] for r in keyword_rows])
+        found = sorted(((str(i), float(s), _sim(d)) for i, s, d, _ in keyword_rows), key=lambda r: (-r[1], r[0]))
+        keyword_hits = [(i, s) for i, s, _ in found]
+        cosine_of.update((i, c) for i, _, c in found)
+    in_range: list[str] = []
+    if cq.time_range is not None:
+        timed = [(str(i), _sim(d)) for i, d in next(results)]
+        cosine_of.update(timed)
+        sims = np.fromiter((c for _, c in timed), dtype=np.float32, count=len(timed))
+        in_range = [timed[int(j)][0] for j in np.argsort(-sims, kind="stable")]  # allowed ones keep this order
+    latest: list[str] = []
+    if cq.recent_session is not None and cq.recent_n > 0:
+        recent_rows = sorted(next(results), key=lambda r: -int(r[2] or 0))
+        remember([r[3] for r in recent_rows])
+        latest = [str(r[0]) for r in recent_rows]
+        cosine_of.update((str(r[0]), _sim(r[1])) for r in recent_rows)
+
+    part.graph.prefetch([i for i, _ in vector_hits[:heads]] + in_range[:heads])  # a subset's, a time range's
+    paths: dict[str, dict[str, float]] = {
+        "vector": _keep(part, vector_hits, cq.k, allowed, every),
+    }
+    if cq.keywords:
+        paths["keyword"] = _keep(part, keyword_hits, cq.k, allowed, every)
+    if cq.time_range is not None:
+        # the default keeps the allowed ids in timestamp order, then sorts them by cosine (stably)
+        kept = _keep(part, [(i, 1.0) for i in in_range], cq.k, allowed, False)
+        if kept:
+            paths["time"] = kept
+    if cq.recent_session is not None:
+        paths["recent"] = _keep(part, [(i, 1.0 / (r + 1)) for r, i in enumerate(latest)], cq.recent_k,
+                                allowed, every)
+    # the ranking reads the nodes of the best candidates next: read them in chunks, vector path first
+    part.graph.read_ahead([i for found_by in paths.values() for i in found_by])
+    cosine = dict(paths["vector"])
+    for path, found_by in paths.items():
+        if path != "vector":
+            for i in found_by:
+                if i not in cosine:
+                    cosine[i] = cosine_of.get(i, 0.0)
+    part.remember_cosines(cq.vector, cosine_of)
+    return Candidates(paths, np.array([s for _, s in vector_hits], dtype=np.float64), cosine)
+
+
+def _keep(part: FalkorPartition, pairs: Sequence[tuple[str, float]], limit: int, allowed: Predicate,
+          every: bool) -> dict[str, float]:
+    """The first ``limit`` pairs whose id is allowed (all, with ``every``), reading the nodes
+    ahead in chunks when admission runs past those already read."""
+    if every:
+        return dict(pairs[:limit])
+    values: dict[str, float] = {}
+    known = part.graph.cache.nodes
+    for n, (node_id, value) in enumerate(pairs):
+        if node_id not in known:
+            part.graph.prefetch([i for i, _ in pairs[n:n + _CHUNK]])
+        if allowed(node_id):
+            values[node_id] = value
+            if len(values) == limit:
+                break
+    return values
+
+
+# -- the graph walk ---------------------------------------------------------------------------
+def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkable: Predicate | None
+         ) -> dict[str, float]:
+    """`Partition.expand`: `spread_max` with each hop's edges read for the whole frontier."""
+    factors = spec.factors
+    links: dict[str, list[tuple[str, float]]] = {}
+    cache = part.graph.cache
+    vector = part.cosine_query
+
+    def fetch(ids: list[str]) -> None:
+        wanted = [i for i in dict.fromkeys(ids) if i not in links]
+        if not wanted:
+            return
+        rows = part.graph_key.read(q.WALK_HOP, {"ids": wanted, "vector": query_literal(vector)})
+        grouped: dict[str, list[tuple[str, str, float, int, bool]]] = {i: [] for i in wanted}
+        cosines: dict[str, float] = {}
+        for node_id, other, kind, strength, seq, out, distance in rows:
+            grouped[str(node_id)].append((str(other), str(kind), float(strength), int(seq or 0), bool(out)))
+            cosines[str(other)] = _sim(distance)
+        reach: dict[str, float] = {}  # what each other end may receive: the order its node is read in
+        for node_id, edges in grouped.items():
+            weighted = []
+            act = seeds.get(node_id, 1.0)
+            for other, kind, strength, _, _ in order_edges(node_id, edges):
+                factor = factors[_INDEX[kind]]
+                if factor is not None:
+                    w = min(1.0, strength) * factor
+                    weighted.append((other, w))
+                    if other not in cache.nodes:
+                        reach[other] = max(reach.get(other, 0.0), act * w)
+            links[node_id] = weighted
+        part.remember_cosines(vector, cosines)
+        part.graph.read_ahead(sorted(reach, key=lambda i: -reach[i]))
+
+    frontier: list[str] = [i for i, s in seeds.items() if s > spec.min_activation]
+    admitted: list[str] = []
+
+    def neighbours(node_id: str) -> list[tuple[str, float]]:
+        if node_id not in links:  # the first node of a hop: read the hop's frontier at once
+            fetch([node_id, *frontier, *admitted])
+        return links[node_id]
+
+    def walks_on(node_id: str) -> bool:
+        ok = walkable is None or walkable(node_id)
+        if ok:
+            admitted.append(node_id)
+        return ok
+
+    return spread_max(seeds, neighbours, hops=spec.hops, decay=spec.decay, fanout=spec.fanout,
+                      min_activation=spec.min_activation, beam=spec.beam,
+                      walkable=None if walkable is None and spec.beam is None else walks_on)
