@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT.parent))
 
 from shared_core import AtlasConfig, ElasticMemoryAtlas, ManualClock, MiniLMEmbedder  # noqa: E402
 from shared_core.engine.lifecycle.contradiction import LLMContradictionDetector, value_conflict  # noqa: E402
+from shared_core.engine.lifecycle.write_filter import importance_score  # noqa: E402
 from shared_core.values.model import MemoryNode  # noqa: E402
 
 DATA = ROOT / "data"
@@ -160,14 +161,61 @@ def contradictions(embedder: Any) -> None:
         print(f"  {'missed' if r['label'] else 'false alarm'}: {r['old']!r} -> {r['new']!r}")
 
 
-SECTIONS: dict[str, Callable[[Any], None]] = {"contradictions": contradictions}
+# -- the write filter ----------------------------------------------------------------------------
+def write_filter(embedder: Any) -> None:
+    del embedder  # the filter reads the text alone
+    rows = load("write_filter.jsonl")
+    fresh = load("write_filter_holdout.jsonl")
+    default = AtlasConfig().write_threshold
+    print(f"\n== Write filter: {len(rows)} turns, {sum(r['label'] == 'fact' for r in rows)} facts about the user "
+          f"(+ {len(fresh)} written after the vocabulary froze) ==")
+
+    def kept(r: dict[str, Any], p: dict[str, Any]) -> bool:
+        return importance_score(r["text"]) >= p["threshold"]
+
+    def balanced(pred: Sequence[bool], gold: Sequence[bool]) -> float:
+        facts = [p for p, g in zip(pred, gold, strict=True) if g]
+        talk = [not p for p, g in zip(pred, gold, strict=True) if not g]
+        return sum(facts) / max(1, len(facts)) + sum(talk) / max(1, len(talk))
+
+    def rates(pred: Sequence[bool], gold: Sequence[bool]) -> tuple[float, float]:
+        facts = [p for p, g in zip(pred, gold, strict=True) if g]
+        talk = [not p for p, g in zip(pred, gold, strict=True) if not g]
+        return sum(facts) / len(facts), sum(talk) / len(talk)
+
+    def is_fact(r: dict[str, Any]) -> bool:
+        return bool(r["label"] == "fact")
+
+    grid = [{"threshold": t / 20} for t in range(1, 20)]
+    pred, gold, lines = cross_validate(rows, grid, kept, balanced, is_fact)
+    table = [(f"importance_score >= {default} (the default), all turns",
+              [kept(r, {"threshold": default}) for r in rows], [is_fact(r) for r in rows]),
+             ("threshold cross-validated (held-out halves)", pred, gold),
+             (f"held-out set, threshold {default}", [kept(r, {"threshold": default}) for r in fresh],
+              [is_fact(r) for r in fresh])]
+    print(f"{'':<58}{'facts kept':>11}{'small talk held':>17}")
+    for name, p, g in table:
+        fact_rate, talk_rate = rates(p, g)
+        print(f"{name:<58}{fact_rate:>11.3f}{talk_rate:>17.3f}")
+    print("\n".join(lines))
+    print(f"  importance_score('User owns a dog') = {importance_score('User owns a dog')}")
+    for r in rows + fresh:
+        if kept(r, {"threshold": default}) != is_fact(r):
+            print(f"  {'dropped fact' if is_fact(r) else 'kept small talk'}: {r['text']!r} "
+                  f"({importance_score(r['text'])})")
+
+
+SECTIONS: dict[str, Callable[[Any], None]] = {"contradictions": contradictions, "write-filter": write_filter}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("sections", nargs="*", choices=[*SECTIONS, []][:-1] or None)
+    parser.add_argument("sections", nargs="*", help=f"any of {', '.join(SECTIONS)} (default: all)")
     args = parser.parse_args()
     embedder = MiniLMEmbedder()
+    unknown = set(args.sections) - set(SECTIONS)
+    if unknown:
+        parser.error(f"unknown section(s) {sorted(unknown)}; choose from {list(SECTIONS)}")
     for name in args.sections or SECTIONS:
         SECTIONS[name](embedder)
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from shared_core import AtlasConfig, importance_score
 from shared_core.engine.lifecycle.contradiction import value_conflict
 
 DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
@@ -55,3 +56,20 @@ def test_the_rule_meets_its_targets_on_the_labelled_pairs(name: str) -> None:
     pred = [value_conflict(r["new"], r["old"]) is not None for r in rows]
     precision, recall = _precision_recall(pred, [r["label"] for r in rows])
     assert precision >= 0.90 and recall >= 0.80, (precision, recall)
+
+
+def test_a_fact_about_the_user_passes_the_write_filter(make_atlas: Any) -> None:
+    atlas = make_atlas(write_filter=True)
+    assert atlas.add_memory("User owns a dog", namespace="u").kind == "memory"
+    assert atlas.add_memory("I'm a nurse", namespace="u").kind == "memory"
+    assert atlas.add_memory("could you repeat that?", namespace="u").kind == "working"
+
+
+@pytest.mark.parametrize("name", ["write_filter.jsonl", "write_filter_holdout.jsonl"])
+def test_the_write_filter_meets_its_targets_on_the_labelled_turns(name: str) -> None:
+    rows = _rows(name)
+    threshold = AtlasConfig().write_threshold
+    facts = [importance_score(r["text"]) >= threshold for r in rows if r["label"] == "fact"]
+    talk = [importance_score(r["text"]) < threshold for r in rows if r["label"] == "small_talk"]
+    assert len(facts) >= 50 and len(talk) >= 50
+    assert sum(facts) / len(facts) >= 0.95 and sum(talk) / len(talk) >= 0.80, (sum(facts), sum(talk))
