@@ -205,7 +205,83 @@ def write_filter(embedder: Any) -> None:
                   f"({importance_score(r['text'])})")
 
 
-SECTIONS: dict[str, Callable[[Any], None]] = {"contradictions": contradictions, "write-filter": write_filter}
+# -- eviction ------------------------------------------------------------------------------------
+DAY = 86_400.0
+START = 1_746_057_600.0  # 1 May 2025, as notebook 04
+
+
+class CachedEmbedder:
+    """An embedder with a cache by text, so each text of the streams is embedded once."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.cache = inner, {}
+
+    @property
+    def dim(self) -> int:
+        return int(self.inner.dim)
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.cache]
+        if missing:
+            self.cache.update(zip(missing, self.inner.embed(missing), strict=True))
+        return np.stack([self.cache[t] for t in texts])
+
+
+def replay(turns: list[dict[str, Any]], embedder: Any, *, cap: int, **config: Any) -> tuple[int, int, list[str]]:
+    """Play a stream as notebook 04's agent does (recall the top 5 for every message, then store
+    it; a question is only recalled) into an atlas capped at ``cap`` memories. Returns the key
+    facts kept, stated, and the texts of the evicted ones."""
+    clock = ManualClock(START)
+    atlas = ElasticMemoryAtlas(config=AtlasConfig(max_nodes=cap, **config), embedder=embedder, clock=clock)
+    evicted: set[str] = set()
+    atlas.subscribe(lambda event: evicted.add(str(event.node_id)) if event.kind == "evict" else None)
+    keys: dict[str, str] = {}
+    day = -1
+    for turn in turns:
+        if turn["day"] != day:
+            day = turn["day"]
+            clock.set(START + day * DAY + 8 * 3600)
+        clock.advance(minutes=20)
+        atlas.retrieve(turn["text"], namespace="user", top_k=5)
+        if turn["kind"] == "ask":
+            continue
+        node = atlas.add_memory(turn["text"], namespace="user", session_id=f"day-{day}",
+                                metadata={"key": True} if turn["key"] else None)
+        if turn["key"]:
+            keys[node.id] = turn["text"]
+    lost = [text for nid, text in keys.items() if nid in evicted]
+    return len(keys) - len(lost), len(keys), lost
+
+
+def eviction(embedder: Any) -> None:
+    rows = load("eviction_streams.jsonl")
+    cached = CachedEmbedder(embedder)
+    cached.embed(sorted({r["text"] for r in rows}))
+    default = AtlasConfig().episodic_value
+    grid = sorted({0.0, 0.03, 0.1, 0.3, 1.0, default})
+    print("\n== Eviction under a cap of a quarter of the stream (max_nodes; the policy never reads 'key') ==")
+    streams = {name: [r for r in rows if r["stream"] == name] for name in ("notebook04", "large")}
+    results: dict[tuple[str, float], tuple[int, int, list[str]]] = {}
+    print(f"{'stream':<12}{'stored':>8}{'cap':>6}" + "".join(f"{'ev ' + str(v):>10}" for v in grid))
+    for name, turns in streams.items():
+        stored = sum(r["kind"] != "ask" for r in turns)
+        for value in grid:
+            results[name, value] = replay(turns, cached, cap=stored // 4, episodic_value=value)
+        print(f"{name:<12}{stored:>8}{stored // 4:>6}"
+              + "".join(f"{results[name, v][0] / results[name, v][1]:>10.3f}" for v in grid))
+    print("  (ev = AtlasConfig.episodic_value; 1.0 leaves the content out of the value, keeping only "
+          "'a fact is never isolated chatter')")
+    for tune, test in (("notebook04", "large"), ("large", "notebook04")):
+        best = max(grid, key=lambda v: (results[tune, v][0] / results[tune, v][1], -v))  # ties: the smaller
+        kept, total, _ = results[test, best]
+        print(f"  cross-validated: chosen on {tune} ({best}), {test} keeps {kept}/{total} = {kept / total:.3f}")
+    for name in streams:
+        for text in results[name, default][2]:
+            print(f"  {name}, default: evicted {text!r}")
+
+
+SECTIONS: dict[str, Callable[[Any], None]] = {"contradictions": contradictions, "write-filter": write_filter,
+                                              "eviction": eviction}
 
 
 def main() -> None:

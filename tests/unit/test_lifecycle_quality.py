@@ -10,7 +10,15 @@ from typing import Any
 
 import pytest
 
-from shared_core import AtlasConfig, importance_score
+from shared_core import (
+    AtlasConfig,
+    ElasticMemoryAtlas,
+    HashingEmbedder,
+    ManualClock,
+    MemoryNotFoundError,
+    importance_score,
+)
+from shared_core.engine.lifecycle.capacity import fact_salience
 from shared_core.engine.lifecycle.contradiction import value_conflict
 
 DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
@@ -73,3 +81,52 @@ def test_the_write_filter_meets_its_targets_on_the_labelled_turns(name: str) -> 
     talk = [importance_score(r["text"]) < threshold for r in rows if r["label"] == "small_talk"]
     assert len(facts) >= 50 and len(talk) >= 50
     assert sum(facts) / len(facts) >= 0.95 and sum(talk) / len(talk) >= 0.80, (sum(facts), sum(talk))
+
+
+@pytest.mark.parametrize(("text", "salient"), [
+    ("User owns a dog", 1.0), ("Hi! I'm Maya. I work night shifts as a nurse at St. Mary's hospital.", 1.0),
+    ("The spare house key is under the blue flower pot.", 1.0), ("Please remember: gate code 1234 today", 1.0),
+    ("Today I baked banana bread after work. Quite relaxing.", 0.0), ("I'm going to the cinema tonight.", 0.0),
+    ("Could you explain that again?", 0.0), ("ok thanks!", 0.0),
+])
+def test_fact_salience_tells_lasting_facts_from_the_days_chatter(text: str, salient: float) -> None:
+    assert fact_salience(text) == salient
+
+
+def _replay(stream: str, **config: Any) -> tuple[int, int]:
+    """`benchmarks/lifecycle_quality.py`'s replay with the hashing embedder: kept and stated key facts."""
+    turns = [r for r in _rows("eviction_streams.jsonl") if r["stream"] == stream]
+    cap = sum(r["kind"] != "ask" for r in turns) // 4
+    clock = ManualClock(1_746_057_600.0)
+    atlas = ElasticMemoryAtlas(config=AtlasConfig(max_nodes=cap, **config), embedder=HashingEmbedder(dim=256),
+                               clock=clock)
+    keys = []
+    for i, turn in enumerate(turns):
+        clock.set(1_746_057_600.0 + turn["day"] * 86_400.0 + 8 * 3600 + i * 60)
+        atlas.retrieve(turn["text"], namespace="user", top_k=5)
+        if turn["kind"] != "ask":
+            node = atlas.add_memory(turn["text"], namespace="user", session_id=f"day-{turn['day']}",
+                                    metadata={"key": True} if turn["key"] else None)
+            if turn["key"]:
+                keys.append(node.id)
+    assert len(atlas) <= cap
+    return sum(_held(atlas, i) for i in keys), len(keys)
+
+
+def _held(atlas: ElasticMemoryAtlas, node_id: str) -> bool:
+    try:
+        atlas.get(node_id, namespace="user")
+    except MemoryNotFoundError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("stream", ["notebook04", "large"])
+def test_key_facts_survive_a_cap_of_a_quarter_of_the_stream_by_policy(stream: str) -> None:
+    kept, total = _replay(stream)
+    assert total >= 12 and kept / total >= 0.95, (kept, total)
+
+
+def test_without_the_content_term_the_key_facts_are_lost() -> None:
+    kept, total = _replay("notebook04", episodic_value=1.0)  # the ablation: the target needs the content
+    assert kept / total < 0.95
