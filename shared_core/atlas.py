@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import math
 import sys
-import threading
 from collections.abc import Callable, Collection, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -29,7 +28,7 @@ from .engine.recall import RecallRequest, recall
 from .engine.state import EngineState
 from .engine.writes import MemorySpec, build_spec, insert_batches, insert_memory, specs_from_items
 from .formulas.filters import compile_filters
-from .store.contract import Backend, Partition
+from .store.contract import AtlasLock, Backend, Partition
 from .store.memory.backend import InProcessBackend
 from .text.embedding import Embedder, as_embedder, normalize_rows
 from .text.tokens import TokenCounter, as_token_counter
@@ -100,7 +99,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
         return self._state.backend
 
     @property
-    def _lock(self) -> threading.RLock:
+    def _lock(self) -> AtlasLock:
         return self._state.lock
 
     @property
@@ -191,10 +190,11 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
             try:
                 batch = [spec.embedding if spec.embedding is not None else vectors[i]
                          for i, spec in enumerate(specs)]
+                where = self._state.where
                 for part, nodes in insert_batches(self.backend, specs, batch, now, self.config,
                                                   on_rollback=self._life.remove):
                     for node in nodes:  # each group is all-or-nothing; earlier groups are undone below
-                        self._where[node.id] = part.namespace
+                        where[node.id] = part.namespace
                         if node.expires_at is not None:
                             self._life.schedule_expiry(node)
                         written.append((part, node))

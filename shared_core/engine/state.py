@@ -26,7 +26,7 @@ from collections.abc import Callable, MutableMapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from ..store.contract import Backend, Partition
+from ..store.contract import AtlasLock, Backend, Partition
 from ..store.memory._directory import Directory
 from ..text.embedding import Embedder, normalize_rows
 from ..values.clock import Clock
@@ -41,7 +41,8 @@ class EngineState:
     """One atlas's shared state (see the module docstring).
 
     ``backend`` is the backend to use, or None for ``make_backend()`` (the in-process backend) on
-    first use. The directory is the backend's (`Backend.directory`: the in-process backend's
+    first use; a given backend is attached (`Backend.attach`), and its lock, when it has one, is
+    the atlas's lock. The directory is the backend's (`Backend.directory`: the in-process backend's
     looks the partitions up, a server's asks the server), else a dict of the memories written.
     """
 
@@ -51,7 +52,8 @@ class EngineState:
         self.embedder = embedder
         self.clock = clock
         self.events = events
-        self.lock = threading.RLock()
+        own = None if backend is None else backend.attach(dim=embedder.dim, config=config)
+        self.lock: AtlasLock = threading.RLock() if own is None else own
         self._backend = backend
         self._make_backend = make_backend
         # a backend made on first use is the in-process one: a `Directory` over its partitions

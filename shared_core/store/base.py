@@ -15,8 +15,21 @@ import numpy as np
 import numpy.typing as npt
 
 from ..formulas.scoring import spread_max
+from ..values.config import AtlasConfig
 from ..values.model import NO_METADATA, MemoryEdge, Relation
-from .contract import CandidateQuery, Candidates, Hits, Link, Links, Predicate, Ranked, Vector, WalkSpec, WriteBatch
+from .contract import (
+    AtlasLock,
+    CandidateQuery,
+    Candidates,
+    Hits,
+    Link,
+    Links,
+    Predicate,
+    Ranked,
+    Vector,
+    WalkSpec,
+    WriteBatch,
+)
 from .vector_math import link_exactly, search_many, search_ranked, vectors_of
 
 __all__ = ["BackendBase", "GraphStoreBase", "KeywordIndexBase", "PartitionBase", "VectorIndexBase"]
@@ -141,11 +154,15 @@ class PartitionBase:
 
 
 class BackendBase:
-    """Default of `Backend.directory`: the backend keeps none."""
+    """Defaults of `Backend.directory` (the backend keeps none) and `Backend.attach` (no lock of
+    its own)."""
 
     __slots__ = ()
 
     def directory(self) -> MutableMapping[str, str] | None:
+        return None
+
+    def attach(self, *, dim: int, config: AtlasConfig | None) -> AtlasLock | None:
         return None
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Iterator, MutableMapping, MutableSet, Sequence
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -34,7 +35,7 @@ from ..values.config import AtlasConfig
 from ..values.model import MemoryEdge, MemoryNode, Relation
 from .vector_math import Hits, Links, Ranked, Vector
 
-__all__ = ["Backend", "CandidateQuery", "Candidates", "GraphStore", "Hits",
+__all__ = ["AtlasLock", "Backend", "CandidateQuery", "Candidates", "GraphStore", "Hits",
            "KeywordIndex", "Link", "Links", "Partition", "Ranked",
            "Vector", "VectorIndex", "WalkSpec", "WriteBatch"]
 
@@ -309,6 +310,19 @@ class Partition(Protocol):
         tracking, ``similar_to`` edges to the neighbours found, ``before`` edges, extra links."""
 
 
+class AtlasLock(Protocol):
+    """The re-entrant lock an atlas takes around every change and read of its memory."""
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool: ...
+
+    def release(self) -> None: ...
+
+    def __enter__(self) -> bool: ...
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None, /) -> None: ...
+
+
 @runtime_checkable
 class Backend(Protocol):
     """Hands out the partition of each namespace."""
@@ -322,4 +336,10 @@ class Backend(Protocol):
     def directory(self) -> MutableMapping[str, str] | None:
         """Memory id -> namespace kept by the backend (a server shared by processes), or None:
         the engine keeps its own."""
+
+    def attach(self, *, dim: int, config: AtlasConfig | None) -> AtlasLock | None:
+        """Called once by the atlas that will use the backend, with its embedding dimension and
+        config; returns the lock the atlas must take around its changes (a durable backend
+        commits a write when the lock's outermost hold is released), or None for a plain
+        re-entrant lock."""
 

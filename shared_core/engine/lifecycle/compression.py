@@ -26,7 +26,7 @@ import logging
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 import numpy as np
@@ -41,30 +41,15 @@ if TYPE_CHECKING:
     from ...store.contract import Partition
     from ...values.config import AtlasConfig
     from ..state import EngineState
+    from .ledger import Ledger
 
-__all__ = ["CompressionReport", "Ledger", "MergeRecord", "SummaryRecord", "group_pairs", "keyword_text",
+__all__ = ["CompressionReport", "MergeRecord", "SummaryRecord", "group_pairs", "keyword_text",
            "near_duplicate_pairs"]
-
-
-class Ledger(Protocol):
-    """The lifecycle bookkeeping a compression run updates (`shared_core.engine.lifecycle.manager.Lifecycle`)."""
-
-    summarizer: Summarizer
-
-    def remove(self, part: Partition, node: MemoryNode, *, kind: str | None, reason: str) -> None: ...
-
-    def account(self, part: Partition, node: MemoryNode, *, indexed: str | None = None,
-                previous: MemoryNode | None = None) -> None: ...
-
-    def dirty_ids(self, namespace: str) -> set[str] | None: ...
-
-    def clear_dirty(self, namespace: str, seen: set[str] | None) -> None: ...
-
-    def enforce(self, now: float, *, protect: set[str]) -> None: ...
 
 logger = logging.getLogger("shared_core")
 
 MERGED_FROM = "merged_from"
+
 
 
 @dataclass(frozen=True, slots=True)
