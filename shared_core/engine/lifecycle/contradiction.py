@@ -6,9 +6,12 @@ memories of the namespace (cosine >= ``contradiction_similarity``). A contradict
 gets a ``contradicts`` edge from the new one, its ``valid_to`` set and its weight multiplied by
 ``contradiction_factor``; it is never deleted and `retrieve(include_history=True)` still finds it.
 
-`HeuristicContradictionDetector` (the default) aligns the two statements word by word and flags
-a pair that says the same thing about the same subject except for a number, a date, a negation
-or, after a verb such as "is", "prefers" or "lives", a named value. `LLMContradictionDetector`
+`HeuristicContradictionDetector` (the default) aligns the two statements by word stems
+(PyStemmer's Snowball English) and flags a pair that says the same thing about the same subject
+except for a number, a date (read by python-dateutil, so "5pm" and "17:00" agree), a negation or,
+after a verb such as "is", "prefers" or "lives", a named value; a different subject, added
+detail, two past events and "not at 5pm" against "at 3pm" are no contradiction.
+``benchmarks/lifecycle_quality.py`` measures it on labelled pairs. `LLMContradictionDetector`
 asks a model and validates its JSON answer; a malformed answer is logged and changes nothing.
 
 >>> value_conflict("User now prefers soy milk", "User prefers oat milk").kind
@@ -203,26 +206,25 @@ def value_conflict(new: str, old: str, *, min_shared: float = 0.5, max_span: int
         removed = [w for w in a[i1:i2] if w not in FILLER]
         added = [w for w in b[j1:j2] if w not in FILLER]
         if tag != "equal" and (removed or added):
-            diffs.append((i1, i2, removed, added))
+            diffs.append((i1, i2, j1, j2, removed, added))
     neg_a, neg_b = sum(w in NEGATIONS for w in a), sum(w in NEGATIONS for w in b)
-    values = [d for d in diffs if {*d[2], *d[3]} - NEGATIONS]
+    values = [d for d in diffs if {*d[4], *d[5]} - NEGATIONS]
     if neg_a % 2 != neg_b % 2:
         if values:
             return None
         return Conflict("negation", tuple(w for w in a if w in NEGATIONS), tuple(w for w in b if w in NEGATIONS))
     subject, event = _subject_end(a, sa)
-    if event or any(i1 < subject for i1, _, _, _ in values):
+    if event or any(d[0] < subject for d in values):
         return None  # two events, or another subject ("my shoe size" -> "my son's shoe size")
-    values = [d for d in values if d[2]]  # a pure insertion after the subject is added detail
+    values = [d for d in values if d[4]]  # a pure insertion after the subject is added detail
     if len(values) != 1 or neg_a or neg_b:
         return None
-    i1, i2, removed, added = values[0]
+    i1, i2, j1, j2, removed, added = values[0]
     if not added or len(removed) > max_span or len(added) > max_span:
         return None
-    j1 = next(j1 for tag, o1, _, j1, _ in ops if o1 == i1 and tag != "equal")
-    context = a[max(0, i1 - 2):i2 + 2] + b[max(0, j1 - 2):j1 + len(added) + 2]
+    context = a[max(0, i1 - 2):i2 + 2] + b[max(0, j1 - 2):j2 + 2]
     if _is_date(removed + added, context):
-        before, after = _moment(_date_span(a, i1, i2)), _moment(_date_span(b, j1, j1 + len(added)))
+        before, after = _moment(_date_span(a, i1, i2)), _moment(_date_span(b, j1, j2))
         if before is not None and before == after:
             return None
         return Conflict("date", tuple(removed), tuple(added))
