@@ -11,7 +11,9 @@ embeddings so the model is not what is timed (the embedder is a dict lookup), an
 vectors and queries, LangChain ``InMemoryVectorStore.similarity_search_by_vector``, chromadb
 ``EphemeralClient`` (HNSW, ef_construction 200, ef_search 100), LlamaIndex ``VectorStoreIndex``
 retrieval and plain numpy top-k (the floor). Ratios are the atlas's p50 over the peer's p50 (below 1:
-the atlas is faster). One extra row runs the real MiniLM model (embedding included). Memory per
+the atlas is faster). One extra row runs the real MiniLM model (embedding included); with
+``--locomo locomo_dev.json`` the real-model section adds the rows of ``embedder_ab.py`` (``add_memories``
+on the LoCoMo dev turns and on short texts, ``add_memory``, query embedding, ``retrieve`` at 10k). Memory per
 stored memory (RSS and tracemalloc) is measured in a fresh interpreter per size.
 
 The corpus is synthetic but shaped like real embeddings: 200 topics, each with its own words;
@@ -647,6 +649,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--json", metavar="FILE.json", help="also write the raw results")
     parser.add_argument("--no-model", action="store_true", help="skip the row with the real MiniLM model")
     parser.add_argument("--no-memory", action="store_true", help="skip the memory probes")
+    parser.add_argument("--locomo", metavar="LOCOMO.json",
+                        help="also time the default embedder end to end on the LoCoMo dev turns (embedder_ab.py)")
     parser.add_argument("--peers", default=",".join(PEERS))
     parser.add_argument("--profile", action="store_true", help="pyinstrument the read path at the largest size")
     parser.add_argument("--sweep", action="store_true",
@@ -659,6 +663,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--falkordb", nargs="?", const="start", metavar="URL",
                         help="also time the atlas on FalkorDB at 1,000 memories (on URL, or on a local server "
                              "started for the run)")
+    parser.add_argument("--chroma", metavar="SIZES",
+                        help="only the chroma backend's rows (benchmarks/chroma_durable.py) at these comma-separated "
+                             "sizes: durable writes against chromadb's own, reopen, reads against in process")
     parser.add_argument("--report", nargs="+", metavar="RUN.json",
                         help="print the tables (and --plot) from the median of runs saved with --json")
     parser.add_argument("--rss-probe", type=int, help=argparse.SUPPRESS)
@@ -692,6 +699,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.real_recall:
         print(real_recall(args.real_recall, [10_000, 100_000]))
         return
+    if args.chroma:
+        from chroma_durable import bench as bench_chroma
+
+        for n in (int(s) for s in args.chroma.split(",")):
+            print(bench_chroma(n, args.queries), flush=True)
+        return
     if args.sweep:
         for n in sizes:
             print(sweep(make_corpus(n, args.queries)[0]), flush=True)
@@ -723,6 +736,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         model = bench_atlas(corpus, extra=extra, embedder=MiniLMEmbedder()) | {"n": 1000}
     falkordb = bench_falkordb(args.falkordb, min(args.queries, 100)) if args.falkordb else None
     print(report(results, model, falkordb))
+    if args.locomo and not args.no_model:
+        from embedder_ab import markdown, measure
+
+        print("\n" + markdown(measure(args.locomo, ["after"], rounds=1)).replace("after", "MiniLM, embedding included"))
     print(f"# load average after the run: {os.getloadavg()[0]:.2f}")
     if args.plot:
         plot(results, args.plot)

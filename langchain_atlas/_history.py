@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
-from shared_core import ElasticMemoryAtlas, InvalidInputError
+from shared_core import ElasticMemoryAtlas
+from shared_core.values import _validate as check
 
 from ._convert import memory_item, messages_of
 
@@ -23,9 +25,13 @@ class AtlasChatMessageHistory(BaseChatMessageHistory):
     an `AtlasRetriever` or `AtlasMemory` over the same atlas can recall it later, from any
     session. Memories the atlas evicts under its capacity cap or expires leave the history too.
 
+    The history keeps every message it is given, whatever the atlas's config: with the write
+    filter on (`AtlasConfig.managed`), small talk ("ok thanks!") stays in the transcript, held in
+    working memory, and only the rest becomes long-term memory that recall can find.
+
     Setup:
         ```bash
-        pip install "elastic-atlas[langchain]"
+        pip install ".[langchain]"   # in a checkout of elastic-atlas (not on PyPI)
         ```
 
     Key init args:
@@ -61,14 +67,19 @@ class AtlasChatMessageHistory(BaseChatMessageHistory):
 
     def __init__(self, *, atlas: ElasticMemoryAtlas | None = None, namespace: str, session_id: str,
                  human_prefix: str = "Human", ai_prefix: str = "AI") -> None:
-        for name, value in (("namespace", namespace), ("session_id", session_id)):
-            if not isinstance(value, str) or not value.strip():
-                raise InvalidInputError(f"{name} must be a non-empty string, got {value!r}")
+        check.namespace(namespace)  # the core's rule, so a bad name fails here, not at the first message
+        check.name(session_id, "session_id")
         self.atlas = atlas if atlas is not None else ElasticMemoryAtlas()
         self.namespace = namespace
         self.session_id = session_id
         self.human_prefix = human_prefix
         self.ai_prefix = ai_prefix
+
+    def __reduce__(self) -> Any:
+        raise TypeError(
+            "AtlasChatMessageHistory cannot be pickled: it holds a live ElasticMemoryAtlas (a model session "
+            "and indexes). Save the atlas with atlas.save(path), keep (namespace, session_id), and rebuild it with "
+            "AtlasChatMessageHistory(atlas=ElasticMemoryAtlas.load(path), namespace=..., session_id=...)")
 
     def __repr__(self) -> str:
         return f"AtlasChatMessageHistory(namespace={self.namespace!r}, session_id={self.session_id!r})"
@@ -76,15 +87,19 @@ class AtlasChatMessageHistory(BaseChatMessageHistory):
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         """The session's messages, oldest first."""
-        nodes = self.atlas.memories(namespace=self.namespace, session_id=self.session_id)
+        nodes = self.atlas.memories(namespace=self.namespace, session_id=self.session_id, include_held=True)
         return messages_of([node.metadata for node in nodes])
 
     async def aget_messages(self) -> list[BaseMessage]:
         return await asyncio.to_thread(lambda: self.messages)
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
-        """Store messages in one write; an AI message ``responds_to`` the user message before it."""
-        messages = list(messages)
+        """Store messages in one write; an AI message ``responds_to`` the user message before it
+        (when both became memories: a turn held in working memory has no edges). A user message
+        with no text is not stored."""
+        # a blank user turn (an empty input box) is no memory: it would only crowd recall
+        messages = [m for m in messages if not (m.type == "human" and isinstance(m.content, str)
+                                                and not m.content.strip())]
         if not messages:
             return
         items = [memory_item(m, human_prefix=self.human_prefix, ai_prefix=self.ai_prefix) for m in messages]
@@ -92,7 +107,8 @@ class AtlasChatMessageHistory(BaseChatMessageHistory):
         if len(nodes) != len(messages):  # some were evicted at once by a tiny capacity cap
             return
         for i in range(1, len(messages)):
-            if messages[i].type == "ai" and messages[i - 1].type == "human":
+            if messages[i].type == "ai" and messages[i - 1].type == "human" \
+                    and nodes[i].kind != "working" and nodes[i - 1].kind != "working":
                 self.atlas.link(nodes[i].id, nodes[i - 1].id, relation="responds_to", namespace=self.namespace)
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:

@@ -10,13 +10,17 @@ from langchain_classic.base_memory import BaseMemory
 from langchain_core.messages import SystemMessage
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from shared_core import ElasticMemoryAtlas, MemoryNotFoundError
+from shared_core import ElasticMemoryAtlas, InvalidInputError, MemoryNotFoundError
+from shared_core.values._arguments import check_arguments
 
 from ._convert import ROLE_KEY, as_text
 
 __all__ = ["AtlasMemory"]
 
 _PENDING_LIMIT = 64  # recalls waiting for their save_context (concurrent runs of one chain)
+DEFAULT_TOKEN_BUDGET = 2000  # as LangChain's ConversationTokenBufferMemory; LlamaIndex's AtlasMemory agrees
+# Names from the core API or from LlamaIndex that users bring here by habit.
+_RENAMES = {"token_limit": "token_budget", "max_tokens": "token_budget"}
 
 
 class AtlasMemory(BaseMemory):
@@ -33,7 +37,7 @@ class AtlasMemory(BaseMemory):
         Install the LangChain extra (``langchain-classic`` holds the legacy chains).
 
         ```bash
-        pip install "elastic-atlas[langchain]"
+        pip install ".[langchain]"   # in a checkout of elastic-atlas (not on PyPI)
         ```
 
     Key init args:
@@ -44,7 +48,11 @@ class AtlasMemory(BaseMemory):
         session_id: str
             The conversation (default: a new random id); working memory is this session's.
         token_budget: int
-            Exact tokens (cl100k_base by default) the memory may add to the prompt (default 1000).
+            Exact tokens (cl100k_base by default) the memory may add to the prompt (default 2000);
+            LangChain's ``max_token_limit`` is accepted for it.
+        cross_session: bool | None
+            Recall from the namespace's other sessions too (default True, as in the LlamaIndex
+            adapter); None follows the atlas config.
         style: "timeline" | "bullet" | "narrative"
             How the context is rendered (default ``"timeline"``).
         memory_key, input_key, output_key, return_messages:
@@ -77,13 +85,13 @@ class AtlasMemory(BaseMemory):
     namespace: str = Field(min_length=1, description="The user or tenant.")
     session_id: str = Field(default_factory=lambda: uuid.uuid4().hex, min_length=1,
                             description="The conversation; working memory is this session's.")
-    token_budget: int = Field(default=1000, ge=0, description="Exact tokens the context may use.")
+    token_budget: int = Field(default=DEFAULT_TOKEN_BUDGET, ge=0, description="Exact tokens the context may use.")
     style: Literal["timeline", "bullet", "narrative"] = Field(default="timeline",
                                                              description="How the context is rendered.")
     working_memory: int | None = Field(
         default=None, ge=0, description="Latest turns always included (None: the atlas config).")
     cross_session: bool | None = Field(
-        default=None, description="Recall from the namespace's other sessions (None: the atlas config).")
+        default=True, description="Recall from the namespace's other sessions (None: the atlas config).")
     memory_key: str = Field(default="history", description="Prompt variable the context fills.")
     input_key: str | None = Field(default=None, description="Input holding the user's turn (None: inferred).")
     output_key: str | None = Field(default=None, description="Output holding the AI's turn (None: inferred).")
@@ -96,6 +104,14 @@ class AtlasMemory(BaseMemory):
         default="delete", description="`clear` deletes the session's memories or fades their weights.")
 
     _pending: OrderedDict[str, list[tuple[str, float]]] = PrivateAttr(default_factory=OrderedDict)
+
+    def __init__(self, **data: Any) -> None:
+        if "max_token_limit" in data:  # LangChain's name (ConversationTokenBufferMemory)
+            if "token_budget" in data:
+                raise InvalidInputError("AtlasMemory got both token_budget= and max_token_limit=; pass one")
+            data["token_budget"] = data.pop("max_token_limit")
+        check_arguments("AtlasMemory", data, accepted=type(self).model_fields, renames=_RENAMES)
+        super().__init__(**data)
 
     @property
     def memory_variables(self) -> list[str]:
@@ -120,8 +136,11 @@ class AtlasMemory(BaseMemory):
         raise ValueError(f"AtlasMemory got several outputs {sorted(outputs)}; set output_key to the one to store")
 
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
-        """The budgeted context for the current input: working memory plus recalled memories."""
-        query = self._input_text(inputs)
+        """The budgeted context for the current input: working memory plus recalled memories.
+
+        Recall is for the input's last ``max_query_chars`` characters (the atlas config): a chat
+        turn is cut, not refused as `ElasticMemoryAtlas.retrieve` refuses a longer query."""
+        query = self._input_text(inputs)[-self.atlas.config.max_query_chars:]
         if not query.strip():
             text = ""
         else:

@@ -11,10 +11,14 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
 from shared_core import ElasticMemoryAtlas
+from shared_core.values._arguments import check_arguments
 
 from ._convert import to_document
 
 __all__ = ["AtlasRetriever"]
+
+DEFAULT_K = 4  # LangChain's usual default; LlamaIndex's AtlasRetriever.similarity_top_k agrees
+_RENAMES = {"top_k": "k", "similarity_top_k": "k", "n": "k", "limit": "k", "filter": "filters"}
 
 
 class AtlasRetriever(BaseRetriever):
@@ -28,7 +32,7 @@ class AtlasRetriever(BaseRetriever):
         Install the LangChain extra; the default embedder runs offline.
 
         ```bash
-        pip install "elastic-atlas[langchain]"
+        pip install ".[langchain]"   # in a checkout of elastic-atlas (not on PyPI)
         ```
 
     Key init args:
@@ -77,11 +81,15 @@ class AtlasRetriever(BaseRetriever):
                                       description="The atlas to search.")
     namespace: str = Field(min_length=1, description="The namespace (tenant) to search.")
     session_id: str | None = Field(default=None, description="Search this session only (None: all).")
-    k: int = Field(default=4, ge=0, description="Number of documents to return.")
+    k: int = Field(default=DEFAULT_K, ge=0, description="Number of documents to return.")
     filters: dict[str, Any] | None = Field(default=None, description="Atlas retrieval filters.")
     cross_session: bool | None = Field(
         default=None, description="Let the namespace's other sessions in (None: the atlas config).")
     reinforce: bool = Field(default=True, description="Reinforce the memories that are returned.")
+
+    def __init__(self, **data: Any) -> None:
+        check_arguments("AtlasRetriever", data, accepted=type(self).model_fields, renames=_RENAMES)
+        super().__init__(**data)
 
     def _recall_args(self, k: int | None, filters: Mapping[str, Any] | None) -> dict[str, Any]:
         return {"namespace": self.namespace, "session_id": self.session_id,

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import copy
+import math
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -21,6 +23,7 @@ from langgraph.store.base import (
     Result,
     SearchItem,
     SearchOp,
+    TTLConfig,
     get_text_at_path,
     tokenize_path,
     validate_op_namespace,
@@ -34,6 +37,7 @@ __all__ = ["AtlasStore"]
 
 KEY = "langgraph.key"
 CREATED = "langgraph.created_at"
+TTL = "langgraph.ttl"  # the item's ttl in minutes, as LangGraph gives it
 _RESERVED = "langgraph."
 _OPERATORS = frozenset({"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"})
 
@@ -51,7 +55,7 @@ class AtlasStore(BaseStore):
 
     Setup:
         ```bash
-        pip install "elastic-atlas[langchain]"
+        pip install ".[langchain]"   # in a checkout of elastic-atlas (not on PyPI)
         ```
 
     Key init args:
@@ -65,6 +69,10 @@ class AtlasStore(BaseStore):
             whole value); ``put(..., index=[...])`` overrides them per item.
         reinforce: bool
             Whether semantic search reinforces the items it returns (default True).
+        ttl: TTLConfig | None
+            LangGraph's TTL settings: ``default_ttl`` (minutes, for puts that give no ``ttl``),
+            ``refresh_on_read`` (default True: a get or search restarts an item's ttl) and
+            ``sweep_interval_minutes`` (for `start_ttl_sweeper`).
 
     Instantiate:
         >>> from shared_core import ElasticMemoryAtlas, HashingEmbedder
@@ -77,7 +85,7 @@ class AtlasStore(BaseStore):
         >>> store.put(("memories", "alice"), "m2", {"text": "Alice works as a nurse"})
         >>> store.get(("memories", "alice"), "m1").value
         {'text': 'Alice likes hiking in the fjords'}
-        >>> [item.key for item in store.search(("memories",), query="what is her job?", limit=1)]
+        >>> [item.key for item in store.search(("memories",), query="where does Alice work?", limit=1)]
         ['m2']
         >>> store.list_namespaces()
         [('memories', 'alice')]
@@ -90,15 +98,32 @@ class AtlasStore(BaseStore):
     Differences from ``InMemoryStore``: ops in a batch apply in order (a get after a put sees
     it); ``index=False`` items are stored with their key as text; filters take exact values and
     ``$eq``/``$ne``/``$gt``/``$gte``/``$lt``/``$lte`` on top-level fields (a ``$ne`` does not
-    match an item without the field); TTLs are not supported. Memories written to the atlas by
-    other means appear as items whose key is the memory id and whose value is
-    ``{"content": …, **metadata}``.
+    match an item without the field). Memories written to the atlas by other means appear as items
+    whose key is the memory id and whose value is ``{"content": …, **metadata}``.
+
+    TTL: ``put(..., ttl=minutes)`` (or the config's ``default_ttl``) gives an item a deadline of
+    its last write or refreshing read plus ``ttl``, on the atlas's clock. An expired item is never
+    returned by get or search (as LangGraph's ``omit_expired``); `sweep_ttl` deletes expired items
+    from the atlas, and `start_ttl_sweeper` runs it every ``sweep_interval_minutes`` in a
+    background thread until `stop_ttl_sweeper`. Refreshes live in this store object: a new store
+    over the same atlas counts each item's ttl from its last write.
+
+        >>> from shared_core import ManualClock
+        >>> clock = ManualClock(0.0)
+        >>> store = AtlasStore(atlas=ElasticMemoryAtlas(embedder=HashingEmbedder(), clock=clock))
+        >>> store.put(("cache",), "q1", {"text": "an answer"}, ttl=1.0)   # one minute
+        >>> _ = clock.advance(50); store.get(("cache",), "q1") is not None  # a read restarts the minute
+        True
+        >>> _ = clock.advance(50); store.get(("cache",), "q1") is not None
+        True
+        >>> _ = clock.advance(61); store.get(("cache",), "q1") is None, store.sweep_ttl()
+        (True, 1)
     """
 
-    supports_ttl = False
+    supports_ttl = True
 
     def __init__(self, *, atlas: ElasticMemoryAtlas | None = None, namespace: str | None = None,
-                 fields: Sequence[str] | None = None, reinforce: bool = True) -> None:
+                 fields: Sequence[str] | None = None, reinforce: bool = True, ttl: TTLConfig | None = None) -> None:
         self.atlas = atlas if atlas is not None else ElasticMemoryAtlas()
         self._root: tuple[str, ...] = () if namespace is None else tuple(namespace.split("."))
         if any(not label for label in self._root):
@@ -108,6 +133,11 @@ class AtlasStore(BaseStore):
         self.reinforce = reinforce
         self._keys: dict[str, dict[str, str]] = {}  # atlas namespace -> item key -> memory id
         self._lock = threading.RLock()
+        self.ttl_config = _check_ttl_config(ttl)
+        self._deadlines: dict[str, float] = {}  # memory id -> when it expires, after a refresh
+        self._ttl_spaces: set[str] = set()  # atlas namespaces known to hold items with a ttl
+        self._sweeper: threading.Thread | None = None
+        self._sweeper_stop = threading.Event()
 
     def __repr__(self) -> str:
         root = ".".join(self._root) or None
@@ -133,7 +163,10 @@ class AtlasStore(BaseStore):
     def _index(self, atlas_ns: str) -> dict[str, str]:
         ids = self._keys.get(atlas_ns)
         if ids is None:  # first touch: rebuild from the atlas, so a store can reopen a shared atlas
-            ids = {str(node.metadata.get(KEY, node.id)): node.id for node in self.atlas.memories(namespace=atlas_ns)}
+            nodes = self.atlas.memories(namespace=atlas_ns)
+            ids = {str(node.metadata.get(KEY, node.id)): node.id for node in nodes}
+            if any(TTL in node.metadata for node in nodes):
+                self._ttl_spaces.add(atlas_ns)
             self._keys[atlas_ns] = ids
         return ids
 
@@ -142,7 +175,8 @@ class AtlasStore(BaseStore):
             node = self.atlas.get(node_id, namespace=atlas_ns)
         except MemoryNotFoundError:
             return None
-        return node if node.is_current(self.atlas.clock.now()) else None
+        now = self.atlas.clock.now()
+        return node if node.is_current(now) and not self._expired(node, now) else None
 
     def _find(self, atlas_ns: str, key: str) -> MemoryNode | None:
         node_id = self._index(atlas_ns).get(key)
@@ -162,6 +196,7 @@ class AtlasStore(BaseStore):
 
     def _fields(self, node: MemoryNode, namespace: tuple[str, ...]) -> dict[str, Any]:
         meta = dict(node.metadata)
+        meta.pop(TTL, None)
         key = meta.pop(KEY, None)
         created = meta.pop(CREATED, node.created_at)
         value = meta if key is not None else {"content": node.content, **meta}
@@ -195,7 +230,11 @@ class AtlasStore(BaseStore):
     def _run(self, op: Op) -> Result:
         if isinstance(op, GetOp):
             node = self._find(self._atlas_ns(op.namespace), op.key)
-            return None if node is None else Item(**self._fields(node, tuple(op.namespace)))
+            if node is None:
+                return None
+            if op.refresh_ttl:
+                self._refresh(node)
+            return Item(**self._fields(node, tuple(op.namespace)))
         if isinstance(op, PutOp):  # a delete
             self._delete(self._atlas_ns(op.namespace), op.key)
             return None
@@ -221,6 +260,8 @@ class AtlasStore(BaseStore):
         for (atlas_ns, key), op in latest.items():
             value = copy.deepcopy(dict(op.value or {}))
             meta: dict[str, Any] = {**value, KEY: key}
+            if op.ttl is not None:
+                meta[TTL] = float(op.ttl)
             old = self._find(atlas_ns, key)
             if old is not None:
                 meta[CREATED] = old.metadata.get(CREATED, old.created_at)
@@ -231,8 +272,12 @@ class AtlasStore(BaseStore):
         for old in replaced:  # only once the new versions are safely in
             with contextlib.suppress(MemoryNotFoundError):
                 self.atlas.forget(old.id, namespace=old.namespace)
+        for old in replaced:
+            self._deadlines.pop(old.id, None)
         for node in nodes:
             self._index(node.namespace)[str(node.metadata[KEY])] = node.id
+            if TTL in node.metadata:
+                self._ttl_spaces.add(node.namespace)
 
     def _text(self, value: Mapping[str, Any], index: Literal[False] | list[str] | None) -> str:
         if index is False:
@@ -250,6 +295,7 @@ class AtlasStore(BaseStore):
         if op.query:
             hits = [hit for ns in spaces
                     for hit in self.atlas.retrieve(op.query, namespace=ns, top_k=op.offset + op.limit,
+                                                   exclude_ids=self._expired_ids(ns),
                                                    filters=filters, reinforce=self.reinforce)]
             hits.sort(key=lambda hit: -hit.score)
             found = [(hit.node, hit.score) for hit in hits]
@@ -257,9 +303,87 @@ class AtlasStore(BaseStore):
             keep = compile_filters(filters)
             found = [(node, None) for ns in spaces for node in self.atlas.memories(namespace=ns)
                      if keep is None or keep(node)]
+        now = self.atlas.clock.now()
+        found = [(node, score) for node, score in found if not self._expired(node, now)]
         page = found[op.offset:op.offset + op.limit]
+        if op.refresh_ttl:
+            for node, _ in page:
+                self._refresh(node)
         return [SearchItem(score=score, **self._fields(node, self._graph_ns(node.namespace) or ()))
                 for node, score in page]
+
+    # -- ttl ---------------------------------------------------------------------------------------
+    def _deadline(self, node: MemoryNode) -> float | None:
+        ttl = node.metadata.get(TTL)
+        if ttl is None:
+            return None
+        return self._deadlines.get(node.id, node.created_at + 60.0 * float(ttl))
+
+    def _expired(self, node: MemoryNode, now: float) -> bool:
+        deadline = self._deadline(node)
+        return deadline is not None and deadline <= now
+
+    def _refresh(self, node: MemoryNode) -> None:
+        ttl = node.metadata.get(TTL)
+        if ttl is not None:
+            self._deadlines[node.id] = self.atlas.clock.now() + 60.0 * float(ttl)
+
+    def _expired_ids(self, atlas_ns: str) -> list[str]:
+        self._index(atlas_ns)  # learns whether the namespace holds items with a ttl
+        if atlas_ns not in self._ttl_spaces:
+            return []
+        now = self.atlas.clock.now()
+        return [node.id for node in self.atlas.memories(namespace=atlas_ns)
+                if TTL in node.metadata and self._expired(node, now)]
+
+    def sweep_ttl(self) -> int:
+        """Delete this store's expired items from the atlas; returns how many were deleted."""
+        with self._lock:
+            swept = 0
+            for atlas_ns in self._spaces(()):
+                for node_id in self._expired_ids(atlas_ns):
+                    with contextlib.suppress(MemoryNotFoundError):  # gone in the meantime
+                        self.atlas.forget(node_id, namespace=atlas_ns)
+                        swept += 1
+                    self._deadlines.pop(node_id, None)
+                if swept:
+                    self._keys.pop(atlas_ns, None)  # rebuilt from the atlas on next touch
+            return swept
+
+    async def asweep_ttl(self) -> int:
+        return await asyncio.to_thread(self.sweep_ttl)
+
+    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> concurrent.futures.Future[None]:
+        """Run `sweep_ttl` every ``sweep_interval_minutes`` (default: the TTL config's, else 5) in a
+        daemon thread until `stop_ttl_sweeper`; the future completes when the thread ends."""
+        interval = sweep_interval_minutes or (self.ttl_config or {}).get("sweep_interval_minutes") or 5
+        if not isinstance(interval, int | float) or isinstance(interval, bool) or not interval > 0:
+            raise InvalidInputError(f"sweep_interval_minutes must be a number > 0, got {interval!r}")
+        done: concurrent.futures.Future[None] = concurrent.futures.Future()
+        with self._lock:
+            if self._sweeper is not None and self._sweeper.is_alive():
+                raise InvalidInputError("this store's TTL sweeper is already running; stop_ttl_sweeper() first")
+            self._sweeper_stop.clear()
+
+            def sweep() -> None:
+                try:
+                    while not self._sweeper_stop.wait(60.0 * float(interval)):
+                        self.sweep_ttl()
+                finally:
+                    done.set_result(None)
+
+            self._sweeper = threading.Thread(target=sweep, name="AtlasStore-ttl-sweeper", daemon=True)
+            self._sweeper.start()
+        return done
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper thread; True once it has ended (or none was running)."""
+        self._sweeper_stop.set()
+        thread = self._sweeper
+        if thread is None:
+            return True
+        thread.join(timeout)
+        return not thread.is_alive()
 
     def _list(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         spaces = {ns for atlas_ns in self.atlas.namespaces() if (ns := self._graph_ns(atlas_ns)) is not None}
@@ -282,13 +406,28 @@ def _check_put(op: PutOp) -> None:
         raise _InvalidNamespaceError("Namespace cannot be empty.")
     if op.namespace[0] == "langgraph":
         raise _InvalidNamespaceError(f'Root label for namespace cannot be "langgraph". Got: {op.namespace}')
-    if op.ttl is not None:
-        raise NotImplementedError("TTL is not supported by AtlasStore; set ttl=None (the atlas has its own ttl)")
+    if op.ttl is not None and (isinstance(op.ttl, bool) or not isinstance(op.ttl, int | float)
+                               or not math.isfinite(op.ttl) or op.ttl <= 0):
+        raise InvalidInputError(f"ttl must be a number of minutes > 0 (or None), got {op.ttl!r}")
     if not isinstance(op.value, Mapping):
         raise InvalidInputError(f"value must be a mapping, got {type(op.value).__name__}")
     clash = sorted(k for k in op.value if isinstance(k, str) and k.startswith(_RESERVED))
     if clash:
         raise InvalidInputError(f"value keys starting with {_RESERVED!r} are reserved by AtlasStore: {clash}")
+
+
+def _check_ttl_config(config: TTLConfig | None) -> TTLConfig | None:
+    if config is None:
+        return None
+    unknown = sorted(set(config) - {"refresh_on_read", "default_ttl", "sweep_interval_minutes", "omit_expired"})
+    if unknown:
+        raise InvalidInputError(f"unknown TTLConfig key(s) {unknown}; LangGraph's are refresh_on_read, default_ttl, "
+                                "sweep_interval_minutes and omit_expired")
+    for key in ("default_ttl", "sweep_interval_minutes"):
+        value = config.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value <= 0):
+            raise InvalidInputError(f"TTLConfig {key} must be a number > 0 or None, got {value!r}")
+    return config
 
 
 def _translate_filter(filter: Mapping[str, Any] | None) -> dict[str, Any] | None:

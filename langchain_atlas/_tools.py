@@ -9,6 +9,7 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
 from shared_core import ElasticMemoryAtlas, MemoryNotFoundError, ScoredMemory
+from shared_core.values import _validate as check
 
 from ._convert import to_document
 
@@ -47,7 +48,8 @@ def create_memory_tools(atlas: ElasticMemoryAtlas | None = None, *, namespace: s
                         session_id: str | None = None) -> list[BaseTool]:
     """Three `StructuredTool`s over one namespace of the atlas: ``remember``, ``recall``, ``forget``.
 
-    ``remember`` stores a memory (in ``session_id``, when given) and returns its id; ``recall``
+    ``remember`` stores a memory (in ``session_id``, when given) and returns its id; the agent
+    asked to keep it, so the atlas's write filter (`AtlasConfig.managed`) never holds it back; ``recall``
     returns the best memories for a query as ``[id] text (score)`` lines, with the matching
     `Document`s as the tool message's artifact; ``forget`` deletes a memory by id. Every tool has
     a sync and an async form, and none can reach another namespace: a ``forget`` of an id from
@@ -55,7 +57,7 @@ def create_memory_tools(atlas: ElasticMemoryAtlas | None = None, *, namespace: s
 
     Setup:
         ```bash
-        pip install "elastic-atlas[langchain]"
+        pip install ".[langchain]"   # in a checkout of elastic-atlas (not on PyPI)
         ```
 
     Key init args:
@@ -84,15 +86,17 @@ def create_memory_tools(atlas: ElasticMemoryAtlas | None = None, *, namespace: s
         ```
     """
     store = atlas if atlas is not None else ElasticMemoryAtlas()
-    if not isinstance(namespace, str) or not namespace.strip():
-        raise ValueError(f"namespace must be a non-empty string, got {namespace!r}")
+    check.namespace(namespace)  # the core's rule (InvalidInputError, a ValueError), checked at once
+    check.session(session_id)
 
     def remember(content: str, importance: float = 1.0) -> str:
-        node = store.add_memory(content, namespace=namespace, session_id=session_id, importance=importance)
+        node = store.add_memory(content, namespace=namespace, session_id=session_id, importance=importance,
+                                keep=True)
         return f"Remembered as {node.id}."
 
     async def aremember(content: str, importance: float = 1.0) -> str:
-        node = await store.aadd_memory(content, namespace=namespace, session_id=session_id, importance=importance)
+        node = await store.aadd_memory(content, namespace=namespace, session_id=session_id,
+                                           importance=importance, keep=True)
         return f"Remembered as {node.id}."
 
     def recall(query: str, k: int = 5) -> tuple[str, list[Document]]:

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.base.llms.types import ChatMessage, MessageRole
+from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
 from llama_index.core.llms.llm import LLM
 from llama_index.core.memory.types import BaseMemory
 
-from shared_core import ElasticMemoryAtlas, MemoryNode
+from shared_core import ElasticMemoryAtlas, InvalidInputError, MemoryNode
+from shared_core.values._arguments import check_arguments
 
 from ._convert import memory_to_message, message_text, message_to_memory, query_text, to_atlas_filters
 from ._recall import context_beside
@@ -20,9 +23,11 @@ from ._recall import context_beside
 __all__ = ["AtlasMemory", "Style", "resolve_atlas"]
 
 Style = Literal["timeline", "bullet", "narrative"]
-DEFAULT_TOKEN_LIMIT = 3000
+DEFAULT_TOKEN_LIMIT = 2000  # the LangChain AtlasMemory's token_budget agrees
 DEFAULT_TOKEN_LIMIT_RATIO = 0.75  # of the LLM's context window, as ChatMemoryBuffer does
 _TRAILING_ROLES = (MessageRole.ASSISTANT, MessageRole.TOOL)
+# Names from the core API or from LangChain that users bring here by habit.
+_RENAMES = {"token_budget": "token_limit", "max_token_limit": "token_limit", "max_tokens": "token_limit"}
 
 
 def resolve_atlas(atlas: ElasticMemoryAtlas | None, embed_model: BaseEmbedding | None = None) -> ElasticMemoryAtlas:
@@ -36,6 +41,11 @@ def resolve_atlas(atlas: ElasticMemoryAtlas | None, embed_model: BaseEmbedding |
     return atlas
 
 
+def _blank_user(message: ChatMessage) -> bool:
+    return (message.role == MessageRole.USER and not message.additional_kwargs
+            and all(isinstance(b, TextBlock) and not b.text.strip() for b in message.blocks))
+
+
 def _new_session() -> str:
     return uuid.uuid4().hex
 
@@ -43,7 +53,10 @@ def _new_session() -> str:
 class AtlasMemory(BaseMemory):
     """Chat memory backed by an `ElasticMemoryAtlas`: recent turns plus what the atlas recalls.
 
-    Every message is stored as a memory of ``namespace`` in ``session_id``. `get` returns what the
+    Every message is stored in ``session_id`` of ``namespace`` and `get_all` returns them all,
+    whatever the atlas's config: with the write filter on (`AtlasConfig.managed`), small talk is
+    held in working memory (kept in the transcript, not recalled) and the rest becomes long-term
+    memory. `get` returns what the
     LLM should see, within ``token_limit`` tokens (the atlas's exact count): one message holding
     the memories recalled for the latest input (earlier turns of this conversation and, with
     ``cross_session`` (the default), the namespace's other sessions), then the most recent turns.
@@ -67,6 +80,12 @@ class AtlasMemory(BaseMemory):
 
     A `reset` deletes this session's messages from the atlas; start a new ``session_id`` instead
     to begin a new conversation that still remembers this one.
+
+    Serialization: the atlas is a live object (a model session, indexes), not a dict field. With
+    ``atlas_path=`` the memory saves its atlas there on `to_dict` (and loads it from there when
+    built without ``atlas=``), so ``AtlasMemory.from_dict(memory.to_dict())`` comes back with the
+    same memories. Without it, `from_dict` needs the atlas (``from_dict(data, atlas=atlas)``) and
+    raises `InvalidInputError` otherwise, rather than returning a memory over a new, empty atlas.
     """
 
     namespace: str = Field(
@@ -100,12 +119,21 @@ class AtlasMemory(BaseMemory):
                     "recent turns shown as messages are not reinforced.")
     memory_role: MessageRole = Field(
         default=MessageRole.SYSTEM, description="Role of the message that holds the recalled memories.")
+    atlas_path: str | None = Field(
+        default=None,
+        description="A file for the atlas: `to_dict` saves the atlas there and `from_dict` (or a memory built "
+                    "without atlas=) loads it, so the memory round-trips. None: the atlas is not serialized.")
 
     _atlas: ElasticMemoryAtlas = PrivateAttr()
 
     def __init__(self, *, atlas: ElasticMemoryAtlas | None = None, **data: Any) -> None:
+        check_arguments("AtlasMemory", data, accepted=type(self).model_fields, renames=_RENAMES)
         super().__init__(**data)
-        self._atlas = resolve_atlas(atlas)
+        path = self.atlas_path
+        if atlas is None and path is not None and Path(path).exists():
+            self._atlas = ElasticMemoryAtlas.load(path)
+        else:
+            self._atlas = resolve_atlas(atlas)
 
     @field_validator("filters", mode="before")
     @classmethod
@@ -115,6 +143,29 @@ class AtlasMemory(BaseMemory):
     @classmethod
     def class_name(cls) -> str:
         return "AtlasMemory"
+
+    def to_dict(self, **kwargs: Any) -> dict[str, Any]:
+        """The memory's settings; with ``atlas_path`` set, the atlas is saved there first."""
+        if self.atlas_path is not None:
+            self._atlas.save(self.atlas_path)
+        return super().to_dict(**kwargs)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], **kwargs: Any) -> AtlasMemory:
+        """A memory from `to_dict`'s output: over ``atlas=`` if given, else over the atlas saved at
+        the dict's ``atlas_path``; `InvalidInputError` when there is neither."""
+        data = {**data, **kwargs}
+        data.pop("class_name", None)
+        atlas = data.pop("atlas", None)
+        path = data.get("atlas_path")
+        if atlas is None:
+            if path is None:
+                raise InvalidInputError(
+                    "AtlasMemory.from_dict: the dict holds no atlas; pass from_dict(data, atlas=atlas), or "
+                    "build the memory with atlas_path=... so that to_dict saves the atlas there")
+            if not os.path.exists(path):
+                raise InvalidInputError(f"AtlasMemory.from_dict: no saved atlas at atlas_path={path!r}")
+        return cls(atlas=atlas, **data)
 
     @classmethod
     def from_defaults(
@@ -130,7 +181,7 @@ class AtlasMemory(BaseMemory):
         embed_model: BaseEmbedding | None = None,
         **kwargs: Any,
     ) -> AtlasMemory:
-        """Build a memory; ``token_limit`` defaults to 3/4 of ``llm``'s context window (else 3000).
+        """Build a memory; ``token_limit`` defaults to 3/4 of ``llm``'s context window (else 2000).
 
         ``embed_model`` (any LlamaIndex ``BaseEmbedding``) is the embedder of the new atlas made when
         ``atlas`` is not given; ``chat_history`` replaces the session's stored messages.
@@ -169,7 +220,7 @@ class AtlasMemory(BaseMemory):
     # -- reads --------------------------------------------------------------------------------
     def _turns(self) -> tuple[list[MemoryNode], list[tuple[int, ChatMessage]]]:
         """The session's memories in write order, and which of them are chat messages."""
-        nodes = self._atlas.memories(namespace=self.namespace, session_id=self.session_id)
+        nodes = self._atlas.memories(namespace=self.namespace, session_id=self.session_id, include_held=True)
         turns = [(i, message) for i, node in enumerate(nodes) if (message := memory_to_message(node)) is not None]
         return nodes, turns
 
@@ -185,6 +236,8 @@ class AtlasMemory(BaseMemory):
         never starting on an assistant or tool message. Their tokens add up to at most
         ``token_limit - initial_token_count``; only a latest message longer than that on its own
         is returned anyway, as ``ChatMemoryBuffer`` does, so the LLM reports the overflow.
+        Recall is for the last ``max_query_chars`` characters (the atlas config) of ``input``: a
+        chat turn is cut, not refused as `ElasticMemoryAtlas.retrieve` refuses a longer query.
         """
         budget = self.token_limit - initial_token_count
         if budget <= 0:
@@ -204,6 +257,7 @@ class AtlasMemory(BaseMemory):
 
         query = query_text(input) or next(
             (message_text(m) for _, m in reversed(turns) if m.role == MessageRole.USER), "")
+        query = query[-self._atlas.config.max_query_chars:]
         if not query.strip() or used >= budget:
             return messages
         ctx = context_beside(self._atlas, query, namespace=self.namespace, session_id=self.session_id,
@@ -220,7 +274,9 @@ class AtlasMemory(BaseMemory):
         self.put_messages([message])
 
     def put_messages(self, messages: list[ChatMessage]) -> None:
-        """Store messages in the session, with one embedding call."""
+        """Store messages in the session, with one embedding call; a user message with no text
+        (and nothing else: no image, no tool result) is not stored."""
+        messages = [m for m in messages if not _blank_user(m)]
         if not messages:
             return
         limit = self._atlas.config.max_content_chars

@@ -11,6 +11,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
 from llama_index.core.memory.memory import BaseMemoryBlock
 
 from shared_core import Context, ElasticMemoryAtlas
+from shared_core.values._arguments import check_arguments
 
 from ._convert import message_text, message_to_memory, to_atlas_filters
 from ._memory import Style, resolve_atlas
@@ -79,6 +80,8 @@ class AtlasMemoryBlock(BaseMemoryBlock[str]):
     _rendered: OrderedDict[str, Context] = PrivateAttr(default_factory=OrderedDict)
 
     def __init__(self, *, atlas: ElasticMemoryAtlas | None = None, **data: Any) -> None:
+        check_arguments("AtlasMemoryBlock", data, accepted=type(self).model_fields,
+                        renames={"token_budget": "token_limit", "max_token_limit": "token_limit"})
         super().__init__(**data)
         self._atlas = resolve_atlas(atlas)
 
@@ -106,9 +109,12 @@ class AtlasMemoryBlock(BaseMemoryBlock[str]):
 
     async def _aget(self, messages: list[ChatMessage] | None = None, session_id: str | None = None,
                     **block_kwargs: Any) -> str:
-        """The memories recalled for the latest messages, within ``token_limit`` tokens ('' if none)."""
+        """The memories recalled for the latest messages, within ``token_limit`` tokens ('' if none).
+
+        The query is the last ``max_query_chars`` characters (the atlas config) of the latest
+        ``retrieval_context_window`` messages: cut, not refused, since no caller wrote it."""
         texts = [t for m in messages or () if (t := message_text(m))]
-        query = "\n".join(texts[-self.retrieval_context_window:])
+        query = "\n".join(texts[-self.retrieval_context_window:])[-self._atlas.config.max_query_chars:]
         if not query.strip():
             return ""
         ctx = await self._atlas.abuild_context(

@@ -12,11 +12,19 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.vector_stores.types import MetadataFilters
 
 from shared_core import ElasticMemoryAtlas
+from shared_core.values import _validate as check
+from shared_core.values._arguments import check_arguments
 
 from ._convert import to_atlas_filters, to_node
 from ._memory import resolve_atlas
 
 __all__ = ["AtlasRetriever"]
+
+DEFAULT_TOP_K = 4  # the LangChain AtlasRetriever's k agrees
+_ACCEPTED = frozenset({"namespace", "session_id", "similarity_top_k", "filters", "cross_session", "reinforce",
+                       "include_history", "callback_manager", "verbose"})
+_RENAMES = {"k": "similarity_top_k", "top_k": "similarity_top_k", "limit": "similarity_top_k",
+            "filter": "filters"}
 
 
 class AtlasRetriever(BaseRetriever):
@@ -35,7 +43,7 @@ class AtlasRetriever(BaseRetriever):
         session_id: search this session only, unless ``cross_session`` lets the namespace's
             other sessions in (penalised, with ``other_session=True``). None searches the whole
             namespace.
-        similarity_top_k: how many memories to return.
+        similarity_top_k: how many memories to return (default 4).
         filters: LlamaIndex ``MetadataFilters`` (AND of ==, !=, <, <=, >, >=, in, nin, any,
             contains) or the atlas's own filter mapping, on the memories' metadata.
         cross_session: see ``session_id``; None takes the atlas config's default.
@@ -54,12 +62,13 @@ class AtlasRetriever(BaseRetriever):
     """
 
     def __init__(self, *, atlas: ElasticMemoryAtlas | None = None, namespace: str = "default",
-                 session_id: str | None = None, similarity_top_k: int = 5,
+                 session_id: str | None = None, similarity_top_k: int = DEFAULT_TOP_K,
                  filters: MetadataFilters | Mapping[str, Any] | None = None, cross_session: bool | None = None,
                  reinforce: bool = True, include_history: bool = False,
-                 callback_manager: CallbackManager | None = None, verbose: bool = False) -> None:
-        if not isinstance(namespace, str) or not namespace:
-            raise ValueError(f"namespace must be a non-empty string, got {namespace!r}")
+                 callback_manager: CallbackManager | None = None, verbose: bool = False, **unknown: Any) -> None:
+        check_arguments("AtlasRetriever", unknown, accepted=_ACCEPTED, renames=_RENAMES)
+        check.namespace(namespace)  # the core's rule (InvalidInputError, a ValueError), checked at once
+        check.session(session_id)
         if isinstance(similarity_top_k, bool) or not isinstance(similarity_top_k, int) or similarity_top_k < 1:
             raise ValueError(f"similarity_top_k must be an int >= 1, got {similarity_top_k!r}")
         self._atlas = resolve_atlas(atlas)
@@ -78,7 +87,7 @@ class AtlasRetriever(BaseRetriever):
 
     @classmethod
     def from_defaults(cls, *, atlas: ElasticMemoryAtlas | None = None, namespace: str = "default",
-                      session_id: str | None = None, similarity_top_k: int = 5,
+                      session_id: str | None = None, similarity_top_k: int = DEFAULT_TOP_K,
                       embed_model: BaseEmbedding | None = None, **kwargs: Any) -> AtlasRetriever:
         """Build a retriever; ``embed_model`` is the embedder of the new atlas made when ``atlas`` is not given."""
         return cls(atlas=resolve_atlas(atlas, embed_model), namespace=namespace, session_id=session_id,

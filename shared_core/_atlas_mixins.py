@@ -13,7 +13,7 @@ import asyncio
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, Self, cast
+from typing import TYPE_CHECKING, Any, Protocol, Self, cast, overload
 
 if TYPE_CHECKING:
     from .engine.lifecycle.compression import CompressionReport
@@ -90,22 +90,37 @@ class NotebookViews:
     def _viewed(self) -> _Atlas:
         return cast("_Atlas", self)
 
+    @overload
+    def to_html(self, path: None = None, *, namespace: str | None = None, color_by: str = "session",
+                max_nodes: int = 400) -> str: ...
+
+    @overload
+    def to_html(self, path: str | os.PathLike[str], *, namespace: str | None = None, color_by: str = "session",
+                max_nodes: int = 400) -> Path: ...
+
     def to_html(self, path: str | os.PathLike[str] | None = None, *, namespace: str | None = None,
-                color_by: str = "session", max_nodes: int = 400) -> str:
-        """A self-contained interactive page of the graph (written to ``path`` when given)."""
+                color_by: str = "session", max_nodes: int = 400) -> str | Path:
+        """A self-contained interactive page of the graph: written to ``path`` (and the path
+        returned, as `save` does) when given, else returned as a string."""
+        page = self._page(namespace=namespace, color_by=color_by, max_nodes=max_nodes)
+        if path is None:
+            return page
+        out = Path(path)
+        out.write_text(page, encoding="utf-8")
+        return out
+
+    def _page(self, *, namespace: str | None, color_by: str, max_nodes: int, compressed: bool = False) -> str:
         from .engine.views import graph_view, render_html
 
-        view = graph_view(self._viewed()._state, namespace=namespace, max_nodes=max_nodes)
-        page = render_html(view, color_by=color_by,
-                           title=f"Elastic Atlas · {namespace or 'all namespaces'}")
-        if path is not None:
-            Path(path).write_text(page, encoding="utf-8")
-        return page
+        state = self._viewed()._state
+        return render_html(graph_view(state, namespace=namespace, max_nodes=max_nodes), color_by=color_by,
+                           title=f"Elastic Atlas · {namespace or 'all namespaces'}", compressed=compressed,
+                           now=state.clock.now())
 
     def _repr_html_(self) -> str:
         from html import escape
 
-        page = self.to_html(max_nodes=200)
+        page = self._page(namespace=None, color_by="session", max_nodes=200, compressed=True)
         return f'<iframe srcdoc="{escape(page, quote=True)}" style="width:100%;height:620px;border:0"></iframe>'
 
     def plot(self, *, namespace: str | None = None, color_by: str = "session", ax: Any = None,
@@ -141,16 +156,18 @@ class Persistence:
         return save_atlas(atlas._state, path, lifecycle=atlas._life.state)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], **kwargs: Any) -> Self:
-        """A new atlas from a `save` file (`CorruptFileError` if it is damaged); ``kwargs`` go to
-        the constructor (an ``embedder`` of the saved dimension, a ``clock``, an ``llm`` ...)."""
+    def load(cls, path: str | os.PathLike[str], *, max_unpacked: int | None = None, **kwargs: Any) -> Self:
+        """A new atlas from a `save` file (`CorruptFileError` if it is damaged or crafted, with
+        nothing half-loaded); ``kwargs`` go to the constructor (an ``embedder`` of the saved
+        dimension, a ``clock``, an ``llm`` ...). ``max_unpacked``: the most bytes the file may
+        unpack to (default `shared_core.engine.persistence.unpack_limit` of its size)."""
         from .engine.persistence import load_atlas
 
         def parts(atlas: object) -> tuple[EngineState, Any]:
             loaded = cast("_Atlas", atlas)
             return loaded._state, loaded._life.restore
 
-        return load_atlas(cls, parts, path, **kwargs)
+        return load_atlas(cls, parts, path, max_unpacked=max_unpacked, **kwargs)
 
     def export_jsonl(self, path: str | os.PathLike[str], *, namespace: str | None = None,
                      embeddings: bool = False) -> Path:

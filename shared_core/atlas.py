@@ -13,6 +13,7 @@ import math
 import sys
 from collections.abc import Callable, Collection, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -33,9 +34,10 @@ from .store.memory.backend import InProcessBackend
 from .text.embedding import Embedder, as_embedder, normalize_rows
 from .text.tokens import TokenCounter, as_token_counter
 from .values import _validate as check
+from .values._records import node_from_record
 from .values.clock import Clock, SystemClock
 from .values.config import AtlasConfig
-from .values.errors import InvalidInputError, MemoryNotFoundError, NamespaceViolationError
+from .values.errors import HeldInWorkingMemoryError, InvalidInputError, MemoryNotFoundError, NamespaceViolationError
 from .values.model import Context, MemoryEdge, MemoryNode, Relation, ScoredMemory, scored_of, with_embedding
 
 __all__ = ["ElasticMemoryAtlas"]
@@ -76,6 +78,10 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
                                   make_backend=lambda: InProcessBackend(dim=model.dim, config=cfg))
         self._life = Lifecycle(self._state, llm=llm, contradiction_detector=contradiction_detector,
                                write_filter=write_filter, summarizer=summarizer)
+        reopened = None if given is None else given.lifecycle_state()
+        if reopened is not None and self._where:  # memories reopened from a durable backend: expiries, bytes
+            held = partial(node_from_record, kinds=frozenset({"working"}))
+            self._life.restore(reopened, held)
 
     # -- plumbing: the engine's state (`shared_core.engine.state.EngineState`) ------------------
     @property
@@ -131,7 +137,12 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
     def _locate(self, node_id: object, namespace: str | None, name: str = "node_id"
                 ) -> tuple[Partition, MemoryNode]:
         node_id = check.node_id(node_id, name)
+        namespace = None if namespace is None else check.namespace(namespace)
         ns = self._where.get(node_id)
+        if ns is None and self._held(node_id, namespace) is not None:
+            raise HeldInWorkingMemoryError(
+                f"{node_id!r} is held in working memory (the write filter kept it out of the graph), not a stored "
+                "memory: get, update_memory and forget accept it; to link it, write it with keep=True")
         if ns is None or (namespace is not None and ns != namespace):
             raise MemoryNotFoundError(f"no memory with id {node_id!r}"
                                       + (f" in namespace {namespace!r}" if namespace else ""))
@@ -141,24 +152,36 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
             raise MemoryNotFoundError(f"no memory with id {node_id!r}")
         return part, node
 
+    def _held(self, node_id: object, namespace: str | None) -> MemoryNode | None:
+        """The turn held in working memory under this ``wm-`` id (in ``namespace``, when given)."""
+        node = self._life.held.find(node_id) if isinstance(node_id, str) else None
+        return None if node is None or (namespace is not None and node.namespace != namespace) else node
+
     def _public(self, part: Partition, node: MemoryNode) -> MemoryNode:
         return self._state.public(part, node)
 
     # -- writes -------------------------------------------------------------------------------
     def add_memory(self, content: str, *, namespace: str, session_id: str | None = None,
                    timestamp: Any = None, metadata: Mapping[str, Any] | None = None,
-                   importance: float = 1.0, pinned: bool = False, ttl: float | None = None,
-                   links_to: Sequence[LinkSpec] = (), embedding: Any = None) -> MemoryNode:
+                   importance: float | None = None, pinned: bool = False, ttl: float | None = None,
+                   links_to: Sequence[LinkSpec] = (), embedding: Any = None, keep: bool = False) -> MemoryNode:
         """Store one memory and link it: ``before`` from the session's previous memory,
         ``similar_to`` to the closest memories of the namespace, and any ``links_to`` given.
 
         ``timestamp`` is when the remembered thing happened (default: now); ``ttl`` seconds
-        until it expires; ``embedding`` skips the model. Returns the stored node.
+        until it expires; ``embedding`` skips the model; ``importance`` is the starting weight
+        (default 1.0). Returns the stored node.
+
+        With the write filter on (`AtlasConfig.managed`), a turn it scores as unimportant is held
+        in working memory instead and comes back with ``kind="working"`` and a ``wm-`` id, which
+        `get`, `update_memory` and `forget` accept (other calls raise `HeldInWorkingMemoryError`).
+        A write that states intent always passes the filter: ``keep=True``, an explicit
+        ``importance``, ``pinned=True`` or ``links_to``.
         """
         spec = build_spec(self.config, self.embedder.dim, content, namespace=namespace,
                           session_id=session_id, timestamp=timestamp, metadata=metadata,
                           importance=importance, pinned=pinned, ttl=ttl, links_to=links_to,
-                          embedding=embedding)
+                          embedding=embedding, keep=keep)
         return self._write([spec], progress=False)[0]
 
     def add_memories(self, items: Sequence[str | Mapping[str, Any]], *, namespace: str,
@@ -184,6 +207,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
             vectors = dict(zip(missing, embedded, strict=True))
         with writes.collector_paused(), self._lock:  # no cycles to find; the scans cost 19% of a bulk write
             self._check_links(specs)
+            self._life.namespaces.check_limit((s.namespace for s in specs), self.config.max_namespaces)
             now = self.clock.now()
             written: list[tuple[Partition, MemoryNode]] = []
             turns = {ns: p.turn for ns in {s.namespace for s in specs} if (p := self._part(ns)) is not None}
@@ -203,6 +227,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
                     self._life.remove(part, node, kind=None, reason="rollback")
                 for part, _ in written:
                     part.turn = turns.get(part.namespace, 0)
+                self._life.drop_empty(also={s.namespace for s in specs})  # a namespace the failed write made
                 raise
             self.events.emit_many("add", namespaces=[part.namespace for part, _ in written],
                                   node_ids=[node.id for _, node in written], at=now, reason="add_memory",
@@ -242,6 +267,8 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
         with self._lock:
             part, _ = self._locate(source, namespace, "source")
             ns_target = self._where.get(check.node_id(target, "target"))
+            if ns_target is None and self._held(target, None) is not None:
+                self._locate(target, None, "target")  # raises HeldInWorkingMemoryError
             if ns_target is None:
                 raise MemoryNotFoundError(f"no memory with id {target!r}")
             if ns_target != part.namespace:
@@ -253,6 +280,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
             edge = MemoryEdge(source=source, target=target, relation=rel, strength=strength,
                               created_at=now, metadata=meta)
             part.graph.put_edge(edge)
+            self._life.namespaces.touch((part.namespace,))
             self.events.emit("link", namespace=part.namespace, node_id=source, at=now,
                              reason=rel.value, target=target)
             return edge
@@ -267,7 +295,20 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
         ``include_history=True``; `history` returns the chain. Metadata merges into the old;
         the new version stays in the old one's session unless ``session_id`` names the session
         in which the correction was made.
+
+        A held turn's ``wm-`` id is accepted: the correction is stored as a new memory (the
+        caller asked for it: the write filter passes it) and the held turn leaves working memory.
         """
+        with self._lock:
+            held = self._held(node_id, None if namespace is None else check.namespace(namespace))
+        if held is not None:
+            node = self.add_memory(content, namespace=held.namespace, session_id=held.session_id if session_id is None
+                                   else session_id, metadata={**held.metadata, **check.metadata(metadata)},
+                                   importance=held.importance if importance is None else importance,
+                                   embedding=embedding, keep=True)
+            with self._lock:
+                self._life.held.remove(held.id)
+            return node
         with self._lock:
             part, old = self._locate(node_id, namespace)
             if old.valid_to is not None:
@@ -284,21 +325,40 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
             if old.valid_to is not None:
                 raise InvalidInputError(f"memory {node_id!r} was already superseded; update its newest version")
             now = self.clock.now()
+            turn = part.turn
             new_part, new = self._insert(spec, vec, now)
-            part.graph.put_edge(MemoryEdge(source=new.id, target=old.id, relation=Relation.SUPERSEDES,
-                                           strength=1.0, created_at=now))
-            part.graph.put_node(replace(old, valid_to=now))
-            part.inactive.add(old.id)
+            marked = False
+            try:  # all or nothing: a failure below removes the new version and restores the old
+                part.graph.put_edge(MemoryEdge(source=new.id, target=old.id, relation=Relation.SUPERSEDES,
+                                               strength=1.0, created_at=now))
+                part.graph.put_node(replace(old, valid_to=now))
+                marked = True
+                part.inactive.add(old.id)
+            except BaseException:
+                self._life.remove(new_part, new, kind=None, reason="rollback")  # its edges go with it
+                part.turn = turn
+                if marked:
+                    part.graph.put_node(old)
+                    part.inactive.discard(old.id)
+                raise
             self.events.emit("update", namespace=part.namespace, node_id=new.id, at=now,
                              reason=reason, supersedes=old.id)
             self._life.after_write(now, protect={new.id})
             return self._public(new_part, new)
 
     def forget(self, node_id: str, *, namespace: str | None = None) -> None:
-        """Delete a memory and its edges for good (unlike `update_memory`, which keeps history)."""
+        """Delete a memory and its edges for good (unlike `update_memory`, which keeps history).
+        A held turn's ``wm-`` id is accepted: the turn leaves working memory."""
         with self._lock:
+            held = self._held(node_id, None if namespace is None else check.namespace(namespace))
+            if held is not None:
+                self._life.held.remove(held.id)
+                self.events.emit("forget", namespace=held.namespace, node_id=held.id, at=self.clock.now(),
+                                 reason="forget", session_id=held.session_id)
+                return
             part, node = self._locate(node_id, namespace)
             self._life.remove(part, node, kind="forget", reason="forget")
+            self._life.drop_empty()
 
     def end_session(self, session_id: str, *, namespace: str, mode: str = "fade",
                     fade_factor: float = 0.5) -> int:
@@ -330,12 +390,17 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
                 touched += 1
             self.events.emit("end_session", namespace=ns, node_id=None, at=now, reason=mode,
                              session_id=session, count=touched)
+            self._life.drop_empty()
             return touched
 
     # -- reads --------------------------------------------------------------------------------
     def get(self, node_id: str, *, namespace: str | None = None) -> MemoryNode:
-        """The memory with this id (in ``namespace``, when given), embedding included."""
+        """The memory with this id (in ``namespace``, when given), embedding included; for a
+        held turn's ``wm-`` id, the turn as held in working memory (``kind="working"``)."""
         with self._lock:
+            held = self._held(node_id, None if namespace is None else check.namespace(namespace))
+            if held is not None:
+                return held
             part, node = self._locate(node_id, namespace)
             return self._public(part, node)
 
@@ -364,10 +429,21 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
                 chain.append(n)
             return [self._public(part, n) for n in reversed(chain)]
 
-    def memories(self, *, namespace: str, session_id: str | None = None,
-                 include_history: bool = False) -> list[MemoryNode]:
-        """The memories of a namespace (or one of its sessions) in the order they were written."""
+    def memories(self, *, namespace: str, session_id: str | None = None, include_history: bool = False,
+                 include_held: bool = False) -> list[MemoryNode]:
+        """The memories of a namespace (or one of its sessions) in the order they were written.
+
+        ``include_held=True`` merges in the turns the write filter held in working memory
+        (``kind="working"``), in the order they were given: the session's whole transcript.
+        """
         ns = check.namespace(namespace)
+        if check.flag(include_held, "include_held"):
+            with self._lock:
+                session = None if session_id is None else check.session(session_id)
+                held = (self._life.held.session(ns, session) if session_id is not None
+                        else [n for n in self._life.held if n.namespace == ns])
+                stored = self.memories(namespace=ns, session_id=session, include_history=include_history)
+                return sorted(held + stored, key=lambda n: (n.turn, n.kind != "working"))
         with self._lock:
             part = self._part(ns)
             if part is None:
@@ -415,8 +491,10 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
         from the config) lets the namespace's other sessions in, with a penalty and labelled
         ``other_session``. Recalled memories are reinforced unless ``reinforce=False``.
         ``exclude_ids`` are never returned (e.g. turns the caller already shows the model).
+        A query longer than ``config.max_query_chars`` characters is refused with
+        `InvalidInputError` (not cut), before anything is embedded or reinforced.
         """
-        text = check.query(query)
+        text = check.query(query, max_chars=self.config.max_query_chars)
         ns = check.namespace(namespace)
         session = check.session(session_id)
         k = check.count(top_k, "top_k")
@@ -470,8 +548,10 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
         ``"narrative"``; for the narrative, an optional ``llm`` (LangChain chat model, LlamaIndex
         LLM or ``str -> str`` callable) rewrites the extractive paragraph, kept only if it fits.
         ``exclude_ids`` are left out of every tier (e.g. turns the caller already shows the model).
+        A query longer than ``config.max_query_chars`` characters is refused with
+        `InvalidInputError` (not cut), before anything is embedded or reinforced.
         """
-        text = check.query(query)
+        text = check.query(query, max_chars=self.config.max_query_chars)
         ns = check.namespace(namespace)
         session = check.session(session_id)
         budget = check.count(token_budget, "token_budget")
@@ -538,11 +618,30 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
         """The turns the write filter kept out of the graph for a session, oldest first."""
         ns, session = check.namespace(namespace), check.session(session_id)
         with self._lock:
-            return list(reversed(self._life.held.latest(ns, session, self._life.held.per_session)))
+            return self._life.held.session(ns, session)
 
     def subscribe(self, callback: Callable[[AtlasEvent], None]) -> Callable[[], None]:
         """Follow the event log; returns a function that unsubscribes."""
         return self.events.subscribe(callback)
+
+    def flush(self) -> None:
+        """Wait until every write so far is durable (a durable backend, e.g. ``chroma:PATH``;
+        a no-op in process)."""
+        backend = self._state.made_backend
+        if backend is not None:
+            backend.flush()
+
+    def close(self) -> None:
+        """Flush and release the backend (a durable backend's directory); a no-op in process."""
+        backend = self._state.made_backend
+        if backend is not None:
+            backend.close()
+
+    def __enter__(self) -> ElasticMemoryAtlas:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def __repr__(self) -> str:
         return (f"ElasticMemoryAtlas({len(self._where)} memories, embedder={self.embedder!r}, "
@@ -550,10 +649,15 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews):
 
 
 def _backend_from_url(url: str, dim: int) -> Backend:
-    """A backend from its URL: ``falkordb://host:port`` (see `shared_core.store.falkordb`)."""
-    scheme = url.partition("://")[0].lower()
+    """A backend from its URL: ``falkordb://host:port`` (see `shared_core.store.falkordb`) or
+    ``chroma:PATH`` (see `shared_core.store.chroma`)."""
+    scheme = url.partition(":")[0].lower()
     if scheme in ("falkordb", "falkor", "redis"):
         from .store.falkordb import FalkorDBBackend  # loads the falkordb client only now
 
         return FalkorDBBackend.from_url(url, dim=dim)
-    raise InvalidInputError(f"unsupported backend URL {url!r}: expected falkordb://host:port")
+    if scheme == "chroma":
+        from .store.chroma import ChromaBackend  # chromadb itself loads only when a collection is read
+
+        return ChromaBackend.from_url(url)
+    raise InvalidInputError(f"unsupported backend URL {url!r}: expected falkordb://host:port or chroma:PATH")

@@ -41,3 +41,15 @@ def test_console_scripts_point_at_shipped_modules(wheel: zipfile.ZipFile) -> Non
         module = line.split("=")[1].split(":")[0].strip()
         path = module.replace(".", "/")
         assert f"{path}.py" in names or f"{path}/__init__.py" in names, line
+
+
+def test_extras_bring_what_their_docs_use(wheel: zipfile.ZipFile) -> None:
+    metadata = wheel.read(next(n for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))).decode()
+    requires = [line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
+    extra = {name: [r.split(";")[0] for r in requires if f'extra == "{name}"' in r]
+             for name in ("notebooks", "langchain")}
+    assert any(r.startswith("nbconvert") for r in extra["notebooks"])  # `jupyter nbconvert --execute`
+    assert any(r.startswith("langchain>=") for r in extra["langchain"])  # langchain.agents.create_agent
+    core = [r for r in requires if "extra ==" not in r]
+    assert not any(r.startswith("bpe-openai") for r in core)  # the cl100k table ships in shared_core/_data
+    assert "shared_core/_data/cl100k_base.tiktoken.gz" in wheel.namelist()

@@ -4,6 +4,10 @@ No LLM and no network: the assistant's replies are scripted, the embedder is the
 model and the clock is moved by hand between sessions. At each user turn the demo shows what the
 memory recalls for it (with scores and the paths that found each memory), the context block an
 LLM would receive under a token budget, and what was remembered; at the end, the statistics.
+
+The user's identity turn and the allergy are pinned by the script (``"pinned": true`` in
+``demo_conversation.json``), as an application pins what it must never forget: the capacity cap
+evicts the weakest unpinned memories, never these.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from ..values.config import AtlasConfig
 __all__ = ["main", "run_demo"]
 
 RULE = "─" * 78
+_WRAP: dict[str, Any] = {"width": 78, "subsequent_indent": "    ", "break_on_hyphens": False}
 
 
 def _load_script() -> dict[str, Any]:
@@ -46,6 +51,20 @@ def run_demo(*, token_budget: int = 160, top_k: int = 3, style: str = "bullet", 
     print(RULE)
     print(f"Elastic Atlas demo: {script['title']}")
     print(f"namespace={user!r}  budget={token_budget} tokens  style={style!r}  max_nodes={max_nodes}")
+    print(textwrap.fill(
+        "The user's lines and the assistant's replies are scripted: no LLM runs here, so the replies do "
+        "not come from the memory. What the demo shows is the memory itself, at each user turn:", width=78))
+    print(textwrap.fill(
+        f"  recalled: the top {top_k} memories `retrieve` finds for the turn, from any session, with their "
+        "score, weight w and the paths that found them (read-only here).", **_WRAP))
+    print(textwrap.fill(
+        f"  context: what `build_context` hands the LLM within {token_budget} tokens: the session's latest "
+        "turns first, then the best recalled memories that still fit. It can hold more than the recalled top "
+        f"{top_k}, or leave some out: a memory already among the latest turns is not repeated, and what does "
+        "not fit the budget is left out (counted).", **_WRAP))
+    print(textwrap.fill(
+        "  remembered: the turn as stored. Pinned memories (the user's identity, the allergy) are never "
+        f"evicted when the atlas reaches its cap of {max_nodes}.", **_WRAP))
     print(RULE)
     for session in script["sessions"]:
         clock.set(to_epoch(session["date"]))
@@ -82,7 +101,7 @@ def run_demo(*, token_budget: int = 160, top_k: int = 3, style: str = "bullet", 
                 labels[turn["label"]] = node.id
             atlas.add_memory(f"Assistant: {turn['assistant']}", namespace=user, session_id=session["id"],
                              importance=0.5, metadata={"role": "assistant"})
-            print(f"  assistant › {turn['assistant']}")
+            print(f"  assistant (scripted) › {turn['assistant']}")
         faded = atlas.end_session(session["id"], namespace=user, mode="fade", fade_factor=0.8)
         print(f"\n  (session ended: {faded} memories faded by x0.8; next session later)")
     print("\n" + RULE)

@@ -10,10 +10,14 @@ The memory lives in the process; persistence is explicit. `save_atlas` writes on
 - ``vectors/<i>.npy``: partition ``i``'s embeddings, row ``k`` for its ``k``-th node.
 
 Writing is atomic: a temporary file in the same directory, flushed and fsynced, then renamed
-over the target, so a crash leaves either the old file or the new one. Loading reads and checks
-everything (zip CRCs, SHA-256, version, types, references, dimensions) before it builds a fresh
-atlas; a truncated, corrupt or foreign file raises `CorruptFileError` and nothing is half-loaded.
-No pickle: a save file cannot run code.
+over the target, so a crash leaves either the old file or the new one. Loading treats the file as
+untrusted input. It unpacks at most `unpack_limit` bytes (a zip bomb is refused from its declared
+sizes before anything is inflated, and each member is read in chunks that stop at the limit),
+refuses JSON nested deeper than `MAX_STATE_DEPTH`, and checks everything (zip CRCs, SHA-256,
+version, references, dimensions, and every record by the rules of a write: see
+`shared_core.values._records`) before it builds a fresh atlas; if anything is wrong, or the build itself
+fails, it raises `CorruptFileError` and nothing is half-loaded. No pickle: a save file cannot
+run code.
 """
 
 from __future__ import annotations
@@ -27,16 +31,19 @@ import zipfile
 import zlib
 from collections.abc import Callable, Mapping
 from contextlib import suppress
-from dataclasses import MISSING, fields
+from dataclasses import fields
+from functools import partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from ..text.embedding import HashingEmbedder
+from ..values import _validate as check
+from ..values._records import MAX_STATE_DEPTH, check_edge, check_lifecycle, node_from_record, node_record, rule
 from ..values.config import AtlasConfig
 from ..values.errors import AtlasError, CorruptFileError, InvalidInputError
-from ..values.model import NO_METADATA, MemoryEdge, MemoryNode, Relation
+from ..values.model import MemoryEdge, MemoryNode
 from ..values.version import __version__
 from .events import EventLog
 
@@ -47,21 +54,15 @@ A = TypeVar("A")
 #: A lifecycle's ``restore(saved, node_from_record)``.
 Restore = Callable[[dict[str, Any], Callable[[dict[str, Any]], MemoryNode]], None]
 
-__all__ = ["FORMAT", "VERSION", "export_graphml", "export_jsonl", "load_atlas", "node_record", "save_atlas"]
+__all__ = ["FORMAT", "MAX_STATE_DEPTH", "VERSION", "export_graphml", "export_jsonl", "load_atlas", "node_record",
+           "save_atlas", "unpack_limit"]
 
 FORMAT = "elastic-atlas"
 VERSION = 1
+#: The largest embedding dimension a file may declare (an index is allocated from it).
+MAX_DIM = 65_536
+_CHUNK = 1 << 20
 PathLike = str | os.PathLike[str]
-_NODE_FIELDS = {f.name: f for f in fields(MemoryNode) if f.name != "embedding"}
-
-
-def node_record(node: MemoryNode) -> dict[str, Any]:
-    """Every field of a node but its embedding, JSON-ready (times stay POSIX floats)."""
-    record = {name: getattr(node, name) for name in _NODE_FIELDS}
-    record["metadata"] = dict(node.metadata)
-    return record
-
-
 def _edge_record(edge: MemoryEdge) -> dict[str, Any]:
     return {"source": edge.source, "target": edge.target, "relation": edge.relation.value,
             "strength": edge.strength, "created_at": edge.created_at, "metadata": dict(edge.metadata)}
@@ -170,88 +171,102 @@ def _jsonable(value: object) -> Any:
 
 
 # -- load ----------------------------------------------------------------------------------------
-def _read(path: PathLike) -> tuple[dict[str, Any], dict[str, np.ndarray[Any, Any]]]:
+def unpack_limit(file_size: int) -> int:
+    """The most bytes a save file of ``file_size`` bytes may unpack to: 32 MiB plus 100 times its
+    size. A save unpacks to about 7 times its size (JSON deflates about 6 times, a hashing
+    embedder's sparse vectors up to 50 times, dense model vectors hardly); a zip bomb to about
+    1,000 times. ``load(..., max_unpacked=n)`` sets another limit.
+
+    >>> unpack_limit(1_000_000) // 2**20
+    127
+    """
+    return 32 * 2**20 + 100 * file_size
+
+
+def _member(zf: zipfile.ZipFile, name: str, budget: list[int], where: str) -> bytearray:
+    """Member ``name`` inflated in chunks, never past its declared size nor ``budget[0]`` (which
+    it reduces); `CorruptFileError` when the file would unpack to more."""
+    info = zf.getinfo(name)
+    if info.file_size > budget[0]:
+        raise CorruptFileError(f"{where}: member {name!r} unpacks to {info.file_size} bytes, more than the "
+                               f"{budget[0]} left of the load's limit (pass max_unpacked= to allow more)")
+    data = bytearray()
+    with zf.open(info) as fh:
+        while chunk := fh.read(_CHUNK):
+            data += chunk
+            if len(data) > info.file_size or len(data) > budget[0]:
+                raise CorruptFileError(f"{where}: member {name!r} unpacks to more than it declares")
+    budget[0] -= len(data)
+    return data
+
+
+def _json(data: bytes | bytearray, name: str, where: str) -> Any:
+    """Parse ``data``; nesting deeper than `MAX_STATE_DEPTH` (or than the parser's recursion
+    limit) is `CorruptFileError`, not `RecursionError`."""
+    try:
+        value = json.loads(data)
+    except RecursionError:
+        raise CorruptFileError(f"{where}: {name} nests deeper than {MAX_STATE_DEPTH} levels") from None
+    rule(f"{where}: {name}", check.depth, value, name, MAX_STATE_DEPTH)
+    return value
+
+
+def _read(path: PathLike, max_unpacked: int | None = None) -> tuple[dict[str, Any], dict[str, np.ndarray[Any, Any]]]:
     source = _path(path)
     if not source.is_file():
         raise FileNotFoundError(f"no saved atlas at {str(source)!r}")
+    where = repr(str(source))
+    with source.open("rb") as head:
+        magic = head.read(4)
+    if not magic:
+        raise CorruptFileError(f"{where} is empty: truncated or corrupt")
+    if magic != b"PK\x03\x04":  # a save file is a zip archive; a truncated one still starts as one
+        raise CorruptFileError(f"{where} is not an Elastic Atlas file (atlas.save writes them)")
+    budget = [unpack_limit(source.stat().st_size) if max_unpacked is None else max_unpacked]
     try:
         with zipfile.ZipFile(source) as zf:
-            manifest = json.loads(zf.read("manifest.json"))
+            if "manifest.json" not in zf.namelist():
+                raise CorruptFileError(f"{where} is not an Elastic Atlas file: a zip archive with no "
+                                       "manifest.json")
+            manifest = _json(_member(zf, "manifest.json", budget, where), "manifest.json", where)
             if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-                raise CorruptFileError(f"{str(source)!r} is not an Elastic Atlas save file")
+                raise CorruptFileError(f"{where} is not an Elastic Atlas file")
             if manifest.get("version") != VERSION:
-                raise CorruptFileError(f"{str(source)!r} has format version {manifest.get('version')!r}; "
+                raise CorruptFileError(f"{where} has format version {manifest.get('version')!r}; "
                                        f"this library reads version {VERSION}")
             digests = manifest.get("sha256")
             if not isinstance(digests, dict) or "state.json" not in digests:
-                raise CorruptFileError(f"{str(source)!r}: the manifest lists no members")
+                raise CorruptFileError(f"{where}: the manifest lists no members")
+            declared = sum(zf.getinfo(name).file_size for name in digests)
+            if declared > budget[0]:
+                raise CorruptFileError(f"{where} unpacks to {declared} bytes, more than the load's limit of "
+                                       f"{budget[0]} (pass max_unpacked= to allow more)")
             blobs = {}
             for name, digest in digests.items():
-                data = zf.read(name)
+                data = _member(zf, name, budget, where)
                 if hashlib.sha256(data).hexdigest() != digest:
-                    raise CorruptFileError(f"{str(source)!r}: member {name!r} does not match its checksum")
+                    raise CorruptFileError(f"{where}: member {name!r} does not match its checksum")
                 blobs[name] = data
     except CorruptFileError:
         raise
     except (zipfile.BadZipFile, zlib.error, KeyError, EOFError, ValueError, OSError, NotImplementedError,
-            RuntimeError) as exc:
-        raise CorruptFileError(f"{str(source)!r} is truncated or corrupt: {exc}") from None
+            RuntimeError, TypeError) as exc:
+        raise CorruptFileError(f"{where} is truncated or corrupt: {exc}") from None
     try:
-        state = json.loads(blobs.pop("state.json"))
+        state = _json(blobs.pop("state.json"), "state.json", where)
         arrays = {name: np.load(io.BytesIO(data), allow_pickle=False) for name, data in blobs.items()}
+    except CorruptFileError:
+        raise
     except (ValueError, OSError, EOFError) as exc:
-        raise CorruptFileError(f"{str(source)!r} holds unreadable data: {exc}") from None
+        raise CorruptFileError(f"{where} holds unreadable data: {exc}") from None
     if not isinstance(state, dict):
-        raise CorruptFileError(f"{str(source)!r}: state.json is not an object")
+        raise CorruptFileError(f"{where}: state.json is not an object")
     return state, arrays
 
 
 def _check(condition: bool, message: str) -> None:
     if not condition:
         raise CorruptFileError(message)
-
-
-def _number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def node_from_record(record: Mapping[str, Any], *, shared: dict[Any, Any] | None = None) -> MemoryNode:
-    """Rebuild a node from `node_record` output, checking every field's type."""
-    _check(isinstance(record, Mapping), f"a node record is not an object: {record!r:.80}")
-    unknown = set(record) - set(_NODE_FIELDS)
-    _check(not unknown, f"node record has unknown fields {sorted(unknown)}")
-    values: dict[str, Any] = {}
-    for name, f in _NODE_FIELDS.items():
-        if name not in record:
-            _check(f.default is not MISSING or f.default_factory is not MISSING, f"node record lacks {name!r}")
-            continue
-        value, default = record[name], f.default
-        if name == "metadata":
-            ok = isinstance(value, dict)
-        elif name == "session_id":
-            ok = value is None or isinstance(value, str)
-        elif default is MISSING or isinstance(default, str):
-            ok = isinstance(value, str)
-        elif isinstance(default, bool):
-            ok = isinstance(value, bool)
-        elif isinstance(default, int):
-            ok = isinstance(value, int) and not isinstance(value, bool)
-        else:  # floats, optional floats
-            ok = _number(value) or (default is None and value is None)
-        _check(ok, f"node field {name!r} has a wrong value {value!r:.80}")
-        values[name] = value
-    if not values.get("metadata"):
-        values["metadata"] = NO_METADATA  # one shared empty mapping, as written memories have
-    if shared is not None:  # one object per distinct string and time, as written memories share them
-        for name in _SHARED_FIELDS:
-            value = values.get(name)
-            if value is not None and value == value and value != 0:  # not NaN, and 0.0 keeps its sign
-                values[name] = shared.setdefault((type(value), value), value)
-    return MemoryNode(**values)
-
-
-_SHARED_FIELDS = ("namespace", "session_id", "kind", "timestamp", "created_at", "last_accessed_at", "valid_from",
-                  "weight", "importance")
 
 
 def _config(values: object) -> AtlasConfig:
@@ -270,34 +285,42 @@ def _config(values: object) -> AtlasConfig:
         raise CorruptFileError(f"the saved config is invalid: {exc}") from None
 
 
-def load_atlas(build: Callable[..., A], parts: Callable[[A], tuple[EngineState, Restore]], path: PathLike,
-               **kwargs: Any) -> A:
+def load_atlas(build: Callable[..., A], parts: Callable[[A], tuple[EngineState, Restore]], path: PathLike, *,
+               max_unpacked: int | None = None, **kwargs: Any) -> A:
     """Read ``path`` and build a new atlas from it with ``build(**kwargs)``; ``parts(atlas)`` gives
     the new atlas's state and its lifecycle's ``restore(saved, node_from_record)``.
 
     The embedder defaults to the one saved when it can be rebuilt (`HashingEmbedder`, the
-    default MiniLM); any other must be passed again, with the saved dimension.
+    default MiniLM); any other must be passed again, with the saved dimension. ``max_unpacked``
+    is the most bytes the file may unpack to (default: `unpack_limit` of its size). Everything is
+    checked before the first memory is stored, and a build that fails halfway drops what it
+    stored: the load is whole or raises (`CorruptFileError` for a damaged or crafted file).
     """
-    saved_state, arrays = _read(path)
+    if max_unpacked is not None:
+        check.count(max_unpacked, "max_unpacked")
+    saved_state, arrays = _read(path, max_unpacked)
     where = str(path)
     try:
         if kwargs.get("config") is None:
             kwargs["config"] = _config(saved_state["config"])
         saved = saved_state["embedder"]
         dim = saved["dim"]
-        _check(isinstance(dim, int) and dim > 0, f"{where!r}: bad embedding dimension {dim!r}")
+        _check(isinstance(dim, int) and not isinstance(dim, bool) and 0 < dim <= MAX_DIM,
+               f"bad embedding dimension {dim!r}")
         if "embedder" not in kwargs:
             if saved["type"] == "HashingEmbedder":
                 kwargs["embedder"] = HashingEmbedder(dim=dim)
             elif saved["type"] != "MiniLMEmbedder":
-                raise InvalidInputError(f"{where!r} was saved with a {saved['type']} of dimension {dim}: "
+                raise InvalidInputError(f"{where!r} was saved with a {saved['type']!r:.80} of dimension {dim}: "
                                         "pass embedder= to load it")
-        events = saved_state["events"]
-        kwargs.setdefault("event_log_size", events["maxlen"])
-        try:
-            log = EventLog.from_records(events["records"], totals=events["totals"], maxlen=events["maxlen"])
-        except (InvalidInputError, KeyError, TypeError) as exc:
-            raise CorruptFileError(f"the event log is malformed: {exc!r}") from None
+        log = _events(saved_state["events"])
+        kwargs.setdefault("event_log_size", log.maxlen)
+        partitions = saved_state["partitions"]
+        _check(isinstance(partitions, list), "partitions is not a list")
+        plans = [_check_partition(p, arrays, dim) for p in partitions]
+        ids = [n.id for _, nodes, _, _ in plans for n in nodes]
+        _check(len(ids) == len(set(ids)), "two namespaces hold a memory of the same id")
+        check_lifecycle(saved_state["lifecycle"])
         atlas = build(**kwargs)
         state, restore = parts(atlas)
         if state.embedder.dim != dim:
@@ -305,12 +328,9 @@ def load_atlas(build: Callable[..., A], parts: Callable[[A], tuple[EngineState, 
                                     f"{state.embedder.dim}")
         if any(True for _ in state.backend.namespaces()):
             raise InvalidInputError("load needs an empty backend")
-        partitions = saved_state["partitions"]
-        _check(isinstance(partitions, list), f"{where!r}: partitions is not a list")
-        plans = [_check_partition(p, arrays, dim) for p in partitions]
     except CorruptFileError as exc:
         raise CorruptFileError(f"{where!r}: {exc}") from None
-    except (KeyError, TypeError, AttributeError) as exc:
+    except (KeyError, TypeError, AttributeError, IndexError) as exc:
         raise CorruptFileError(f"{where!r} is missing or mistyping a field: {exc!r}") from None
     except InvalidInputError as exc:
         if type(exc) is not InvalidInputError:  # a record that fails the library's own checks
@@ -320,46 +340,76 @@ def load_atlas(build: Callable[..., A], parts: Callable[[A], tuple[EngineState, 
     try:
         with state.lock:
             indexed = saved_state["lifecycle"]["indexed"]
-            for record, nodes, matrix in plans:
+            for record, nodes, matrix, edges in plans:
                 built.append(record["namespace"])
-                _build_partition(state, record, nodes, matrix, indexed)
+                _build_partition(state, record, nodes, matrix, edges, indexed)
             state.events = log
-            restore(saved_state["lifecycle"], node_from_record)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # CorruptFileError is a ValueError
+            restore(saved_state["lifecycle"], partial(node_from_record, kinds=frozenset({"working"})))
+    except BaseException as exc:  # whole or nothing: drop what was built, whatever failed
         for ns in built:
-            state.backend.drop(ns)
-        raise CorruptFileError(f"{where!r} holds inconsistent data: {exc!r}") from None
+            with suppress(Exception):
+                state.backend.drop(ns)
+        if isinstance(exc, (KeyError, TypeError, ValueError, AttributeError)) and \
+                (not isinstance(exc, AtlasError) or isinstance(exc, (CorruptFileError, InvalidInputError))):
+            raise CorruptFileError(f"{where!r} holds inconsistent data: {exc!r}") from None
+        raise
     return atlas
 
 
+def _events(events: Mapping[str, Any]) -> EventLog:
+    """The saved event log, each record's time checked as a stored time."""
+    maxlen = events["maxlen"]
+    _check(isinstance(maxlen, int) and not isinstance(maxlen, bool) and 0 < maxlen <= 10_000_000,
+           f"bad event log size {maxlen!r:.40}")
+    records = events["records"]
+    _check(isinstance(records, list), "the event records are not a list")
+    for r in records:
+        _check(isinstance(r, Mapping), f"malformed event record {r!r:.80}")
+        rule("an event record", check.time_value, r.get("at"), "at")
+    try:
+        return EventLog.from_records(records, totals=events["totals"], maxlen=maxlen)
+    except (InvalidInputError, KeyError, TypeError, AttributeError) as exc:
+        raise CorruptFileError(f"the event log is malformed: {exc!r}") from None
+
+
 def _check_partition(record: Mapping[str, Any], arrays: Mapping[str, np.ndarray[Any, Any]], dim: int
-                     ) -> tuple[Mapping[str, Any], list[MemoryNode], np.ndarray[Any, Any]]:
-    ns = record["namespace"]
-    _check(isinstance(ns, str) and bool(ns), f"bad namespace {ns!r}")
+                     ) -> tuple[Mapping[str, Any], list[MemoryNode], np.ndarray[Any, Any], list[MemoryEdge]]:
+    """A saved partition checked whole (its memories and edges by the rules of a write); returns
+    it with its nodes, embeddings and edges."""
+    _check(isinstance(record, Mapping), f"a partition is not an object: {record!r:.80}")
+    ns = rule("a partition", check.namespace, record["namespace"])
     shared: dict[Any, Any] = {}
-    nodes = [node_from_record(r, shared=shared) for r in record["nodes"]]
+    records = record["nodes"]
+    _check(isinstance(records, list), f"namespace {ns!r}: nodes is not a list")
+    nodes = [node_from_record(r, shared=shared) for r in records]
     ids = {n.id for n in nodes}
     _check(len(ids) == len(nodes), f"namespace {ns!r} repeats a memory id")
     _check(all(n.namespace == ns for n in nodes), f"namespace {ns!r} holds a memory of another namespace")
-    matrix = arrays.get(record["vectors"])
+    name = record["vectors"]
+    matrix = arrays.get(name) if isinstance(name, str) else None
     _check(matrix is not None and matrix.shape == (len(nodes), dim) and matrix.dtype == np.float32,
            f"namespace {ns!r}: embeddings missing or of the wrong shape")
     assert matrix is not None
     _check(bool(np.isfinite(matrix).all()), f"namespace {ns!r}: embeddings hold NaN or infinite values")
-    for e in record["edges"]:
-        _check(e["source"] in ids and e["target"] in ids, f"namespace {ns!r}: an edge points outside it")
-        Relation.parse(e["relation"])
-        _check(_number(e["strength"]) and _number(e["created_at"]) and isinstance(e["metadata"], dict),
-               f"namespace {ns!r}: malformed edge {e!r:.80}")
-    tracked = [i for _, members in record["sessions"] for i in members]
-    _check(set(tracked) <= ids and len(tracked) == len(set(tracked)), f"namespace {ns!r}: bad session order")
-    _check(set(record["inactive"]) <= ids, f"namespace {ns!r}: unknown superseded ids")
-    _check(isinstance(record["turn"], int), f"namespace {ns!r}: bad turn counter")
-    return record, nodes, matrix
+    _check(isinstance(record["edges"], list), f"namespace {ns!r}: edges is not a list")
+    edges = [check_edge(e, ids, ns) for e in record["edges"]]
+    sessions = record["sessions"]
+    _check(isinstance(sessions, list) and all(isinstance(s, list) and len(s) == 2 and isinstance(s[1], list)
+                                              for s in sessions), f"namespace {ns!r}: bad session order")
+    for session, _ in sessions:
+        rule(f"namespace {ns!r}", check.session, session)
+    tracked = [i for _, members in sessions for i in members]
+    _check(all(isinstance(i, str) for i in tracked) and set(tracked) <= ids and len(tracked) == len(set(tracked)),
+           f"namespace {ns!r}: bad session order")
+    inactive = record["inactive"]
+    _check(isinstance(inactive, list) and all(isinstance(i, str) for i in inactive) and set(inactive) <= ids,
+           f"namespace {ns!r}: unknown superseded ids")
+    rule(f"namespace {ns!r}", check.count, record["turn"], "turn counter")
+    return record, nodes, matrix, edges
 
 
 def _build_partition(state: EngineState, record: Mapping[str, Any], nodes: list[MemoryNode],
-                     matrix: np.ndarray[Any, Any], indexed: Mapping[str, str]) -> None:
+                     matrix: np.ndarray[Any, Any], edges: list[MemoryEdge], indexed: Mapping[str, str]) -> None:
     part = state.backend.partition(record["namespace"], create=True)
     assert part is not None
     by_id = {n.id: n for n in nodes}
@@ -368,10 +418,8 @@ def _build_partition(state: EngineState, record: Mapping[str, Any], nodes: list[
         state.where[node.id] = node.namespace
     part.vectors.add([n.id for n in nodes], matrix)
     part.keywords.add_many([(n.id, indexed.get(n.id, n.content), n.session_id) for n in nodes])
-    for e in record["edges"]:
-        part.graph.put_edge(MemoryEdge(source=e["source"], target=e["target"], relation=Relation(e["relation"]),
-                                       strength=float(e["strength"]), created_at=float(e["created_at"]),
-                                       metadata=e["metadata"]))
+    for edge in edges:
+        part.graph.put_edge(edge)
     for session, members in record["sessions"]:
         for nid in members:
             part.track(nid, session, by_id[nid].timestamp)

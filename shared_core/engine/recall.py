@@ -13,6 +13,14 @@
    weighted by relation and strength, decaying per hop), so the turns around a match, its
    causes, parts and summaries come along;
 7. rank by relevance x weight x recency (or the linear preset), session penalty applied.
+
+Only relevant memories are ranked (and so returned and reinforced): with ``relevance_floor``
+set, a candidate counts if its cosine with the query is at least the floor, or it shares a query
+word (keyword path), or it lies in the time range the query names, or it is one of the session's
+latest turns (recent path: the query continues the conversation); only those seed the graph
+walk, and a memory the walk reaches from them counts too. The fused relevance is relative to the
+candidates (the best one scores 1 however weak it is), so the floor is on the cosine: a query
+unrelated to every memory returns nothing.
 """
 
 from __future__ import annotations
@@ -175,6 +183,11 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
     vector_scale = cosine_scale(raw["vector"], floor)
     base, vector_share = fuse(raw, cosine, vector_scale, weights, config)
 
+    relevant = _evidence(cosine, raw, config.relevance_floor)
+    if relevant is not None:
+        if not relevant:
+            return []
+        base = {i: v for i, v in base.items() if i in relevant}
     boost: dict[str, float] = {}
     if config.graph_hops > 0 and config.graph_weight > 0 and n_seeds > 0:
         # the best n_seeds, ties to the smaller id
@@ -232,6 +245,24 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
         other = req.session_id is not None and node.session_id != req.session_id
         hits.append(scored_of(node, score, components, paths, other))
     return hits
+
+
+def _evidence(cosine: Mapping[str, float], raw: Mapping[str, Mapping[str, float]], floor: float | None
+              ) -> set[str] | None:
+    """The candidates relevant on their own (None: no floor): cosine >= ``floor``, a query word
+    in common (a positive BM25 score), in the query's time range or among the session's latest
+    turns.
+
+    >>> sorted(_evidence({"a": 0.5, "b": 0.02, "c": 0.01}, {"keyword": {"c": 1.2}}, 0.2))
+    ['a', 'c']
+    """
+    if floor is None:
+        return None
+    out = {i for i, c in cosine.items() if c >= floor}
+    out.update(i for i, v in raw.get("keyword", {}).items() if v > 0)
+    out.update(raw.get("time", ()))
+    out.update(raw.get("recent", ()))
+    return out
 
 
 def _relevances(ids: list[str], fused: npt.NDArray[np.float64] | float, boosts: list[float], graph_weight: float,

@@ -69,6 +69,11 @@ class EngineState:
                     self._backend = self._make_backend()
         return self._backend
 
+    @property
+    def made_backend(self) -> Backend | None:
+        """The backend if it was given or made already (None: not yet made)."""
+        return self._backend
+
     def partition(self, namespace: str) -> Partition | None:
         return self.backend.partition(namespace)
 

@@ -75,7 +75,11 @@ def key_hit_windows(recalls: Iterable[AtlasEvent], key_created: Sequence[float],
 
 @dataclass(frozen=True, slots=True)
 class AtlasStats:
-    """A snapshot of the atlas (or of one namespace)."""
+    """A snapshot of the atlas (or of one namespace).
+
+    ``nodes_by_session`` counts the memories of each named session; memories stored without a
+    ``session_id`` are in ``nodes`` but in no session.
+    """
 
     namespaces: int
     nodes: int
@@ -178,7 +182,8 @@ def collect_stats(state: EngineState, namespace: str | None, *, bytes_used: int,
         for node in part.graph.nodes():
             nodes += 1
             kinds[node.kind] += 1
-            sessions[str(node.session_id)] += 1
+            if node.session_id is not None:  # a memory stored without a session belongs to none
+                sessions[node.session_id] += 1
             pinned += node.pinned
             superseded += node.id in part.inactive
             weights.append(effective_weight(node, now=now, turn=part.turn, config=state.config))

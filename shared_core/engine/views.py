@@ -2,12 +2,22 @@
 
 `to_html` writes one self-contained page (no network): vis-network's JavaScript is read from the
 ``pyvis`` wheel (installed by the ``notebooks`` extra) and inlined, nodes are coloured by session
-or type and sized by weight, edges are coloured by relation, and hovering a node shows its text,
-weight and timestamps. In Jupyter, typing ``atlas`` shows the same page in an ``iframe``.
+or type and sized by weight, edges are coloured by relation (with a legend), and hovering a node
+shows its text, weight and timestamps. A memory replaced by a newer version (``valid_to`` passed)
+is drawn hollow and dashed, labelled "superseded". Edges between the same two memories (a new
+version's ``supersedes`` and ``similar_to``, say) curve apart instead of lying on top of each
+other. The graph fills the window below a one-line header.
+
+In Jupyter, typing ``atlas`` shows the same page in an ``iframe``; there the library is embedded
+gzip-compressed (base64) and unpacked by the browser (``DecompressionStream``), so each display
+carries about a third of the page's bytes and still needs no network and no other cell.
 """
 
 from __future__ import annotations
 
+import base64
+import functools
+import gzip
 import html
 import importlib.util
 import json
@@ -18,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..formulas.decay import decayed_weight, effective_weight
+from ..values import _validate as check
 from ..values.errors import InvalidInputError, MissingDependencyError
 from ..values.model import MemoryEdge, MemoryNode, Relation, iso
 
@@ -47,8 +58,12 @@ class GraphView:
 
 
 def graph_view(state: EngineState, *, namespace: str | None = None, max_nodes: int = 400) -> GraphView:
-    """The heaviest ``max_nodes`` memories of one namespace (or all) and the edges among them."""
-    if max_nodes < 1:
+    """The heaviest ``max_nodes`` memories of one namespace (or all, with None) and the edges among
+    them. A namespace that is not a non-empty string raises `InvalidInputError` (an empty one is
+    not "all namespaces")."""
+    if namespace is not None:
+        namespace = check.namespace(namespace)
+    if isinstance(max_nodes, bool) or not isinstance(max_nodes, int) or max_nodes < 1:
         raise InvalidInputError(f"max_nodes must be >= 1, got {max_nodes!r}")
     with state.lock:
         now = state.clock.now()
@@ -70,6 +85,7 @@ def graph_view(state: EngineState, *, namespace: str | None = None, max_nodes: i
                          len(scored) - len(kept))
 
 
+@functools.cache
 def _vis_js() -> str:
     spec = importlib.util.find_spec("pyvis")  # located, not imported: we only need its bundled file
     if spec is None or spec.origin is None:
@@ -79,6 +95,12 @@ def _vis_js() -> str:
     if not candidates:
         raise MissingDependencyError("pyvis is installed without vis-network.min.js; reinstall it")
     return candidates[-1].read_text(encoding="utf-8")
+
+
+@functools.cache
+def _vis_js_packed() -> str:
+    """vis-network's code gzip-compressed and base64-encoded (``mtime=0``: the same bytes every time)."""
+    return base64.b64encode(gzip.compress(_vis_js().encode("utf-8"), compresslevel=9, mtime=0)).decode("ascii")
 
 
 def _group_key(node: MemoryNode, color_by: str, *, several_namespaces: bool = False) -> str:
@@ -94,7 +116,7 @@ def _several_namespaces(view: GraphView) -> bool:
     return len({n.namespace for n in view.nodes}) > 1
 
 
-def _payload(view: GraphView, color_by: str) -> dict[str, Any]:
+def _payload(view: GraphView, color_by: str, now: float | None = None) -> dict[str, Any]:
     groups: dict[str, str] = {}
     several = _several_namespaces(view)
     nodes = []
@@ -108,52 +130,109 @@ def _payload(view: GraphView, color_by: str) -> dict[str, Any]:
                f"last recalled {iso(node.last_accessed_at)}\n"
                f"{node.namespace} · session {node.session_id} · {node.kind}")
         label = node.content if len(node.content) <= 28 else node.content[:27] + "…"
-        nodes.append({"id": node.id, "label": label, "title": tip, "value": round(8 + 14 * math.sqrt(weight), 2),
-                      "color": colour, "shape": "star" if node.kind == "summary" else "dot",
-                      "borderWidth": 3 if node.pinned else 1})
-    edges = [{"from": e.source, "to": e.target, "title": f"{e.relation.value} ({e.strength:.2f})",
-              "color": {"color": RELATION_COLOURS.get(e.relation, "#8c8c8c")},
-              "width": round(0.5 + 2 * min(e.strength, 1.5), 2), "arrows": "to",
-              "dashes": e.relation in (Relation.BEFORE, Relation.AFTER)} for e in view.edges]
-    return {"nodes": nodes, "edges": edges, "groups": groups,
-            "relations": {r.value: c for r, c in RELATION_COLOURS.items()}}
+        item: dict[str, Any] = {
+            "id": node.id, "label": label, "title": tip, "value": round(8 + 14 * math.sqrt(weight), 2),
+            "color": colour, "shape": "star" if node.kind == "summary" else "dot",
+            "borderWidth": 3 if node.pinned else 1}
+        if _superseded(node, now):  # an older version: hollow, dashed, greyed label
+            item.update(title=f"superseded on {iso(node.valid_to or 0.0)}\n{tip}", label=f"(superseded) {label}",
+                        color={"background": "#ffffff", "border": colour}, borderWidth=2,
+                        shapeProperties={"borderDashes": [4, 3]}, font={"color": "#999999"}, superseded=True)
+        nodes.append(item)
+    return {"nodes": nodes, "edges": _edges(view.edges), "groups": groups,
+            "relations": {r.value: RELATION_COLOURS.get(r, "#8c8c8c")
+                          for r in sorted({e.relation for e in view.edges}, key=lambda r: r.value)}}
 
 
-def render_html(view: GraphView, *, color_by: str = "session", title: str = "Elastic Atlas") -> str:
-    """A complete, self-contained HTML page drawing ``view`` with vis-network."""
+def _superseded(node: MemoryNode, now: float | None) -> bool:
+    return node.valid_to is not None and (now is None or node.valid_to <= now)
+
+
+def _edges(edges: Iterable[MemoryEdge]) -> list[dict[str, Any]]:
+    """Edges for vis-network. The i-th edge between the same two memories (either direction)
+    curves with roundness ``0.15 * i`` (the first stays straight), so none hides another."""
+    seen: dict[frozenset[str], int] = {}
+    out = []
+    for e in edges:
+        pair = frozenset((e.source, e.target))
+        i = seen.get(pair, 0)
+        seen[pair] = i + 1
+        out.append({"from": e.source, "to": e.target, "title": f"{e.relation.value} ({e.strength:.2f})",
+                    "relation": e.relation.value, "color": {"color": RELATION_COLOURS.get(e.relation, "#8c8c8c")},
+                    "width": round(0.5 + 2 * min(e.strength, 1.5), 2), "arrows": "to",
+                    "dashes": e.relation in (Relation.BEFORE, Relation.AFTER),
+                    "smooth": {"enabled": True, "type": "curvedCW", "roundness": round(0.15 * i + 0.15, 2)}
+                    if i else False})
+    return out
+
+
+def render_html(view: GraphView, *, color_by: str = "session", title: str = "Elastic Atlas",
+                compressed: bool = False, now: float | None = None) -> str:
+    """A complete, self-contained HTML page drawing ``view`` with vis-network.
+
+    ``compressed`` embeds the library gzip-compressed, unpacked by the browser (for notebook
+    outputs); ``now`` (the atlas clock's time) decides which superseded versions are past.
+    """
     if color_by not in ("session", "type", "namespace"):
         raise InvalidInputError(f"color_by must be 'session', 'type' or 'namespace', got {color_by!r}")
+    payload = _payload(view, color_by, now)
     # "<" as \u003c: no user text can end the script element or open an HTML comment in it
-    data = json.dumps(_payload(view, color_by)).replace("<", "\\u003c").replace(">", "\\u003e")
+    data = json.dumps(payload).replace("<", "\\u003c").replace(">", "\\u003e")
     legend = "".join(f'<span class="key"><i style="background:{c}"></i>{html.escape(k)}</span>'
-                     for k, c in _payload(view, color_by)["groups"].items())
+                     for k, c in payload["groups"].items())
+    edge_legend = "".join(f'<span class="key"><b style="border-color:{c}"></b>{html.escape(r)}</span>'
+                          for r, c in payload["relations"].items())
+    superseded = sum(1 for n in payload["nodes"] if n.get("superseded"))
+    if superseded:
+        edge_legend += '<span class="key"><i class="old"></i>superseded version</span>'
     note = f" · {view.truncated} lighter memories not shown" if view.truncated else ""
+    if compressed:
+        library = f"""<script>
+const packed = "{_vis_js_packed()}";
+const bytes = Uint8Array.from(atob(packed), c => c.charCodeAt(0));
+new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).text().then(code => {{
+  const lib = document.createElement("script");
+  lib.text = code;
+  document.head.appendChild(lib);
+  draw();
+}});
+</script>"""
+    else:
+        library = f"<script>{_vis_js()}</script>\n<script>draw();</script>"
     return f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>
-body {{ margin: 0; font: 13px system-ui, sans-serif; }}
-#graph {{ width: 100%; height: 560px; border-bottom: 1px solid #ddd; }}
-header {{ padding: 6px 10px; }} .key {{ margin-right: 12px; }}
+html, body {{ height: 100%; margin: 0; }}
+body {{ display: flex; flex-direction: column; font: 13px system-ui, sans-serif; }}
+header {{ flex: none; padding: 6px 10px; border-bottom: 1px solid #ddd; line-height: 1.6; }}
+#graph {{ flex: 1 1 auto; min-height: 300px; width: 100%; }}
+.key {{ margin-right: 12px; white-space: nowrap; }}
 .key i {{ display: inline-block; width: 10px; height: 10px; border-radius: 5px; margin-right: 4px; }}
+.key i.old {{ background: #fff; border: 1px dashed #666; width: 8px; height: 8px; }}
+.key b {{ display: inline-block; width: 18px; border-top: 3px solid; margin: 0 4px 3px 0; }}
 div.vis-tooltip {{ white-space: pre-wrap; max-width: 420px; }}
 </style></head>
 <body><header><b>{html.escape(title)}</b> · {len(view.nodes)} memories, {len(view.edges)} edges{note}
-· colour by {html.escape(color_by)}: {legend}</header>
+<br>colour by {html.escape(color_by)}: {legend}
+{f"<br>edges: {edge_legend}" if edge_legend else ""}</header>
 <div id="graph"></div>
-<script>{_vis_js()}</script>
 <script>
 const data = {data};
-const container = document.getElementById("graph");
-const network = new vis.Network(container,
-  {{nodes: new vis.DataSet(data.nodes), edges: new vis.DataSet(data.edges)}},
-  {{nodes: {{scaling: {{min: 8, max: 40}}, font: {{size: 11}}}},
-    edges: {{smooth: false}}, interaction: {{hover: true, tooltipDelay: 80}},
-    physics: {{stabilization: {{iterations: 200}}, barnesHut: {{springLength: 120}}}}}});
-network.once("stabilizationIterationsDone", () => {{
-  document.body.setAttribute("data-drawn", String(data.nodes.length));
-}});
-if (data.nodes.length === 0) document.body.setAttribute("data-drawn", "0");
-</script></body></html>
+function draw() {{
+  const container = document.getElementById("graph");
+  const network = new vis.Network(container,
+    {{nodes: new vis.DataSet(data.nodes), edges: new vis.DataSet(data.edges)}},
+    {{nodes: {{scaling: {{min: 8, max: 40}}, font: {{size: 11}}}},
+      edges: {{smooth: false}}, interaction: {{hover: true, tooltipDelay: 80}},
+      physics: {{stabilization: {{iterations: 200}}, barnesHut: {{springLength: 120}}}}}});
+  network.once("stabilizationIterationsDone", () => {{
+    document.body.setAttribute("data-drawn", String(data.nodes.length));
+  }});
+  if (data.nodes.length === 0) document.body.setAttribute("data-drawn", "0");
+}}
+</script>
+{library}
+</body></html>
 """
 
 

@@ -30,7 +30,7 @@ __all__ = ["MemorySpec", "build_spec", "collector_paused", "insert_batches", "in
            "returned_nodes", "specs_from_items"]
 
 ITEM_FIELDS = frozenset({"content", "namespace", "session_id", "timestamp", "metadata", "importance",
-                         "pinned", "ttl", "links_to", "embedding"})
+                         "pinned", "ttl", "links_to", "embedding", "keep"})
 _SHORT_FIELDS = frozenset({"content", "session_id"})
 
 
@@ -49,12 +49,13 @@ class MemorySpec(NamedTuple):
     links: tuple[tuple[str, Relation, float], ...]
     embedding: npt.NDArray[np.float32] | None
     kind: str = "memory"
+    keep: bool = False  # the caller stated intent (keep=True or an explicit importance): the write filter passes it
 
 
 def build_spec(config: AtlasConfig, dim: int, content: object, *, namespace: object, session_id: object = None,
-              timestamp: object = None, metadata: object = None, importance: object = 1.0,
+              timestamp: object = None, metadata: object = None, importance: object = None,
               pinned: object = False, ttl: object = None, links_to: object = (),
-              embedding: object = None, kind: str = "memory") -> MemorySpec:
+              embedding: object = None, kind: str = "memory", keep: object = False) -> MemorySpec:
         text = check.content(content, max_chars=config.max_content_chars)
         ns = check.namespace(namespace)
         links: list[tuple[str, Relation, float]] = []
@@ -74,11 +75,12 @@ def build_spec(config: AtlasConfig, dim: int, content: object, *, namespace: obj
             if vector.shape[0] != 1:
                 raise InvalidMemoryError(f"embedding must be one vector, got shape {vector.shape}")
             vector = vector[0]
-        ttl_value = None if ttl is None else check.number(ttl, "ttl", positive=True)
+        ttl_value = check.ttl(ttl)
+        weight = 1.0 if importance is None else check.number(importance, "importance", minimum=0.0, maximum=1e6)
         return MemorySpec(text, ns, check.session(session_id), check.timestamp(timestamp),
-                     check.metadata(metadata), check.number(importance, "importance", minimum=0.0, maximum=1e6),
+                     check.metadata(metadata), weight,
                      check.flag(pinned, "pinned"), ttl_value if ttl_value is not None else config.default_ttl,
-                     tuple(links), vector, kind)
+                     tuple(links), vector, kind, check.flag(keep, "keep") or importance is not None)
 
 
 def insert_memory(part: Partition, spec: MemorySpec, vec: npt.NDArray[np.float32], now: float,
@@ -88,13 +90,14 @@ def insert_memory(part: Partition, spec: MemorySpec, vec: npt.NDArray[np.float32
     Links: ``before`` from the session's previous memory, ``similar_to`` to the ``similar_top``
     closest current memories above ``similar_threshold``, and the caller's ``links_to``.
     """
+    check_expiry([spec], now)
     return insert_memories(part, [spec], vec[None, :], now, cfg, on_rollback=on_rollback)[0]
 
 
 def insert_memories(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDArray[np.float32], now: float,
                     cfg: AtlasConfig, *, on_rollback: Callable[..., None]) -> list[MemoryNode]:
     """Insert a batch of memories into one partition, linked as if inserted one by one; all or
-    nothing.
+    nothing. (`insert_batches` and `insert_memory` check the specs' expiry times first.)
 
     The batch goes in by chunks of `CHUNK` rows: each chunk's ``similar_to`` candidates come from
     one batched search of the partition (which holds the earlier chunks) plus one product of the
@@ -144,7 +147,8 @@ def insert_batches(backend: Backend, specs: Sequence[MemorySpec], vecs: Sequence
                    ) -> Iterator[tuple[Partition, list[MemoryNode]]]:
     """`insert_memories` for each run of consecutive specs of one namespace, yielding each
     partition with its new nodes as soon as they are in (so the caller can undo earlier runs if
-    a later one fails)."""
+    a later one fails). Every spec's expiry time is checked before the first insert."""
+    check_expiry(specs, now)
     start = 0
     while start < len(specs):
         ns = specs[start].namespace
@@ -156,6 +160,17 @@ def insert_batches(backend: Backend, specs: Sequence[MemorySpec], vecs: Sequence
         matrix = np.array(vecs[start:end], dtype=np.float32)  # (faster than np.stack)
         yield part, insert_memories(part, specs[start:end], matrix, now, cfg, on_rollback=on_rollback)
         start = end
+
+
+def check_expiry(specs: Sequence[MemorySpec], now: float) -> None:
+    """`InvalidMemoryError` if a spec's ``ttl`` would make it expire after the latest storable
+    time (`shared_core.values.clock.LATEST`), which only the write's ``now`` can tell."""
+    for i, spec in enumerate(specs):
+        if spec.ttl is not None:
+            try:
+                check.expiry(now, spec.ttl)
+            except InvalidMemoryError as exc:
+                raise InvalidMemoryError(f"item {i}: {exc}" if len(specs) > 1 else str(exc)) from None
 
 
 CHUNK = 1024
@@ -226,7 +241,7 @@ def specs_from_items(config: AtlasConfig, dim: int, items: object, *, namespace:
                 if default_ns is None:
                     default_ns = check.namespace(namespace)
                 append(new_spec(MemorySpec, (text, default_ns, session_of(session), None, {}, 1.0, False, ttl, (),
-                                             None, "memory")))
+                                             None, "memory", False)))
             elif mapping:
                 unknown = set(item) - ITEM_FIELDS
                 if unknown:

@@ -154,8 +154,8 @@ class PartitionBase:
 
 
 class BackendBase:
-    """Defaults of `Backend.directory` (the backend keeps none) and `Backend.attach` (no lock of
-    its own)."""
+    """Defaults of `Backend.directory` (the backend keeps none), `Backend.attach` (no lock of its
+    own), `Backend.lifecycle_state` (nothing to restore), `flush` and `close` (nothing to do)."""
 
     __slots__ = ()
 
@@ -163,6 +163,15 @@ class BackendBase:
         return None
 
     def attach(self, *, dim: int, config: AtlasConfig | None) -> AtlasLock | None:
+        return None
+
+    def lifecycle_state(self) -> dict[str, Any] | None:
+        return None
+
+    def flush(self) -> None:
+        return None
+
+    def close(self) -> None:
         return None
 
 

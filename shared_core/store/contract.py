@@ -343,3 +343,13 @@ class Backend(Protocol):
         commits a write when the lock's outermost hold is released), or None for a plain
         re-entrant lock."""
 
+    def lifecycle_state(self) -> dict[str, Any] | None:
+        """The lifecycle bookkeeping a durable backend reopened with its memories (the form of
+        ``Lifecycle.state``), or None: nothing to restore."""
+
+    def flush(self) -> None:
+        """Wait until every write so far is durable (a no-op for a backend that is not)."""
+
+    def close(self) -> None:
+        """Flush and release what the backend holds (files, connections)."""
+

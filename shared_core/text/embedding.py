@@ -16,6 +16,7 @@ import hashlib
 import math
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from importlib import resources
 from typing import Any, Protocol, runtime_checkable
@@ -98,21 +99,49 @@ class MiniLMEmbedder:
 
     Same pipeline as sentence-transformers (WordPiece, 256 tokens max, mean pooling over the
     attention mask, L2 normalisation); int8 weights give vectors within cosine 0.998 of the
-    fp32 model. Loads lazily on the first call; thread safe.
+    fp32 model. Loads lazily on the first call; thread safe (one instance may serve every thread:
+    onnxruntime sessions and the tokenizer are, and the cache takes a lock).
+
+    Algorithm of `embed`:
+
+    1. texts found in the LRU cache (up to ``cache_size`` texts of at most ``cache_chars``
+       characters; 0 turns it off) are answered from it; repeated queries skip the model;
+    2. the other texts, each once, are tokenized in one call (no padding), sorted by token count
+       and cut into batches of ``batch_size``; each batch is padded only to its own longest text,
+       so the model computes almost no padding;
+    3. each batch runs through the model with ``threads`` intra-op threads (None: onnxruntime's
+       default, one per core) and is mean-pooled and normalised; rows go back to the callers'
+       order. A text's vector does not depend on its batch beyond float rounding (within 1e-5).
+
+    The returned matrix is always the caller's own: cached rows are copied out, never shared.
+
+    >>> e = MiniLMEmbedder(cache_size=8)  # nothing loads until the first embed
+    >>> e.cache_info()  # (hits, misses, cached texts); embed(["hi", "hi"]) would give (0, 1, 1)
+    (0, 0, 0)
     """
 
     dim = 384
     max_length = 256
 
-    def __init__(self, *, batch_size: int = 32, threads: int | None = None) -> None:
-        if batch_size < 1:
-            raise InvalidInputError(f"batch_size must be >= 1, got {batch_size!r}")
+    def __init__(self, *, batch_size: int = 32, threads: int | None = None, cache_size: int = 1024,
+                 cache_chars: int = 1000) -> None:
+        for name, value, low in (("batch_size", batch_size, 1), ("cache_size", cache_size, 0),
+                                 ("cache_chars", cache_chars, 0)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise InvalidInputError(f"{name} must be an int >= {low}, got {value!r}")
+        if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
+            raise InvalidInputError(f"threads must be None or an int >= 1, got {threads!r}")
         self.batch_size = batch_size
+        self.cache_size = cache_size
+        self.cache_chars = cache_chars
         self._threads = threads
         self._session: Any = None
         self._tokenizer: Any = None
         self._inputs: tuple[str, ...] = ()
         self._lock = threading.Lock()
+        self._cache: OrderedDict[str, Matrix] = OrderedDict()
+        self._cache_lock = threading.Lock()
+        self._hits = self._misses = 0
 
     def _load(self) -> None:
         with self._lock:
@@ -131,7 +160,7 @@ class MiniLMEmbedder:
                 raise InvalidInputError("the bundled MiniLM tokenizer.json fails its sha256 check")
             tokenizer = Tokenizer.from_str(raw.decode("utf-8"))
             tokenizer.enable_truncation(max_length=self.max_length)
-            tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+            tokenizer.no_padding()  # each batch is padded to its own longest text in _run
             options = ort.SessionOptions()
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             options.log_severity_level = 3
@@ -145,10 +174,14 @@ class MiniLMEmbedder:
             self._tokenizer = tokenizer
             self._session = session
 
-    def _run(self, texts: list[str]) -> Matrix:
-        encodings = self._tokenizer.encode_batch(texts)
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+    def _run(self, rows: Sequence[Sequence[int]]) -> Matrix:
+        """Vectors of token id lists (one batch), padded to the longest with [PAD] (id 0)."""
+        width = max(len(r) for r in rows)
+        ids = np.zeros((len(rows), width), dtype=np.int64)
+        mask = np.zeros((len(rows), width), dtype=np.int64)
+        for i, r in enumerate(rows):
+            ids[i, :len(r)] = r
+            mask[i, :len(r)] = 1
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
@@ -159,17 +192,57 @@ class MiniLMEmbedder:
         out: Matrix = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
         return out
 
+    def _compute(self, texts: list[str]) -> Matrix:
+        """Vectors of distinct texts, in their order: tokenized once, batched by token count."""
+        rows = [e.ids for e in self._tokenizer.encode_batch(texts)]
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(rows[i]))  # stable: ties keep their order
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start:start + self.batch_size]
+            out[chunk] = self._run([rows[i] for i in chunk])
+        return out
+
     def embed(self, texts: Sequence[str]) -> Matrix:
         if self._session is None:
             self._load()
         texts = list(texts)
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        # Sort by length so each padded batch wastes little work, then restore the order.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start:start + self.batch_size]
-            out[chunk] = self._run([texts[i] for i in chunk])
+        if not self.cache_size:
+            if texts:
+                out[:] = self._compute(texts)
+            return out
+        todo: dict[str, list[int]] = {}  # each text missing from the cache, once, with its rows
+        with self._cache_lock:
+            for i, text in enumerate(texts):
+                row = self._cache.get(text)
+                if row is None:
+                    todo.setdefault(text, []).append(i)
+                else:
+                    self._cache.move_to_end(text)
+                    out[i] = row
+            self._hits += len(texts) - sum(len(rows) for rows in todo.values())
+            self._misses += len(todo)
+        if not todo:
+            return out
+        fresh = list(todo)
+        vectors = self._compute(fresh)
+        for text, vector in zip(fresh, vectors, strict=True):
+            out[todo[text]] = vector
+        with self._cache_lock:
+            for text, vector in zip(fresh, vectors, strict=True):
+                if len(text) <= self.cache_chars:
+                    stored = vector.copy()
+                    stored.flags.writeable = False
+                    self._cache[text] = stored
+                    self._cache.move_to_end(text)
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
         return out
+
+    def cache_info(self) -> tuple[int, int, int]:
+        """``(hits, misses, currsize)`` of the text cache since this embedder was made."""
+        with self._cache_lock:
+            return self._hits, self._misses, len(self._cache)
 
     def __repr__(self) -> str:
         return "MiniLMEmbedder('all-MiniLM-L6-v2', int8 onnx)"

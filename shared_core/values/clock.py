@@ -11,7 +11,15 @@ import time
 from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Clock", "ManualClock", "SystemClock", "to_epoch"]
+__all__ = ["EARLIEST", "LATEST", "Clock", "ManualClock", "SystemClock", "to_epoch"]
+
+#: The times a memory may hold, in POSIX seconds: 0001-01-02 to 9999-12-30 UTC, the range of
+#: `datetime` less a day at each end (so a time shown in any time zone, or moved by a day, stays
+#: a `datetime`). Every time a write accepts (``timestamp``, ``now + ttl``) and every time a
+#: saved file holds is checked against this one range (`shared_core.values._validate.time_value`); a
+#: number outside it is most often milliseconds given for seconds (1e12 is the year 33658).
+EARLIEST: float = datetime(1, 1, 2, tzinfo=UTC).timestamp()
+LATEST: float = datetime(9999, 12, 30, tzinfo=UTC).timestamp()
 
 
 @runtime_checkable
@@ -76,5 +84,8 @@ def to_epoch(value: float | int | datetime | str) -> float:
     if isinstance(value, datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=UTC)
-        return value.timestamp()
+        try:
+            return value.timestamp()
+        except OverflowError:  # year 1 in a zone east of UTC lies before the epoch's range
+            raise ValueError(f"{value!r} is outside the range of datetime") from None
     raise TypeError(f"not a time: {value!r}")

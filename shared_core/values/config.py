@@ -12,7 +12,8 @@ import math
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
-from .errors import InvalidInputError
+from . import _validate as check
+from .errors import InvalidInputError, UnknownFieldError
 from .model import Relation
 
 __all__ = ["AtlasConfig"]
@@ -46,10 +47,21 @@ class AtlasConfig:
     ``graph_hops`` hops, times ``graph_hop_decay`` per hop and ``relation_weights`` per edge
     kind, scaled by ``graph_weight``; after each hop only the ``graph_beam`` x seeds most
     activated nodes walk on (None: every node reached). ``time_reference`` is what relative cues ("last week")
-    count from: the clock, or the newest memory (``"latest"``).
+    count from: the clock, or the newest memory (``"latest"``). ``relevance_floor``: a memory is
+    returned (and reinforced) only if its cosine with the query reaches the floor, it shares a
+    query word, it lies in the time range the query names, it is one of the session's latest
+    turns, or the graph reaches it from such a memory; a query unrelated to every memory returns
+    nothing (None: no floor).
+
+    Limits: a memory holds at most ``max_content_chars`` characters and a query at most
+    ``max_query_chars``; longer ones are refused with `InvalidInputError`, never cut.
 
     Context: `build_context` recalls ``context_candidates`` memories per token of budget (20 to
     400) to pack, after the session's last ``working_memory`` turns.
+
+    Capacity: ``max_nodes`` and ``max_bytes`` cap the memories (see `shared_core.engine.lifecycle.manager`);
+    ``max_namespaces`` caps the namespaces that hold memories (None: no limit), and a write that
+    would start one more raises `NamespaceLimitError` and stores nothing.
 
     Scoring: ``"multiplicative"`` ranks by relevance * weight**weight_exponent *
     recency**recency_exponent; ``"linear"`` by the seed's 0.5 relevance + 0.3 weight + 0.2 recency.
@@ -71,6 +83,11 @@ class AtlasConfig:
     episodic_value: float = 0.03
     default_ttl: float | None = None
     max_content_chars: int = 100_000
+    # the longest query retrieve/build_context accept (longer: InvalidInputError). The embedder
+    # reads a query's first 256 word pieces (about 1,000 characters) and only the keyword path
+    # reads on, so 8,192 characters (about 2,000 tokens) holds any question and a pasted
+    # paragraph, and bounds the keyword path's work
+    max_query_chars: int = 8192
     # auto-linking on add
     similar_threshold: float = 0.6
     similar_top: int = 3
@@ -106,6 +123,7 @@ class AtlasConfig:
     recent_weight: float = 0.3
     time_weight: float = 0.5
     time_reference: Literal["clock", "latest"] = "clock"
+    relevance_floor: float | None = 0.1
     graph_hops: int = 2
     graph_hop_decay: float = 0.45
     graph_seeds: int = 100
@@ -133,10 +151,22 @@ class AtlasConfig:
     summary_fade: float = 0.7
     chapter_size: int = 500
     max_bytes: int | None = None
+    max_namespaces: int | None = None
     cleanup_pressure: float = 0.7
     prune_below: float | None = None
     prune_idle: float = 30 * DAY
     prune_every: int = 200
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> AtlasConfig:
+        """Refuse positional arguments and unknown keywords with `UnknownFieldError` (an
+        `InvalidInputError` and a `TypeError`) naming the closest field, before ``__init__``'s
+        bare ``TypeError``."""
+        if args:
+            raise UnknownFieldError(f"AtlasConfig takes keyword arguments only, got {len(args)} positional")
+        known = cls.__dataclass_fields__
+        if not kwargs.keys() <= known.keys():
+            raise UnknownFieldError.for_names("AtlasConfig", set(kwargs) - set(known), known)
+        return object.__new__(cls)
 
     def __post_init__(self) -> None:
         positive = ("half_life", "reinforce_factor", "weight_cap", "recency_half_life", "rrf_k",
@@ -153,6 +183,9 @@ class AtlasConfig:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not value >= 0 or not math.isfinite(value):
                 raise InvalidInputError(f"AtlasConfig.{name} must be >= 0, got {value!r}")
+        if isinstance(self.max_query_chars, bool) or not isinstance(self.max_query_chars, int) \
+                or self.max_query_chars < 1:
+            raise InvalidInputError(f"AtlasConfig.max_query_chars must be an int >= 1, got {self.max_query_chars!r}")
         counts = ("similar_top", "candidate_k", "candidate_min", "graph_hops", "graph_seeds", "graph_fanout",
                   "recency_window", "working_memory")
         for name in counts:
@@ -166,6 +199,11 @@ class AtlasConfig:
             raise InvalidInputError(f"ann_probe_fraction must be in (0, 1], got {self.ann_probe_fraction!r}")
         if self.ann_vector_dtype not in ("float16", "float32"):
             raise InvalidInputError(f"ann_vector_dtype must be 'float16' or 'float32', got {self.ann_vector_dtype!r}")
+        if self.relevance_floor is not None and (isinstance(self.relevance_floor, bool)
+                                                 or not isinstance(self.relevance_floor, (int, float))
+                                                 or not -1 <= self.relevance_floor <= 1):
+            raise InvalidInputError(
+                f"relevance_floor must be None or a number in [-1, 1], got {self.relevance_floor!r}")
         if self.graph_beam is not None and (isinstance(self.graph_beam, bool)
                                             or not isinstance(self.graph_beam, (int, float))
                                             or not 0 < self.graph_beam < math.inf):
@@ -183,8 +221,7 @@ class AtlasConfig:
             raise InvalidInputError(f"max_nodes must be None or an int >= 1, got {self.max_nodes!r}")
         if not 0 < self.eviction_batch <= 0.5:
             raise InvalidInputError(f"eviction_batch must be in (0, 0.5], got {self.eviction_batch!r}")
-        if self.default_ttl is not None and not self.default_ttl > 0:
-            raise InvalidInputError(f"default_ttl must be None or > 0, got {self.default_ttl!r}")
+        check.ttl(self.default_ttl, "AtlasConfig.default_ttl")
         if not 0 < self.cross_session_penalty <= 1:
             raise InvalidInputError(
                 f"cross_session_penalty must be in (0, 1], got {self.cross_session_penalty!r}")
@@ -224,7 +261,7 @@ class AtlasConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InvalidInputError(f"AtlasConfig.{name} must be an int >= 1, got {value!r}")
-        for name in ("compress_every", "max_bytes"):
+        for name in ("compress_every", "max_bytes", "max_namespaces"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise InvalidInputError(f"AtlasConfig.{name} must be None or an int >= 1, got {value!r}")
@@ -242,7 +279,7 @@ class AtlasConfig:
         known = {f.name for f in fields(self)}
         unknown = set(changes) - known
         if unknown:
-            raise InvalidInputError(f"unknown AtlasConfig field(s): {', '.join(sorted(unknown))}")
+            raise UnknownFieldError.for_names("AtlasConfig", unknown, known)
         return replace(self, **changes)
 
     # -- presets ---------------------------------------------------------------------------

@@ -5,9 +5,12 @@ AtlasError
 ├── InvalidInputError (ValueError)             a bad argument: budget, top_k, filters, style …
 │   ├── InvalidMemoryError                     empty or non-string content, bad metadata, bad ttl …
 │   │   └── InvalidEmbeddingError              wrong dimension, NaN or infinite values
-│   └── InvalidRelationError                   an unknown edge relation
+│   ├── InvalidRelationError                   an unknown edge relation
+│   └── UnknownFieldError (TypeError)          a keyword that names no field (AtlasConfig(bogus=1))
 ├── MemoryNotFoundError (KeyError)             an unknown node id (or one of another namespace)
+│   └── HeldInWorkingMemoryError               a ``wm-`` id: a turn the write filter kept out of the graph
 ├── NamespaceViolationError (PermissionError)  an operation that would cross a namespace
+├── NamespaceLimitError (RuntimeError)         a write past AtlasConfig.max_namespaces namespaces
 ├── CorruptFileError (ValueError)              a truncated, corrupt or foreign save file
 ├── BackendError (ConnectionError)             a storage server that cannot be reached
 └── MissingDependencyError (ImportError)       an optional extra that is not installed
@@ -19,17 +22,22 @@ callers that do not know this library. Messages name the offending value.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 __all__ = [
     "AtlasError",
     "BackendError",
     "CorruptFileError",
+    "HeldInWorkingMemoryError",
     "InvalidEmbeddingError",
     "InvalidInputError",
     "InvalidMemoryError",
     "InvalidRelationError",
     "MemoryNotFoundError",
     "MissingDependencyError",
+    "NamespaceLimitError",
     "NamespaceViolationError",
+    "UnknownFieldError",
 ]
 
 
@@ -53,6 +61,28 @@ class InvalidRelationError(InvalidInputError):
     """An edge relation that the atlas does not know."""
 
 
+class UnknownFieldError(InvalidInputError, TypeError):
+    """A keyword argument that names no field; the message names the closest one. A `TypeError`
+    too, as Python's own "unexpected keyword argument" is."""
+
+    @classmethod
+    def for_names(cls, owner: str, unknown: Iterable[str], known: Iterable[str]) -> UnknownFieldError:
+        """The error for ``unknown`` keywords of ``owner``, each with its closest ``known`` name.
+
+        >>> str(UnknownFieldError.for_names("AtlasConfig", ["half_lfe"], ["half_life", "max_nodes"]))
+        "AtlasConfig has no field 'half_lfe' (did you mean 'half_life'?)"
+        """
+        import difflib
+
+        names = sorted(known)
+        parts = []
+        for name in sorted(unknown):
+            close = difflib.get_close_matches(name, names, n=1)
+            parts.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        noun = "field" if len(parts) == 1 else "fields"
+        return cls(f"{owner} has no {noun} {', '.join(parts)}")
+
+
 class MemoryNotFoundError(AtlasError, KeyError):
     """No memory with this id is visible to the caller."""
 
@@ -62,6 +92,10 @@ class MemoryNotFoundError(AtlasError, KeyError):
 
 class NamespaceViolationError(AtlasError, PermissionError):
     """An operation would link, merge or read across a namespace boundary."""
+
+
+class NamespaceLimitError(AtlasError, RuntimeError):
+    """A write would start a namespace past ``AtlasConfig.max_namespaces``; nothing was stored."""
 
 
 class CorruptFileError(AtlasError, ValueError):
@@ -77,4 +111,12 @@ class MissingDependencyError(AtlasError, ImportError):
 
     @classmethod
     def for_extra(cls, package: str, extra: str) -> MissingDependencyError:
-        return cls(f"{package} is required for this feature: pip install 'elastic-atlas[{extra}]'")
+        return cls(f"{package} is required for this feature: install elastic-atlas[{extra}] (not on PyPI: "
+                   f"pip install '.[{extra}]' in a checkout of elastic-atlas, or its wheel with [{extra}])")
+
+
+class HeldInWorkingMemoryError(MemoryNotFoundError):
+    """The id names a turn the write filter held in working memory (``wm-…``), not a stored
+    memory: it can be read (`get`), corrected (`update_memory` stores the correction) and
+    forgotten, but it has no edges, history or links until it is written with intent
+    (``keep=True``, an ``importance`` or ``pinned=True``)."""

@@ -1,8 +1,9 @@
-"""The contract suite runs every test against each backend: in-process and FalkorDB.
+"""The contract suite runs every test against each backend: in-process, chroma and FalkorDB.
 
 ``make_atlas`` and ``atlas`` here replace the shared ones: same deterministic atlas (hashing
 embedder, manual clock), on the backend of the test's parameter. Each FalkorDB test gets a graph
-prefix of its own, dropped afterwards.
+prefix of its own, dropped afterwards; each chroma test a directory of its own (``sync``
+durability, so every write goes through the log before it returns), closed afterwards.
 """
 
 from __future__ import annotations
@@ -25,19 +26,26 @@ def falkordb_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     yield from session_server(tmp_path_factory.mktemp("falkordb"))
 
 
-@pytest.fixture(params=["memory", pytest.param("falkordb", marks=pytest.mark.falkordb)])
+@pytest.fixture(params=["memory", "chroma", pytest.param("falkordb", marks=pytest.mark.falkordb)])
 def backend_name(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
 @pytest.fixture
 def make_backend(backend_name: str, request: pytest.FixtureRequest) -> Iterator[Callable[[int], Any]]:
-    """``make_backend(dim)``: None (the in-process default) or a FalkorDB backend of its own."""
+    """``make_backend(dim)``: None (the in-process default), or a chroma or FalkorDB backend of its own."""
     made: list[Any] = []
+    opened: list[Any] = []
 
     def build(dim: int) -> Any:
         if backend_name == "memory":
             return None
+        if backend_name == "chroma":
+            from shared_core.store.chroma import ChromaBackend
+
+            directory = request.getfixturevalue("tmp_path") / f"chroma-{len(opened)}"
+            opened.append(ChromaBackend(directory, durability="sync", dim=dim))
+            return opened[-1]
         from shared_core.store.falkordb import FalkorDBBackend
 
         url = request.getfixturevalue("falkordb_url")
@@ -48,6 +56,8 @@ def make_backend(backend_name: str, request: pytest.FixtureRequest) -> Iterator[
     yield build
     for backend in made:
         drop_all(backend)
+    for backend in opened:
+        backend.close()
 
 
 @pytest.fixture

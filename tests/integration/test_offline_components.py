@@ -45,6 +45,35 @@ def test_minilm_is_a_semantic_model() -> None:
     assert np.allclose(e.embed(["What milk does the user like?"])[0], v[1], atol=1e-4)
 
 
+_VARIED = ["", "ok", "The user prefers oat milk in coffee", "What milk does the user like?",
+           "Caroline: I went to the LGBTQ support group yesterday and it was so powerful. [shares a photo]",
+           "naïve café résumé — 東京 🚀", "word " * 400,  # past the 256-token window: truncated
+           "Melanie: That's great! How did the pottery class go, and did you finish the bowl for your mum?",
+           "short one", "The quarterly report is due on Friday"]
+
+
+def test_batched_vectors_match_each_text_alone() -> None:
+    """Length-sorted, per-batch padding gives each text the vector it gets alone (no padding at all)."""
+    alone_model = MiniLMEmbedder(cache_size=0)
+    alone = np.concatenate([alone_model.embed([t]) for t in _VARIED])
+    for batch_size in (1, 3, 32):
+        batched = MiniLMEmbedder(cache_size=0, batch_size=batch_size).embed(_VARIED)
+        assert batched.shape == (len(_VARIED), 384)
+        assert np.abs(batched - alone).max() < 1e-5, batch_size
+    shuffled = [5, 0, 9, 2, 7, 1, 8, 3, 6, 4]
+    again = alone_model.embed([_VARIED[i] for i in shuffled])
+    assert np.abs(again - alone[shuffled]).max() < 1e-5  # rows follow the caller's order
+
+
+def test_the_cache_answers_repeats_with_the_models_vectors() -> None:
+    e = MiniLMEmbedder(cache_size=4)
+    first = e.embed(["What milk does the user like?", "The quarterly report is due on Friday"])
+    first[0] = 0.0  # the caller's matrix is its own
+    repeat = e.embed(["What milk does the user like?"])
+    assert e.cache_info()[0] == 1
+    assert np.abs(repeat - MiniLMEmbedder(cache_size=0).embed(["What milk does the user like?"])).max() < 1e-5
+
+
 def test_cl100k_counts_match_known_values() -> None:
     counter = TiktokenCounter()
     assert counter.count("") == 0

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 from langchain_core.language_models import FakeListChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -16,6 +20,9 @@ from ._fakes import PromptRecorder
 # RunnableWithMessageHistory is deprecated upstream; these tests use it on purpose.
 LEGACY_RUNNABLE = pytest.mark.filterwarnings(
     "ignore:RunnableWithMessageHistory is deprecated:langchain_core._api.deprecation.LangChainDeprecationWarning")
+# the fields of AtlasConfig.managed(), for the conftest's make_atlas
+_MANAGED: dict[str, Any] = {"write_filter": True, "contradiction_check": True, "compress_every": 200,
+                            "prune_below": 0.2}
 
 
 @LEGACY_RUNNABLE
@@ -113,3 +120,35 @@ def test_unserialisable_metadata_is_stored_as_text(atlas: ElasticMemoryAtlas) ->
 def test_invalid_arguments(atlas: ElasticMemoryAtlas, bad: dict[str, str]) -> None:
     with pytest.raises(InvalidInputError):
         AtlasChatMessageHistory(atlas=atlas, **bad)
+
+
+@LEGACY_RUNNABLE
+def test_under_the_managed_preset_the_history_keeps_every_turn(make_atlas: Callable[..., ElasticMemoryAtlas],
+                                                               caplog: pytest.LogCaptureFixture) -> None:
+    atlas = make_atlas(**_MANAGED)
+    model = FakeListChatModel(responses=["Noted: June 12.", "You're welcome!"])
+    chain = RunnableWithMessageHistory(
+        ChatPromptTemplate.from_messages([MessagesPlaceholder("history"), ("human", "{question}")]) | model,
+        lambda session_id: AtlasChatMessageHistory(atlas=atlas, namespace="u", session_id=session_id),
+        input_messages_key="question", history_messages_key="history")
+    for question in ("My flight to Lisbon is on June 12", "ok thanks!"):
+        chain.invoke({"question": question}, config={"configurable": {"session_id": "s"}})
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    history = AtlasChatMessageHistory(atlas=atlas, namespace="u", session_id="s")
+    assert [(m.type, m.text) for m in history.messages] == [
+        ("human", "My flight to Lisbon is on June 12"), ("ai", "Noted: June 12."), ("human", "ok thanks!"),
+        ("ai", "You're welcome!")]
+    # the filter decided what became long-term memory, not what the transcript holds
+    assert "Human: ok thanks!" not in [n.content for n in atlas.memories(namespace="u")]
+
+
+def test_add_messages_under_the_managed_preset_stores_the_whole_batch(
+        make_atlas: Callable[..., ElasticMemoryAtlas]) -> None:
+    atlas = make_atlas(**_MANAGED)
+    history = AtlasChatMessageHistory(atlas=atlas, namespace="u", session_id="s")
+    history.add_messages([HumanMessage("ok thanks!"), AIMessage("We booked the Alfama hotel for June 12")])
+    history.add_messages([HumanMessage("I adopted a dog named Rex last May"), AIMessage("cool")])
+    assert [m.text for m in history.messages] == [
+        "ok thanks!", "We booked the Alfama hotel for June 12", "I adopted a dog named Rex last May", "cool"]
+    history.clear()
+    assert history.messages == [] and len(atlas) == 0

@@ -171,10 +171,13 @@ def test_a_period_cannot_address_a_nested_namespace(store: BaseStore) -> None:
     assert result is None
 
 
-def test_ttl_is_refused_when_unsupported(store: BaseStore) -> None:
-    assert store.supports_ttl is False
-    with pytest.raises(NotImplementedError):
-        store.put(("a",), "k", {"text": "t"}, ttl=5)
+def test_ttl_follows_supports_ttl(store: BaseStore) -> None:
+    if not store.supports_ttl:  # LangGraph's InMemoryStore: refused
+        with pytest.raises(NotImplementedError):
+            store.put(("a",), "k", {"text": "t"}, ttl=5)
+        return
+    store.put(("a",), "k", {"text": "t"}, ttl=5)  # AtlasStore: tests/langchain/test_store_ttl.py
+    assert store.get(("a",), "k").value == {"text": "t"}  # type: ignore[union-attr]
 
 
 def test_unindexed_items_are_still_stored(store: BaseStore) -> None:

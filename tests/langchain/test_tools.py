@@ -16,7 +16,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 from langchain_atlas import create_memory_tools
-from shared_core import ElasticMemoryAtlas, HashingEmbedder
+from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder
 
 from ._fakes import ScriptedChatModel
 
@@ -169,3 +169,15 @@ def test_schemas_validate_arguments(atlas: ElasticMemoryAtlas) -> None:
         recall.invoke({"query": "x", "k": 0})
     with pytest.raises(ValueError, match="namespace"):
         create_memory_tools(atlas, namespace=" ")
+
+
+def test_remember_under_the_managed_preset_stores_and_recall_finds_it() -> None:
+    atlas = ElasticMemoryAtlas(config=AtlasConfig.managed(), embedder=HashingEmbedder(dim=256))
+    remember, recall, forget = create_memory_tools(atlas, namespace="u")
+    answer = remember.invoke({"content": "the user owns a hamster", "importance": 3.0})
+    assert len(atlas) == 1 and "wm-" not in answer
+    assert "the user owns a hamster" in recall.invoke({"query": "hamster"})
+    remember.invoke({"content": "ok thanks"})  # small talk, but the agent asked to keep it
+    assert len(atlas) == 2
+    memory_id = answer.removeprefix("Remembered as ").removesuffix(".")
+    assert forget.invoke({"memory_id": memory_id}) == f"Forgot {memory_id}." and len(atlas) == 1

@@ -190,7 +190,7 @@ def test_from_defaults_takes_the_limit_from_the_llm_and_seeds_history(atlas: Ela
     memory = AtlasMemory.from_defaults(atlas=atlas, llm=MockLLM(), chat_history=[_user("hi")], session_id="s")
     assert memory.token_limit == int(MockLLM().metadata.context_window * 0.75)
     assert memory.get_all() == [_user("hi")]
-    assert AtlasMemory.from_defaults(atlas=atlas).token_limit == 3000
+    assert AtlasMemory.from_defaults(atlas=atlas).token_limit == 2000  # as the LangChain AtlasMemory
     with pytest.raises(ValueError, match="either atlas= or embed_model="):
         AtlasMemory.from_defaults(atlas=atlas, embed_model=object())  # type: ignore[arg-type]
 
@@ -240,3 +240,16 @@ def test_only_the_recalled_memories_shown_are_reinforced(atlas: ElasticMemoryAtl
     for node_id in reinforced:
         assert by_id[node_id].content not in shown_as_turns  # recent turns are working memory, not recalled
         assert by_id[node_id].content.rstrip(".") in messages[0].content  # and every memory reinforced is shown
+
+
+def test_under_the_managed_preset_get_all_keeps_every_message(make_atlas: AtlasFactory) -> None:
+    atlas = make_atlas(write_filter=True, contradiction_check=True, compress_every=200, prune_below=0.2)
+    memory = AtlasMemory.from_defaults(atlas=atlas, namespace="u", session_id="s")
+    for text in ("My flight is on June 12", "ok thanks!", "cool"):
+        memory.put(_user(text))
+    assert [m.content for m in memory.get_all()] == ["My flight is on June 12", "ok thanks!", "cool"]
+    assert len(atlas) == 1  # only the fact became long-term memory
+    memory.set([_user("My flight is on June 12"), _user("ok thanks!")])
+    assert [m.content for m in memory.get_all()] == ["My flight is on June 12", "ok thanks!"]
+    memory.reset()
+    assert memory.get_all() == [] and len(atlas) == 0

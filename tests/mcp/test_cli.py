@@ -39,7 +39,7 @@ def test_a_missing_sdk_names_the_extra() -> None:
             "from shared_core.apps.mcp import main\n"
             "sys.exit(main(['--embedder', 'hashing']))")
     out = run(code=code)
-    assert out.returncode == 2 and "pip install 'elastic-atlas[mcp]'" in out.stderr
+    assert out.returncode == 2 and "elastic-atlas[mcp]" in out.stderr and "pip install '.[mcp]'" in out.stderr
 
 
 def test_help_lists_the_options() -> None:

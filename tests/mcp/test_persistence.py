@@ -35,6 +35,18 @@ async def test_a_stored_atlas_survives_a_restart(tmp_path: Path) -> None:
     assert [n.content for n in loaded.memories(namespace="alice")] == ["Alice's locker code is 2468"]
 
 
+async def test_a_chroma_store_survives_a_restart(tmp_path: Path) -> None:
+    """``--store chroma:DIR``: every write goes durably into the directory (no save file)."""
+    store = tmp_path / "memory"
+    with anyio.fail_after(4 * TIMEOUT):
+        async with stdio_client(*FAST, "--store", f"chroma:{store}") as client:
+            kept = ok(await client.call_tool("memory_write", {"content": "Alice's locker code is 2468"}))
+        assert (store / "elastic_atlas.sqlite3").is_file()
+        async with stdio_client(*FAST, "--store", f"chroma:{store}") as client:
+            found = ok(await client.call_tool("memory_search", {"query": "locker code", "top_k": 5}))
+            assert [m["id"] for m in found["memories"]] == [kept["id"]]
+
+
 async def test_a_running_http_server_saves_as_it_goes_and_on_sigterm(tmp_path: Path) -> None:
     saved = tmp_path / "memory.atlas"
     with http_server(*FAST, "--save", str(saved), "--save-every", "0.2") as server:

@@ -7,7 +7,7 @@ from dataclasses import asdict
 
 import pytest
 
-from shared_core import ElasticMemoryAtlas, HashingEmbedder, InvalidInputError, MemoryNotFoundError
+from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, InvalidInputError, MemoryNotFoundError
 from shared_core.apps.mcp import MemoryService
 from shared_core.values.errors import NamespaceViolationError
 
@@ -69,3 +69,13 @@ def test_results_are_json_ready(atlas: ElasticMemoryAtlas) -> None:
     stats = service.stats()
     assert (stats.memories, stats.pinned, stats.superseded) == (1, 1, 1)
     assert sum(count for _, _, count in stats.weight_histogram) == 1
+
+
+def test_memory_write_states_intent_and_passes_the_write_filter() -> None:
+    atlas = ElasticMemoryAtlas(config=AtlasConfig.managed(), embedder=HashingEmbedder())
+    service = MemoryService(atlas, default_namespace="alice")
+    written = service.write("ok, thanks a lot!")  # small talk the filter would hold back from a chat
+    assert not written.id.startswith("wm-") and len(atlas) == 1
+    assert [h.id for h in service.search("thanks a lot").memories] == [written.id]
+    service.forget(written.id)
+    assert len(atlas) == 0

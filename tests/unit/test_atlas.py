@@ -266,3 +266,14 @@ def test_exclude_ids_keeps_shown_turns_out_of_recall_and_context(atlas: ElasticM
 def test_keyword_path_accepts_any_query_text(atlas: ElasticMemoryAtlas, query: str) -> None:
     atlas.add_memories(["0_0 snake_case_word", "plain text"], namespace="u")
     assert isinstance(atlas.retrieve(query, namespace="u", reinforce=False), list)
+
+
+def test_stats_name_no_session_for_memories_stored_without_one() -> None:
+    from shared_core import HashingEmbedder
+
+    atlas = ElasticMemoryAtlas(embedder=HashingEmbedder())
+    atlas.add_memory("no session here", namespace="n")
+    atlas.add_memory("in a session", namespace="n", session_id="s1")
+    stats = atlas.stats()
+    assert stats.nodes == 2 and stats.nodes_by_session == {"s1": 1}
+    assert "None" not in stats.as_table()

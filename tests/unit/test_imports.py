@@ -13,8 +13,9 @@ EXPECTED = [
     "CorruptFileError", "ElasticMemoryAtlas", "Embedder", "EventLog", "FTS5KeywordIndex", "GraphStore",
     "HashingEmbedder", "InProcessBackend", "InvalidEmbeddingError", "InvalidInputError", "InvalidMemoryError",
     "InvalidRelationError", "InvertedKeywordIndex", "KeywordIndex", "ManualClock", "MemoryEdge", "MemoryNode",
-    "MemoryNotFoundError",
-    "MiniLMEmbedder", "MissingDependencyError", "NamespaceViolationError", "NetworkXGraphStore", "NumpyVectorIndex",
+    "HeldInWorkingMemoryError", "MemoryNotFoundError", "UnknownFieldError",
+    "MiniLMEmbedder", "MissingDependencyError", "NamespaceLimitError", "NamespaceViolationError",
+    "NetworkXGraphStore", "NumpyVectorIndex",
     "Partition", "Relation", "ScoredMemory", "SystemClock", "TiktokenCounter", "TokenCounter", "VectorIndex",
     "__version__", "as_embedder",
     # the lifecycle's seams and reports

@@ -212,7 +212,7 @@ DAMAGE = [
     ("event record", lambda s, a: s["events"]["records"].append({"kind": 3}), "event"),
     ("relation", lambda s, a: s["partitions"][1]["edges"][0].update(relation="loves"), "loves"),
     ("missing field", lambda s, a: s.pop("lifecycle"), "lifecycle"),
-    ("held turn", lambda s, a: s["lifecycle"]["held"].append({"id": 1}), "inconsistent"),
+    ("held turn", lambda s, a: s["lifecycle"]["held"].append({"id": 1}), "lacks .content."),
 ]
 
 
@@ -359,3 +359,15 @@ def test_a_file_saved_before_ann_vector_dtype_loads_with_float16(tmp_path: Path)
     got, given = _vectors(loaded, ids), _vectors(old, ids)
     assert got.tobytes() == as_stored(given).tobytes()
     np.testing.assert_allclose(got, given, rtol=0, atol=1e-3)
+
+
+def test_a_file_that_is_not_an_atlas_says_so(tmp_path: Path) -> None:
+    text = tmp_path / "notes.txt"
+    text.write_text("hello, not an atlas", encoding="utf-8")
+    other_zip = tmp_path / "photos.zip"
+    with zipfile.ZipFile(other_zip, "w") as zf:
+        zf.writestr("a.jpg", b"...")
+    for path in (text, other_zip):
+        with pytest.raises(CorruptFileError, match="is not an Elastic Atlas file") as info:
+            ElasticMemoryAtlas.load(path)
+        assert "corrupt" not in str(info.value)

@@ -11,6 +11,7 @@ from shared_core import (
     AtlasConfig,
     ElasticMemoryAtlas,
     HashingEmbedder,
+    InvalidInputError,
     LLMWriteFilter,
     ManualClock,
     importance_score,
@@ -107,10 +108,48 @@ def test_the_buffer_is_bounded_per_session_and_in_sessions() -> None:
     assert buffer.drop("u", "s3") == 3 and len(buffer) == 3
 
 
-def test_held_turns_are_bounded_under_a_stream_and_count_toward_bytes(clock: ManualClock) -> None:
+def test_held_turns_are_kept_for_the_transcript_and_count_toward_bytes(clock: ManualClock) -> None:
     atlas = ElasticMemoryAtlas(config=AtlasConfig(write_filter=True, working_memory=4),
                                embedder=HashingEmbedder(dim=16), clock=clock)
     for i in range(2000):
         atlas.add_memory("ok", namespace="u", session_id=f"s{(i // 4) % 500}")
-    assert len(atlas) == 0 and len(atlas._life.held) == 256 * 4
-    assert atlas.stats().held == 1024 and atlas.stats().bytes_used > 1024 * NODE_OVERHEAD
+    assert len(atlas) == 0 and len(atlas._life.held) == 2000  # every held turn: it is part of a transcript
+    assert atlas.stats().held == 2000 and atlas.stats().bytes_used > 2000 * NODE_OVERHEAD
+    assert len(atlas.working_memory(namespace="u", session_id="s0")) == 4
+    assert atlas.end_session("s0", namespace="u") == 0 and atlas.stats().held == 2000 - 4
+
+
+def test_an_explicit_importance_or_keep_passes_the_filter_and_the_default_does_not(make_atlas: Build) -> None:
+    atlas = make_atlas(write_filter=True, contradiction_check=True)
+    assert atlas.add_memory("sounds good to me", namespace="u").kind == "working"  # the filter's call
+    assert atlas.add_memory("sounds good to me", namespace="u", importance=10.0).kind == "memory"
+    assert atlas.add_memory("ok", namespace="u", keep=True).kind == "memory"
+    with pytest.raises(InvalidInputError):
+        atlas.add_memory("ok", namespace="u", keep="yes")  # type: ignore[arg-type]
+    assert len(atlas) == 2 and len(atlas.working_memory(namespace="u", session_id=None)) == 1
+
+
+def test_the_buffer_finds_and_removes_a_held_turn_by_id() -> None:
+    from shared_core import MemoryNode
+
+    buffer = WorkingBuffer()
+    for i in range(40):
+        buffer.add(MemoryNode(id=f"wm-{i}", content="ok", namespace="u", session_id="s"))
+    assert len(buffer) == 40 and buffer.find("wm-7") is not None and buffer.find("wm-x") is None
+    assert buffer.remove("wm-7") is not None and buffer.remove("wm-7") is None
+    assert len(buffer) == 39 and buffer.text_bytes == 39 * 2 and "wm-7" not in [n.id for n in buffer]
+    assert [n.id for n in buffer.latest("u", "s", 2)] == ["wm-39", "wm-38"]
+
+
+def test_held_turns_are_bounded_by_max_bytes_oldest_first(clock: ManualClock) -> None:
+    cap = 200 * NODE_OVERHEAD
+    atlas = ElasticMemoryAtlas(config=AtlasConfig(write_filter=True, max_bytes=cap),
+                               embedder=HashingEmbedder(dim=16), clock=clock)
+    kept = atlas.add_memory("Alice lives in Porto", namespace="u", keep=True)
+    for i in range(3000):
+        atlas.add_memory("ok", namespace="u", session_id=f"s{i // 10}")
+    assert atlas.stats().bytes_used <= cap
+    assert 0 < atlas.stats().held < 3000
+    assert atlas.get(kept.id).content == "Alice lives in Porto"  # small talk went before the fact
+    assert atlas.memories(namespace="u", session_id="s299", include_held=True)  # the newest stayed
+    assert not atlas.memories(namespace="u", session_id="s0", include_held=True)  # the oldest went

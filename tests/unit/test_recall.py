@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from shared_core import AtlasConfig, ElasticMemoryAtlas, ManualClock, NamespaceViolationError
+from shared_core import AtlasConfig, ElasticMemoryAtlas, InvalidInputError, ManualClock, NamespaceViolationError
 
 Make = Callable[..., ElasticMemoryAtlas]
 FILLER = ["The weather was grey all afternoon", "We talked about the football results",
@@ -489,3 +489,22 @@ def test_admitting_without_fetching_nodes_answers_as_asking_node_by_node(
     atlas.update_memory(old.id, "Note 0 corrected")
     assert not shortcut()
     assert old.id not in ids(atlas.retrieve(old.content, namespace="u", top_k=10, reinforce=False))
+
+
+def test_the_relevance_floor_drops_unrelated_hits_and_none_keeps_them(make_atlas: Make) -> None:
+    for floor, expected in ((0.1, 0), (None, 1)):
+        atlas = make_atlas(relevance_floor=floor)
+        node = atlas.add_memory("the user owns a hamster", namespace="u")
+        hits = atlas.retrieve("quantum chromodynamics lattice", namespace="u")
+        assert len(hits) == expected
+        assert atlas.get(node.id).weight == (node.weight * 1.2 if expected else node.weight)
+    with pytest.raises(InvalidInputError, match="relevance_floor"):
+        AtlasConfig(relevance_floor=2.0)
+
+
+def test_a_graph_neighbour_of_a_relevant_hit_still_comes_along(make_atlas: Make) -> None:
+    atlas = make_atlas()
+    atlas.add_memory("Where should we go in June?", namespace="u", session_id="s")
+    answer = atlas.add_memory("Lisbon, the flight leaves on the 12th", namespace="u", session_id="s")
+    hits = atlas.retrieve("where should we go", namespace="u", reinforce=False)
+    assert answer.id in [h.node.id for h in hits if "graph" in h.paths]

@@ -2,7 +2,7 @@
 
 Six tools over one atlas: ``memory_write``, ``memory_read``, ``memory_search``,
 ``memory_update``, ``memory_forget`` and ``memory_stats``, served over stdio or streamable HTTP
-with the official ``mcp`` SDK (``pip install "elastic-atlas[mcp]"``). See ``docs/mcp.md``.
+with the official ``mcp`` SDK (``pip install ".[mcp]"`` in a checkout). See ``docs/mcp.md``.
 
 Importing this package does not import the SDK: `MemoryService` is plain Python over the atlas,
 and `build_server` imports the SDK when it is called.

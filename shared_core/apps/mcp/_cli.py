@@ -59,6 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
                             "one keeps its own); hashing: instant, not semantic (tests and demos)")
     atlas.add_argument("--preset", choices=sorted(PRESETS), help="AtlasConfig preset of a new atlas (default: default)")
     atlas.add_argument("--max-nodes", type=int, metavar="N", help="capacity: evict the weakest memories beyond N")
+    atlas.add_argument("--max-bytes", type=int, metavar="B",
+                       help="capacity: evict the weakest memories beyond B bytes, however many namespaces")
+    atlas.add_argument("--max-namespaces", type=int, metavar="N",
+                       help="refuse a write that would start namespace N+1 (counting namespaces with memories)")
     atlas.add_argument("--max-content-chars", type=int, metavar="N",
                        help="longest memory accepted (default: 100000 characters)")
     atlas.add_argument("--token-budget", type=int, default=1000, metavar="N",
@@ -69,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     files.add_argument("--save", metavar="FILE",
                        help="save the atlas to FILE (atomically) when it changed: every --save-every seconds "
                             "and when the server stops")
-    files.add_argument("--store", metavar="FILE", help="both: load FILE if it exists, and save to it")
+    files.add_argument("--store", metavar="FILE", help="both: load FILE if it exists, and save to it; "
+                       "chroma:DIR instead keeps every write durably in the directory DIR (the chroma backend)")
     files.add_argument("--save-every", type=float, default=30.0, metavar="SECONDS",
                        help="how often to save a changed atlas; 0: only when the server stops (default: 30)")
     parser.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], default="WARNING",
@@ -91,6 +96,9 @@ def open_atlas(args: argparse.Namespace, load: Path | None) -> ElasticMemoryAtla
     overrides: dict[str, Any] = {}
     if args.max_nodes is not None:
         overrides["max_nodes"] = args.max_nodes
+    for name in ("max_bytes", "max_namespaces"):
+        if getattr(args, name) is not None:
+            overrides[name] = getattr(args, name)
     if args.max_content_chars is not None:
         overrides["max_content_chars"] = args.max_content_chars
     kwargs: dict[str, Any] = {"backend": args.backend}
@@ -153,6 +161,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--store is --load and --save of one file: give either --store or --load/--save")
     if args.save_every < 0:
         parser.error(f"--save-every must be >= 0, got {args.save_every}")
+    if args.store and args.store.startswith("chroma:"):  # durable as it goes: nothing to load or save
+        if args.backend:
+            parser.error("--store chroma:DIR is the backend: give either it or --backend")
+        args.backend, args.store = args.store, None
     logging.basicConfig(level=args.log_level, stream=sys.stderr, format=f"{PROG}: %(levelname)s %(message)s")
     load, save = _files(args)
     try:
@@ -187,4 +199,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             except (AtlasError, OSError) as exc:
                 print(f"{PROG}: error: could not save the atlas to {str(save)!r}: {exc}", file=sys.stderr)
                 status = 1
+        try:
+            atlas.close()  # a durable backend (--store chroma:DIR) commits its last writes
+        except (AtlasError, OSError) as exc:
+            print(f"{PROG}: error: could not close the memory store: {exc}", file=sys.stderr)
+            status = 1
     return status

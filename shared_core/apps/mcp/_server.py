@@ -4,7 +4,12 @@ This module imports the SDK, so only the running server imports it (`shared_core
 Each tool declares its arguments with pydantic ``Field``s, so clients get a JSON schema with a
 description and bounds for every argument, and an output schema for its structured result.
 Arguments the schema does not know are refused, not silently dropped: a misspelt ``namespace``
-must not send a memory to the default namespace.
+must not send a memory to the default namespace. Arguments are strictly typed (``"yes"`` is not a
+flag, ``"100"`` not a number; the SDK's one leniency left is ``metadata`` sent as a JSON string),
+and every text field declares a ``maxLength``: the atlas's ``max_content_chars`` for content, its
+``max_query_chars`` for a query, 256 for ids, namespaces and session ids. The atlas checks the
+same limits (and the namespace rule of `shared_core.values._validate.name`), so a client that ignores the
+schema gets the same refusal as an error result.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import Field
 
+from ...values._validate import MAX_NAME
 from ...values.errors import AtlasError
 from ...values.version import __version__
 from ._service import Forgotten, MemoryService, ReadResult, SearchResult, StatsResult, Style, Updated, Written
@@ -32,31 +38,31 @@ EMPTY_CONTEXT = "(nothing in memory matches this query)"
 EMPTY_SEARCH = "No memories match this query."
 FACTORS = ("relevance", "weight", "recency", "session")
 
-Content = Annotated[str, Field(min_length=1, description=(
+Content = Annotated[str, Field(strict=True, min_length=1, description=(
     "The memory as one self-contained statement, e.g. 'Alice is allergic to peanuts'."))]
-Query = Annotated[str, Field(min_length=1, description="What to look for, in natural language.")]
-MemoryId = Annotated[str, Field(min_length=1, description="The id of a memory, as returned by memory_write "
-                                                          "or memory_search.")]
-Namespace = Annotated[str | None, Field(min_length=1, max_length=256, description=(
+Query = Annotated[str, Field(strict=True, min_length=1, description="What to look for, in natural language.")]
+MemoryId = Annotated[str, Field(strict=True, min_length=1, max_length=MAX_NAME, description=(
+    "The id of a memory, as returned by memory_write or memory_search."))]
+Namespace = Annotated[str | None, Field(strict=True, min_length=1, max_length=MAX_NAME, description=(
     "Whose memory this is: a user or tenant id. Omit it to use the server's default namespace."))]
-SessionId = Annotated[str | None, Field(min_length=1, max_length=256, description=(
+SessionId = Annotated[str | None, Field(strict=True, min_length=1, max_length=MAX_NAME, description=(
     "The conversation this belongs to (optional)."))]
-ReadSession = Annotated[str | None, Field(min_length=1, max_length=256, description=(
+ReadSession = Annotated[str | None, Field(strict=True, min_length=1, max_length=MAX_NAME, description=(
     "The current conversation (optional): its latest memories come first, and its memories rank "
     "above those of other conversations."))]
-Metadata = Annotated[dict[str, Any] | None, Field(description=(
+Metadata = Annotated[dict[str, Any] | None, Field(strict=True, description=(
     "Optional JSON object stored with the memory, e.g. {\"type\": \"preference\"}."))]
-Importance = Annotated[float, Field(ge=0.0, le=1e6, description=(
+Importance = Annotated[float, Field(strict=True, ge=0.0, le=1e6, description=(
     "How much it matters: 1 is normal; higher resists forgetting, 0 fades first."))]
-NewImportance = Annotated[float | None, Field(ge=0.0, le=1e6, description=(
+NewImportance = Annotated[float | None, Field(strict=True, ge=0.0, le=1e6, description=(
     "A new importance (optional; default: keep the old one)."))]
-Pinned = Annotated[bool, Field(description="Pinned memories are never evicted or faded.")]
-TokenBudget = Annotated[int, Field(ge=1, le=1_000_000, description=(
+Pinned = Annotated[bool, Field(strict=True, description="Pinned memories are never evicted or faded.")]
+TokenBudget = Annotated[int, Field(strict=True, ge=1, le=1_000_000, description=(
     "The most tokens (cl100k_base) the context may take."))]
 StyleArg = Annotated[Style, Field(description=(
     "'timeline': dated lines, oldest first; 'bullet': one bullet per memory, best first; "
     "'narrative': a paragraph."))]
-TopK = Annotated[int, Field(ge=1, le=100, description="How many memories to return at most.")]
+TopK = Annotated[int, Field(strict=True, ge=1, le=100, description="How many memories to return at most.")]
 
 WRITE = ("Remember one durable fact, preference, decision or event for future conversations. Write one "
          "self-contained statement per call (at most {max_chars} characters). Returns the new memory's id.")
@@ -113,9 +119,13 @@ class AtlasMCPServer(MCPServer[Any]):
 
 
 def _tool(fn: Callable[..., Any], *, title: str, description: str, annotations: ToolAnnotations,
-          default_namespace: str | None) -> Tool:
+          default_namespace: str | None, max_lengths: dict[str, int]) -> Tool:
     tool = Tool.from_function(fn, title=title, description=description, annotations=annotations)
     tool.parameters["additionalProperties"] = False
+    for name, limit in max_lengths.items():  # the atlas's limits, known only once it is built
+        prop = tool.parameters.get("properties", {}).get(name)
+        if prop is not None:
+            prop["maxLength"] = limit
     namespace = tool.parameters.get("properties", {}).get("namespace")
     if namespace is not None and default_namespace is not None:
         namespace["description"] = f"Whose memory this is: a user or tenant id. Default: {default_namespace!r}."
@@ -170,6 +180,7 @@ def build_server(service: MemoryService, *, name: str = SERVER_NAME, log_level: 
                                idempotent_hint=idempotent, open_world_hint=False)
 
     max_chars = service.atlas.config.max_content_chars
+    max_lengths = {"content": max_chars, "query": service.atlas.config.max_query_chars}
     specs: list[tuple[Callable[..., Any], str, str, ToolAnnotations]] = [
         (memory_write, "Remember", WRITE.format(max_chars=max_chars), hints()),
         # recalling reinforces what it finds, so reads are neither read-only nor idempotent
@@ -179,8 +190,8 @@ def build_server(service: MemoryService, *, name: str = SERVER_NAME, log_level: 
         (memory_forget, "Forget a memory", FORGET, hints(destructive=True, idempotent=True)),
         (memory_stats, "Memory statistics", STATS, hints(read_only=True)),
     ]
-    tools = [_tool(fn, title=title, description=desc, annotations=ann, default_namespace=service.default_namespace)
-             for fn, title, desc, ann in specs]
+    tools = [_tool(fn, title=title, description=desc, annotations=ann, default_namespace=service.default_namespace,
+                   max_lengths=max_lengths) for fn, title, desc, ann in specs]
     if service.fixed_namespace:
         scope = f"Every call acts on namespace {service.default_namespace!r}."
     elif service.default_namespace is not None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ...atlas import ElasticMemoryAtlas
+from ...values import _validate as check
 from ...values.errors import InvalidInputError, NamespaceViolationError
 from ...values.model import MemoryNode, ScoredMemory, iso
 
@@ -151,9 +152,8 @@ class MemoryService:
                  cross_session: bool = True) -> None:
         if not isinstance(atlas, ElasticMemoryAtlas):
             raise InvalidInputError(f"atlas must be an ElasticMemoryAtlas, got {type(atlas).__name__}")
-        if default_namespace is not None and (not isinstance(default_namespace, str)
-                                              or not default_namespace.strip()):
-            raise InvalidInputError(f"default_namespace must be a non-empty string, got {default_namespace!r}")
+        if default_namespace is not None:
+            check.name(default_namespace, "default_namespace")
         if fixed_namespace and default_namespace is None:
             raise InvalidInputError("fixed_namespace needs a default_namespace to hold the calls to")
         if isinstance(default_token_budget, bool) or not isinstance(default_token_budget, int) \
@@ -179,9 +179,10 @@ class MemoryService:
     def write(self, content: str, *, namespace: str | None = None, session_id: str | None = None,
               metadata: dict[str, Any] | None = None, importance: float = 1.0,
               pinned: bool = False) -> Written:
-        """Store one memory; see `ElasticMemoryAtlas.add_memory`."""
+        """Store one memory; see `ElasticMemoryAtlas.add_memory`. A client that calls the tool asks
+        for the memory to be kept: the atlas's write filter does not hold it back."""
         node = self.atlas.add_memory(content, namespace=self.namespace(namespace), session_id=session_id,
-                                     metadata=metadata, importance=importance, pinned=pinned)
+                                     metadata=metadata, importance=importance, pinned=pinned, keep=True)
         return Written(id=node.id, namespace=node.namespace, session_id=node.session_id,
                        importance=node.importance, pinned=node.pinned, created_at=iso(node.created_at))
 

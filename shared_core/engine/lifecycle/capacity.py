@@ -28,14 +28,20 @@ from typing import Literal
 from ...values.model import MemoryNode
 from .write_filter import SMALL_TALK
 
-__all__ = ["EDGE_OVERHEAD", "METADATA_OVERHEAD", "NODE_OVERHEAD", "cleanup_level", "fact_salience", "node_bytes",
-           "prunable", "stored_bytes"]
+__all__ = ["EDGE_OVERHEAD", "METADATA_OVERHEAD", "NODE_OVERHEAD", "PARTITION_OVERHEAD", "cleanup_level",
+           "fact_salience", "node_bytes", "prunable", "stored_bytes"]
 
 #: bytes per memory besides its text, vector and metadata (node object, index entries, FTS row,
 #: and the write path's freed heap that a process keeps; see above)
 NODE_OVERHEAD = 1030
 #: bytes per edge (its row in the graph store's arrays and its place in two adjacency lists)
 EDGE_OVERHEAD = 100
+#: bytes of an in-process partition besides what its memories and edges count: its stores'
+#: empty objects and arrays (``benchmarks/namespaces.py --empty``) and the heap that a flood of
+#: namespaces made and dropped leaves fragmented per namespace kept (``benchmarks/namespaces.py``:
+#: the resident memory per namespace at the end, less the event log and the memories' own
+#: count); charged while the namespace holds memories, since an empty one is dropped
+PARTITION_OVERHEAD = 12_000
 #: bytes of the dict that holds a memory's metadata, when it has any (``sys.getsizeof`` of a
 #: dict of up to five keys)
 METADATA_OVERHEAD = 184

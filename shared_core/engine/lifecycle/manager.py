@@ -15,6 +15,9 @@ and read paths:
   O(n log n) cost is paid once per batch; and the periodic cleanup rule ``weight < prune_below
   and unused for prune_idle``, which runs four times as often, with a quarter of the idle time,
   above ``cleanup_pressure`` of ``max_bytes`` (at 0.2 when only ``max_bytes`` is set);
+- **namespaces** (`shared_core.engine.lifecycle.namespaces`): a namespace whose last memory
+  leaves is dropped, so ``max_bytes`` bounds memory whatever the number of namespaces, and a
+  write past ``max_namespaces`` namespaces is refused;
 - **statistics** (`shared_core.engine.stats`).
 """
 
@@ -30,9 +33,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ...formulas.decay import effective_weight, eviction_value
+from ...values._records import node_record
 from ...values.errors import InvalidInputError
 from ...values.model import MemoryEdge, MemoryNode, Relation, ScoredMemory
-from ..persistence import node_record
 from ..stats import KEY_FLAG, AtlasStats, collect_stats
 from .capacity import EDGE_OVERHEAD, NODE_OVERHEAD, cleanup_level, fact_salience, node_bytes, prunable, stored_bytes
 from .compression import CompressionReport, compress_atlas
@@ -42,6 +45,7 @@ from .contradiction import (
     HeuristicContradictionDetector,
     LLMContradictionDetector,
 )
+from .namespaces import NamespaceBook, partition_extra
 from .summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from .write_filter import HeuristicWriteFilter, WorkingBuffer, WriteFilter
 
@@ -76,7 +80,7 @@ class Lifecycle:
         self._filter: WriteFilter | None = _plugin(write_filter, "score", "write_filter")
         self.summarizer: Summarizer = _plugin(summarizer, "summarize", "summarizer") or (
             LLMSummarizer(llm) if llm is not None else ExtractiveSummarizer())
-        self.held = WorkingBuffer(per_session=max(16, state.config.working_memory))
+        self.held = WorkingBuffer()  # every held turn: it is the held part of the session's transcript
         self._expiry: list[tuple[float, str]] = []
         self.indexed: dict[str, str] = {}  # keyword text of merged memories
         # the sum of `size` over the accounted memories; a memory's own figure is recomputed from
@@ -87,6 +91,7 @@ class Lifecycle:
         self._since_prune = 0
         self._compressing = threading.Lock()
         self._warned_full = False
+        self.namespaces = NamespaceBook(lambda: state.backend)
 
     # -- plug-ins ---------------------------------------------------------------------------
     @property
@@ -109,15 +114,16 @@ class Lifecycle:
     def hold_back(self, specs: Sequence[MemorySpec]) -> dict[int, tuple[MemorySpec, float]]:
         """The specs the write filter keeps out of the graph, by position, with their score.
 
-        Runs outside the lock. Pinned memories, memories with links and non-memory kinds always
-        pass; a filter that fails is logged and the turn is written.
+        Runs outside the lock. Writes that state intent (``keep``, an explicit importance, a pin,
+        links) and non-memory kinds always pass; a filter that fails is logged and the turn is
+        written.
         """
         flt = self.write_filter
         if flt is None:
             return {}
         held = {}
         for i, spec in enumerate(specs):
-            if spec.pinned or spec.links or spec.kind != "memory":
+            if spec.keep or spec.pinned or spec.links or spec.kind != "memory":
                 continue
             try:
                 score = float(flt.score(spec.content))
@@ -131,13 +137,30 @@ class Lifecycle:
     def hold(self, held: dict[int, tuple[MemorySpec, float]], kept: list[MemoryNode], now: float
              ) -> list[MemoryNode]:
         """Put held turns in working memory (under the lock, after the write succeeded) and return
-        every result in input order; a held turn comes back with ``kind="working"``."""
+        every result in input order; a held turn comes back with ``kind="working"``.
+
+        A held turn takes the turn of the next memory of the same write stored in its namespace
+        (else the namespace's next turn), so that a transcript sorted by (turn, held first) keeps
+        the order in which the turns were given."""
         if not held:
             return kept
         nodes: dict[int, MemoryNode] = {}
+        stored = iter(kept)
+        following: dict[int, int] = {}  # held position -> the turn of the next stored memory of its namespace
+        waiting: list[int] = []
+        for i in range(len(held) + len(kept)):
+            if i in held:
+                waiting.append(i)
+                continue
+            node = next(stored, None)
+            if node is None:
+                break
+            for j in [j for j in waiting if held[j][0].namespace == node.namespace]:
+                following[j] = node.turn
+                waiting.remove(j)
         for i, (spec, score) in held.items():
             part = self.engine.backend.partition(spec.namespace)
-            turn = part.turn if part is not None else 0
+            turn = following.get(i, (part.turn if part is not None else 0) + 1)
             node = MemoryNode(id=f"wm-{uuid.uuid4().hex}", content=spec.content, namespace=spec.namespace,
                               session_id=spec.session_id, weight=spec.importance, importance=spec.importance,
                               timestamp=spec.timestamp if spec.timestamp is not None else now, created_at=now,
@@ -166,7 +189,7 @@ class Lifecycle:
         if not held:
             return working
         merged = working + [ScoredMemory(n, 1.0, {"working": 1.0}, ("working",)) for n in held]
-        merged.sort(key=lambda m: (m.node.created_at, m.node.turn, m.node.kind == "working"), reverse=True)
+        merged.sort(key=lambda m: (m.node.created_at, m.node.turn, m.node.kind != "working"), reverse=True)
         return merged[:wm]
 
     # -- after a write ----------------------------------------------------------------------
@@ -223,6 +246,7 @@ class Lifecycle:
                 weight = max(cfg.weight_floor, old.weight * cfg.contradiction_factor)
                 part.graph.put_node(replace(old, valid_to=now, weight=weight))
                 part.inactive.add(old.id)
+                self.namespaces.touch((part.namespace,))
                 part.graph.put_edge(MemoryEdge(source=node.id, target=old.id, relation=Relation.CONTRADICTS,
                                                strength=1.0, created_at=now,
                                                metadata={"kind": c.kind, "reason": c.reason}))
@@ -240,6 +264,8 @@ class Lifecycle:
             with self.engine.lock:
                 for ns in namespaces:
                     self._since_compress.pop(ns, None)
+                self.namespaces.touch(namespaces)
+                self.drop_empty()
             return report
         finally:
             self._compressing.release()
@@ -289,17 +315,22 @@ class Lifecycle:
         self._node_bytes += self.size(part, node)
 
     def bytes_used(self) -> int:
-        """Accounted bytes: memories, edges, the vector indexes' spare rows and the turns held in
-        working memory (see `shared_core.engine.lifecycle.capacity`)."""
-        edges = slack = 0
-        for ns in self.engine.backend.namespaces():
-            part = self.engine.backend.partition(ns)
-            if part is not None:
-                edges += part.graph.edge_count()
-                slack += _vector_slack(part)
-        held = stored_bytes(text_bytes=self.held.text_bytes, metadata_bytes=0, dim=0, overhead=0) \
+        """Accounted bytes: memories, edges, the vector indexes' spare rows, the partitions' own
+        objects and the turns held in working memory (see `shared_core.engine.lifecycle.capacity`);
+        the per-namespace part is recounted for the namespaces touched since the last call
+        (`shared_core.engine.lifecycle.namespaces.NamespaceBook`)."""
+        return self._node_bytes + self.namespaces.extra_bytes() + self._held_bytes()
+
+    def _held_bytes(self) -> int:
+        return stored_bytes(text_bytes=self.held.text_bytes, metadata_bytes=0, dim=0, overhead=0) \
             + self.held.count * NODE_OVERHEAD
-        return self._node_bytes + edges * EDGE_OVERHEAD + slack + held
+
+    def drop_empty(self, also: Collection[str] = ()) -> None:
+        """Drop the namespaces that removals left empty, and ``also`` these if they are empty
+        (under the lock, where no caller holds their partition), and forget their bookkeeping."""
+        for ns in self.namespaces.drop_empty(also):
+            self._dirty.pop(ns, None)
+            self._since_compress.pop(ns, None)
 
     def schedule_expiry(self, node: MemoryNode) -> None:
         assert node.expires_at is not None
@@ -324,6 +355,7 @@ class Lifecycle:
         part.vectors.remove([node.id])
         part.keywords.remove(node.id)
         part.untrack(node.id, node.session_id, node.timestamp)
+        self.namespaces.removed(part)
         self.engine.where.pop(node.id, None)
         self.indexed.pop(node.id, None)
         dirty = self._dirty.get(part.namespace)
@@ -357,12 +389,15 @@ class Lifecycle:
                 added += node_bytes(node, dim, indexed_text=indexed.get(nid))
                 marked.append(nid)
         self._node_bytes += added
+        self.namespaces.touch(found)
+        self.namespaces.wrote(len(protect))
         for part, _, marked in found.values():
             if part is not None and marked:
                 self._mark_many(part.namespace, marked)
                 self._since_compress[part.namespace] += len(marked)
         self._since_prune += len(protect)
         self.enforce(now, protect=protect)
+        self.drop_empty()
 
     def enforce(self, now: float, *, protect: set[str]) -> None:
         self.expire(now)
@@ -428,6 +463,12 @@ class Lifecycle:
         node_target = len(self.engine.where) if cfg.max_nodes is None else \
             min(cfg.max_nodes, max(0, int(cfg.max_nodes * (1.0 - cfg.eviction_batch))))
         byte_target = used if cfg.max_bytes is None else int(cfg.max_bytes * (1.0 - cfg.eviction_batch))
+        # held turns go first, oldest first: the write filter judged them least worth keeping,
+        # and the transcript they belong to is bounded by max_bytes like everything else
+        while over_bytes and used > byte_target and len(self.held):
+            before = self._held_bytes()
+            self.held.pop_oldest()
+            used -= before - self._held_bytes()
         candidates: list[tuple[bool, float, float, str, str]] = []
         episodic = cfg.episodic_value
         for ns in self.engine.backend.namespaces():
@@ -460,6 +501,8 @@ class Lifecycle:
             row = owner.vectors.dim * 4 if owner.vectors.nbytes() is not None else 0
             used -= self.size(owner, victim) - row + owner.graph.degree(node_id) * EDGE_OVERHEAD
             self.remove(owner, victim, kind="evict", reason=f"{reason}; value {value:.3f}")
+            if owner.graph.node_count() == 0:  # dropped once the write is settled (`drop_empty`)
+                used -= partition_extra(owner)
             evicted += 1
         if cfg.max_bytes is not None and used > cfg.max_bytes and not self._warned_full:
             self._warned_full = True
@@ -479,8 +522,7 @@ class Lifecycle:
             used, held = self.bytes_used(), len(self.held)
         else:
             part = self.engine.backend.partition(namespace)
-            used = 0 if part is None else sum(self.size(part, n) for n in part.graph.nodes()) \
-                + part.graph.edge_count() * EDGE_OVERHEAD + _vector_slack(part)
+            used = 0 if part is None else sum(self.size(part, n) for n in part.graph.nodes()) + partition_extra(part)
             held = sum(n.namespace == namespace for n in self.held)
         return collect_stats(self.engine, namespace, bytes_used=used, held=held, max_bytes=self.engine.config.max_bytes)
 
@@ -502,26 +544,13 @@ class Lifecycle:
         self.indexed = {str(k): str(v) for k, v in state["indexed"].items()}
         self._node_bytes = 0
         self._expiry = []
+        self.namespaces.touch_all()
         for ns in self.engine.backend.namespaces():
             part = self.engine.backend.partition(ns)
+            if part is not None and part.graph.node_count() == 0:
+                self.namespaces.removed(part)  # a saved empty namespace: dropped at the next write
             for node in part.graph.nodes() if part is not None else ():
                 self.account(part, node)  # type: ignore[arg-type]
                 if node.expires_at is not None:
                     self._expiry.append((node.expires_at, node.id))
         heapq.heapify(self._expiry)
-
-
-def _vector_slack(part: Partition) -> int:
-    """Bytes the vector index holds beyond (or, negative, short of) its rows as accounted.
-
-    A row is counted as 4 bytes a dimension (`shared_core.engine.lifecycle.capacity.node_bytes`, whatever index
-    holds it, so the running total needs no re-basing when a namespace moves between indexes);
-    this corrects the sum to what the index holds (``nbytes``): a growing matrix's spare
-    capacity, an approximate index's lists (with their spare room), labels, direct map and
-    centroids. With float16 storage (``AtlasConfig.ann_vector_dtype``) a row takes ``2 dim + 16``
-    bytes, so the correction is negative: counting 4 a dimension there would overstate each
-    memory and a capped atlas would evict memories before it must."""
-    nbytes = part.vectors.nbytes()
-    if nbytes is None:
-        return 0
-    return int(nbytes) - len(part.vectors) * part.vectors.dim * 4

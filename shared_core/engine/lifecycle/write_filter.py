@@ -2,9 +2,12 @@
 
 With ``AtlasConfig(write_filter=True)`` (or a `WriteFilter` passed to the atlas), each new turn
 is scored before it is embedded. A turn scoring below ``write_threshold`` ("ok thanks", "hi!")
-is not written to the graph: it stays in its session's `WorkingBuffer`, which
-`ElasticMemoryAtlas.build_context` shows in the working-memory tier, and it falls out as newer
-turns arrive. Pinned memories and memories with explicit links are always written.
+is not written to the graph: it stays in its session's `WorkingBuffer`, whose latest turns
+`ElasticMemoryAtlas.build_context` shows in the working-memory tier, and which keeps the held
+part of the session's transcript. A write that states intent always passes: an explicit
+``importance``, ``pinned=True``, ``keep=True`` or explicit links (the tools of both adapters and
+the MCP server write with ``keep=True``). A held turn comes back with ``kind="working"`` and a
+``wm-`` id that `get`, `update_memory` and `forget` accept.
 
 The default score is LLM-free (`importance_score`); `LLMWriteFilter` asks a model instead and
 falls back to the heuristic when the answer is not a number in [0, 1].
@@ -23,6 +26,7 @@ import re
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any, Protocol, runtime_checkable
 
 from ...text.llm import call_llm
@@ -243,15 +247,26 @@ class LLMWriteFilter:
 class WorkingBuffer:
     """The turns the write filter kept out of the graph, per (namespace, session), newest last.
 
-    Bounded twice: ``per_session`` turns per session and ``max_sessions`` sessions (least
-    recently written dropped first), so it cannot grow with a long stream of writes. It keeps
-    its size (turns and UTF-8 bytes of text) up to date for the byte accounting.
+    It is also the held part of each session's transcript (`ElasticMemoryAtlas.memories` with
+    ``include_held=True``), so by default it keeps every held turn until the session ends or the
+    turn is forgotten. Bounds are opt-in: ``per_session`` turns per session and ``max_sessions``
+    sessions (least recently written dropped first). It keeps its size (turns and UTF-8 bytes of
+    text) up to date for the byte accounting, and finds a held turn by its ``wm-`` id.
+
+    >>> from shared_core import MemoryNode
+    >>> buffer = WorkingBuffer()
+    >>> buffer.add(MemoryNode(id="wm-1", content="ok", namespace="u", session_id="s"))
+    >>> buffer.find("wm-1").content, len(buffer)
+    ('ok', 1)
+    >>> buffer.remove("wm-1").id, len(buffer), buffer.find("wm-1")
+    ('wm-1', 0, None)
     """
 
-    def __init__(self, *, per_session: int = 16, max_sessions: int = 256) -> None:
+    def __init__(self, *, per_session: int | None = None, max_sessions: int | None = None) -> None:
         self.per_session = per_session
         self.max_sessions = max_sessions
         self._turns: OrderedDict[tuple[str, str | None], deque[MemoryNode]] = OrderedDict()
+        self._ids: dict[str, MemoryNode] = {}
         self.count = 0
         self.text_bytes = 0
 
@@ -259,29 +274,64 @@ class WorkingBuffer:
         for node in nodes:
             self.count -= 1
             self.text_bytes -= len(node.content.encode("utf-8"))
+            self._ids.pop(node.id, None)
 
     def add(self, node: MemoryNode) -> None:
         key = (node.namespace, node.session_id)
         turns = self._turns.pop(key, None) or deque(maxlen=self.per_session)
-        if len(turns) == turns.maxlen:
+        if turns.maxlen is not None and len(turns) == turns.maxlen:
             self._forget([turns[0]])
         turns.append(node)
         self.count += 1
         self.text_bytes += len(node.content.encode("utf-8"))
+        self._ids[node.id] = node
         self._turns[key] = turns
-        while len(self._turns) > self.max_sessions:
+        while self.max_sessions is not None and len(self._turns) > self.max_sessions:
             self._forget(self._turns.popitem(last=False)[1])
+
+    def find(self, node_id: str) -> MemoryNode | None:
+        """The held turn with this id, if it is still held."""
+        return self._ids.get(node_id)
+
+    def remove(self, node_id: str) -> MemoryNode | None:
+        """Take one held turn out (forgotten or written with intent); returns it, if it was held."""
+        node = self._ids.get(node_id)
+        if node is None:
+            return None
+        key = (node.namespace, node.session_id)
+        turns = self._turns[key]
+        turns.remove(node)
+        self._forget([node])
+        if not turns:
+            del self._turns[key]
+        return node
 
     def latest(self, namespace: str, session_id: str | None, n: int) -> list[MemoryNode]:
         """The last ``n`` held turns of a session, newest first."""
         turns = self._turns.get((namespace, session_id))
-        return [] if not turns or n <= 0 else list(reversed(turns))[:n]
+        return [] if not turns or n <= 0 else list(islice(reversed(turns), n))
+
+    def session(self, namespace: str, session_id: str | None) -> list[MemoryNode]:
+        """Every held turn of a session, oldest first."""
+        return list(self._turns.get((namespace, session_id), ()))
 
     def drop(self, namespace: str, session_id: str | None) -> int:
         """Forget a session's held turns; returns how many there were."""
         turns = self._turns.pop((namespace, session_id), deque())
         self._forget(turns)
         return len(turns)
+
+    def pop_oldest(self) -> MemoryNode | None:
+        """Take out the oldest turn of the least recently written session (the byte cap's
+        first victim: a held turn is what the write filter judged least worth keeping)."""
+        if not self._turns:
+            return None
+        key, turns = next(iter(self._turns.items()))
+        node = turns.popleft()
+        self._forget([node])
+        if not turns:
+            del self._turns[key]
+        return node
 
     def __iter__(self) -> Iterator[MemoryNode]:
         for turns in list(self._turns.values()):

@@ -4,7 +4,7 @@
 >>> atlas = ElasticMemoryAtlas(backend="falkordb://127.0.0.1:6379")  # doctest: +SKIP
 
 Importing this package does not import the ``falkordb`` client; connecting does, and raises
-`MissingDependencyError` naming the extra (``pip install 'elastic-atlas[falkordb]'``) when it
+`MissingDependencyError` naming the extra (``pip install '.[falkordb]'`` in a checkout) when it
 is missing. See ``docs/falkordb.md``; the Cypher lives in `shared_core.store.falkordb.cypher`.
 """
 

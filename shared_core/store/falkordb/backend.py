@@ -1,6 +1,7 @@
 """`FalkorDBBackend`: one memory shared by many processes, on a FalkorDB server.
 
-Each namespace is one graph key (``atlas:<namespace>``) with a range index on ``id``,
+Each namespace is one graph key (``atlas:<namespace>``, ``%`` and ``:`` escaped: see
+`shared_core.store.falkordb.client.graph_key`) with a range index on ``id``,
 ``session_id`` and ``timestamp``, a cosine vector index on ``embedding`` and a full-text index
 on ``text``; isolation stays structural, as in process: every statement runs on one graph.
 """
@@ -11,10 +12,11 @@ import threading
 from collections.abc import Iterator, MutableMapping
 from typing import Any
 
+from ...values import _validate as check
 from ...values.errors import BackendError, InvalidInputError
 from ..base import BackendBase
 from . import cypher as q
-from .client import Connection, GraphKey, Settings, parse_url
+from .client import Connection, GraphKey, Settings, graph_key, namespace_of, parse_url
 from .partition import FalkorPartition
 
 __all__ = ["FalkorDBBackend"]
@@ -51,7 +53,9 @@ class FalkorDBBackend(BackendBase):
         return self.settings.url
 
     def key(self, namespace: str) -> str:
-        return self.settings.prefix + namespace
+        """The namespace's graph key; a namespace the atlas would refuse raises `InvalidInputError`
+        here too, so no caller of the backend reaches a key with a control character in it."""
+        return graph_key(self.settings.prefix, check.namespace(namespace))
 
     def partition(self, namespace: str, *, create: bool = False) -> FalkorPartition | None:
         key = self.key(namespace)
@@ -89,8 +93,10 @@ class FalkorDBBackend(BackendBase):
                                         f"vectors; this atlas embeds in {self.dim} dimensions")
 
     def namespaces(self) -> Iterator[str]:
+        """This prefix's namespaces only: a nested prefix's keys (``pp:team2:alice`` seen from
+        ``pp:``) decode to no namespace and are skipped."""
         prefix = self.settings.prefix
-        return iter(sorted(k[len(prefix):] for k in self.conn.graphs() if k.startswith(prefix)))
+        return iter(sorted(ns for k in self.conn.graphs() if (ns := namespace_of(prefix, k)) is not None))
 
     def drop(self, namespace: str) -> None:
         """Delete a namespace's graph on the server (every process loses it)."""

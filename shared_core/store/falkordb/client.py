@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from ...values import _validate as check
 from ...values.errors import BackendError, InvalidInputError, MissingDependencyError
 
-__all__ = ["Connection", "GraphKey", "Literal", "Settings", "parse_url"]
+__all__ = ["Connection", "GraphKey", "Literal", "Settings", "graph_key", "namespace_of", "parse_url"]
 
 T = TypeVar("T")
 FIRST_CONTACT = 3.0  # seconds of retries for the first connection
@@ -40,6 +41,8 @@ class Settings:
 
     ``namespace_ttl`` (seconds) expires a namespace's graph that long after its last write;
     ``prefix`` starts every graph key (``atlas:alice``), so several atlases can share a server.
+    A prefix is empty or ends with ``:`` and holds no control character: with the escaping of
+    `graph_key`, that makes every (prefix, namespace) pair's key its own, however prefixes nest.
     """
 
     host: str = "127.0.0.1"
@@ -53,6 +56,12 @@ class Settings:
     retry_for: float = 10.0
 
     def __post_init__(self) -> None:
+        if not isinstance(self.prefix, str) or (self.prefix and not self.prefix.endswith(":")):
+            raise InvalidInputError(f"the graph key prefix must be empty or end with ':', got {self.prefix!r}")
+        char = check.control_char(self.prefix)
+        if char is not None:
+            raise InvalidInputError(f"the graph key prefix must not contain a control character "
+                                    f"(U+{ord(char):04X}), got {self.prefix!r}")
         if not self.host:
             raise InvalidInputError("the FalkorDB host is empty")
         if not 0 < self.port < 65536:
@@ -74,6 +83,45 @@ class Settings:
     def url(self) -> str:
         """The server's URL as messages show it (no credentials, no options)."""
         return f"falkordb://{self.address}"
+
+
+_ESCAPES = {"%": "%25", ":": "%3A"}
+_ESCAPED = re.compile("%(25|3A)")
+
+
+def graph_key(prefix: str, namespace: str) -> str:
+    """The graph key of ``namespace``: the prefix, then the namespace with ``%`` and ``:`` escaped.
+
+    The escaped namespace holds no ``:`` and a prefix ends with one, so a key's prefix is
+    everything up to its last ``:``: no two (prefix, namespace) pairs share a key, and an atlas
+    on ``pp:`` never reaches one on ``pp:team2:``. A namespace without ``%`` or ``:`` keeps
+    the key it always had.
+
+    >>> graph_key("pp:", "team2:alice"), graph_key("pp:team2:", "alice"), graph_key("pp:", "50%")
+    ('pp:team2%3Aalice', 'pp:team2:alice', 'pp:50%25')
+    """
+    if "%" in namespace or ":" in namespace:
+        namespace = "".join(_ESCAPES.get(c, c) for c in namespace)
+    return prefix + namespace
+
+
+def namespace_of(prefix: str, key: str) -> str | None:
+    """The namespace whose `graph_key` under ``prefix`` is ``key``, or None when there is none
+    (another prefix's key, such as a nested prefix's, a key this scheme never writes, or a
+    name the namespace rule refuses).
+
+    >>> namespace_of("pp:", "pp:team2%3Aalice"), namespace_of("pp:", "pp:team2:alice")
+    ('team2:alice', None)
+    """
+    if not key.startswith(prefix) or len(key) == len(prefix):
+        return None
+    namespace = _ESCAPED.sub(lambda m: "%" if m.group(1) == "25" else ":", key[len(prefix):])
+    if graph_key(prefix, namespace) != key:
+        return None
+    try:
+        return check.namespace(namespace)
+    except InvalidInputError:
+        return None
 
 
 def parse_url(url: str) -> Settings:

@@ -14,7 +14,7 @@ exact next to a large one.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -253,7 +253,7 @@ class InProcessBackend(BackendBase):
     def namespaces(self) -> Iterator[str]:
         return iter(list(self._partitions))
 
-    def directory(self) -> Directory:
+    def directory(self) -> MutableMapping[str, str] | None:
         """Memory id -> namespace over this backend's partitions (`Directory`)."""
         return Directory(lambda: self)
 

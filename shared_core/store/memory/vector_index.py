@@ -32,11 +32,16 @@ _CHUNK_BYTES = 64 << 20  # a batch search holds at most ~64 MiB of similarities 
 
 
 class NumpyVectorIndex(VectorIndexBase):
-    """Exact search over a dense float32 matrix."""
+    """Exact search over a dense float32 matrix.
 
-    def __init__(self, dim: int, *, capacity: int = 64) -> None:
+    The matrix starts with ``capacity`` rows (default none) and grows by half when full, so an
+    index costs what it holds plus at most half as much again: a namespace of one memory holds
+    one row, not a block of rows reserved up front.
+    """
+
+    def __init__(self, dim: int, *, capacity: int = 0) -> None:
         self._dim = dim
-        self._matrix = np.zeros((max(capacity, 1), dim), dtype=np.float32)
+        self._matrix = np.zeros((max(capacity, 0), dim), dtype=np.float32)
         self._ids: list[str] = []
         self._rows: dict[str, int] = {}
 

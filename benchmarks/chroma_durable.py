@@ -1,0 +1,153 @@
+"""The chroma backend against the in-process atlas and against chromadb itself, in one run.
+
+    python benchmarks/latency.py --chroma 10000          # or: python benchmarks/chroma_durable.py 10000
+
+Rows, per size ``n`` (precomputed vectors: no embedding model in any figure):
+
+- ``add_memories``: ``n`` memories in batches of 1,000 into a fresh directory (default mode),
+  then `flush` (every write durable in the log): memories a second; and the same until `close`
+  has checkpointed everything into the chromadb collections;
+- chromadb's own batched ``add`` of the same ids, documents and embeddings (batches of 1,000)
+  into a bare collection of a fresh ``PersistentClient`` directory: memories a second;
+- ``add_memory`` p50/p95 of 200 single writes: default mode (on the reopened atlas) and ``sync``
+  (into a fresh directory);
+- reopen: opening the closed directory in this process (chromadb already imported), and a fresh
+  interpreter's import + open;
+- ``retrieve`` / ``build_context`` p50 on the reopened atlas and on an in-process atlas of the
+  same memories, the two interleaved query by query.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from latency import BUDGET, TOP_K, Corpus, build_atlas, make_corpus, pcts
+
+from shared_core import AtlasConfig, ElasticMemoryAtlas, ManualClock
+from shared_core.store.chroma import ChromaBackend
+
+STEP = 1000
+
+
+def _durable(corpus: Corpus, path: Path, **kwargs: Any) -> ElasticMemoryAtlas:
+    return ElasticMemoryAtlas(config=AtlasConfig(), embedder=corpus.embedder(), clock=ManualClock(1_700_000_000.0),
+                              backend=ChromaBackend(path, **kwargs))
+
+
+def _fill(atlas: ElasticMemoryAtlas, corpus: Corpus) -> None:
+    for s in range(0, len(corpus.texts), STEP):
+        atlas.add_memories([{"content": t, "session_id": f"s{(s + j) // 50}"}
+                            for j, t in enumerate(corpus.texts[s:s + STEP])], namespace="bench", progress=False)
+
+
+def bare_chromadb(corpus: Corpus, path: Path) -> float:
+    """chromadb's batched add of the same records into a bare persistent collection: per second."""
+    import chromadb
+
+    client = chromadb.PersistentClient(path=str(path))
+    col = client.create_collection("bare", embedding_function=None, metadata={"hnsw:space": "cosine"})
+    t0 = time.perf_counter()
+    for s in range(0, len(corpus.texts), STEP):
+        col.add(ids=[str(i) for i in range(s, min(s + STEP, len(corpus.texts)))],
+                embeddings=corpus.vectors[s:s + STEP], documents=corpus.texts[s:s + STEP])
+    rate = len(corpus.texts) / (time.perf_counter() - t0)
+    client.close()
+    return rate
+
+
+def singles(atlas: ElasticMemoryAtlas, extra: Corpus, count: int) -> tuple[float, float, float]:
+    samples = []
+    for i in range(count):
+        t0 = time.perf_counter()
+        atlas.add_memory(extra.texts[i], namespace="bench", session_id="single", embedding=extra.vectors[i])
+        samples.append(time.perf_counter() - t0)
+    return pcts(samples)
+
+
+def interleaved(a: ElasticMemoryAtlas, b: ElasticMemoryAtlas, queries: list[str]) -> dict[str, Any]:
+    """retrieve and build_context p50 on two atlases, alternating query by query."""
+    times: dict[str, list[float]] = {f"{op}/{w}": [] for op in ("retrieve", "retrieve_plain", "build_context")
+                                     for w in "ab"}
+    for q in queries:
+        for which, atlas in (("a", a), ("b", b)):
+            t0 = time.perf_counter()
+            atlas.retrieve(q, namespace="bench", top_k=TOP_K)
+            times[f"retrieve/{which}"].append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            atlas.retrieve(q, namespace="bench", top_k=TOP_K, reinforce=False)
+            times[f"retrieve_plain/{which}"].append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            atlas.build_context(q, namespace="bench", token_budget=BUDGET, style="bullet")
+            times[f"build_context/{which}"].append(time.perf_counter() - t0)
+    return {k: pcts(v) for k, v in times.items()}
+
+
+def bench(n: int, queries: int = 200) -> str:
+    corpus, extra = make_corpus(n, queries, extra=400)
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        out["bare"] = bare_chromadb(corpus, root / "bare")  # also imports chromadb once for everyone
+        atlas = _durable(corpus, root / "mem")
+        t0 = time.perf_counter()
+        _fill(atlas, corpus)
+        atlas.flush()
+        out["durable"] = n / (time.perf_counter() - t0)
+        t1 = time.perf_counter()
+        atlas.close()
+        out["close"] = time.perf_counter() - t1
+        out["checkpointed"] = n / (time.perf_counter() - t0)
+        t0, c0 = time.perf_counter(), time.process_time()
+        reopened = _durable(corpus, root / "mem")
+        out["reopen"] = (time.perf_counter() - t0, time.process_time() - c0)
+        code = ("import sys, time\nt = time.perf_counter()\n"
+                "from shared_core import ElasticMemoryAtlas, HashingEmbedder\n"
+                f"a = ElasticMemoryAtlas(embedder=HashingEmbedder(dim={corpus.vectors.shape[1]}),"
+                " backend='chroma:' + sys.argv[1])\n"
+                "print(f'{time.perf_counter() - t:.2f} ({time.process_time():.2f})')\n"
+                "a.backend.close(checkpoint=False)")
+        reopened.backend.close(checkpoint=False)  # type: ignore[attr-defined]
+        fresh = subprocess.run([sys.executable, "-c", code, str(root / "mem")], capture_output=True, text=True,
+                               env={"PYTHONPATH": str(Path(__file__).parents[1]), "PATH": "/usr/bin:/bin"})
+        out["reopen_fresh"] = fresh.stdout.strip() if fresh.returncode == 0 else fresh.stderr[-300:]
+        reopened = _durable(corpus, root / "mem")
+        out["add_memory"] = singles(reopened, extra, 200)
+        in_process, _, _ = build_atlas(corpus)
+        for i in range(200):
+            in_process.add_memory(extra.texts[i], namespace="bench", session_id="single", embedding=extra.vectors[i])
+        out["reads"] = interleaved(reopened, in_process, corpus.queries)
+        sync = _durable(corpus, root / "sync", durability="sync")
+        out["add_memory_sync"] = singles(sync, Corpus(extra.texts[200:], extra.vectors[200:], [], extra.vectors[:0]),
+                                         200)
+        sync.close()
+        reopened.close()
+    return report(n, out)
+
+
+def report(n: int, r: dict[str, Any]) -> str:
+    reads = r["reads"]
+    lines = [f"| {n:,} memories | chroma backend | in process / chromadb |", "|---|---|---|",
+             f"| durable `add_memories` (batches of {STEP:,}, + flush) | {r['durable']:,.0f} /s | "
+             f"chromadb bare add {r['bare']:,.0f} /s ({r['durable'] / r['bare']:.2f}x) |",
+             f"| ... until `close` has checkpointed into chromadb | {r['checkpointed']:,.0f} /s "
+             f"(close {r['close']:.1f} s) | |",
+             f"| `add_memory` p50 / p95, default mode | {r['add_memory'][0]:.3f} / {r['add_memory'][1]:.3f} ms | |",
+             f"| `add_memory` p50 / p95, sync | {r['add_memory_sync'][0]:.3f} / {r['add_memory_sync'][1]:.3f} ms | |",
+             f"| reopen (chromadb imported): wall (CPU) | {r['reopen'][0]:.2f} s ({r['reopen'][1]:.2f} s) | |",
+             f"| reopen in a fresh interpreter, imports included: wall (CPU) | {r['reopen_fresh']} s | |"]
+    for op, label in (("retrieve", "`retrieve`"), ("retrieve_plain", "`retrieve(reinforce=False)`"),
+                      ("build_context", "`build_context`")):
+        lines.append(f"| {label} p50 after reopen | {reads[op + '/a'][0]:.3f} ms | {reads[op + '/b'][0]:.3f} ms |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    for size in (int(s) for s in (sys.argv[1:] or ["10000"])):
+        print(bench(size), flush=True)

@@ -1,0 +1,278 @@
+"""The checkpointed state of a chroma directory: chromadb collections and an edge table.
+
+Each namespace is one chromadb collection (named by `collection_name`), each memory one record:
+its id, ``document`` = its content, its embedding, and ``metadata`` = ``_atlas`` (every field of
+the memory as JSON, which is what the atlas reads back) plus readable copies of its scalar fields
+and of its metadata's scalar values (for other chroma clients, e.g. langchain-chroma). The
+edges, the namespaces' registry (namespace -> collection, write counter) and the format live
+in ``elastic_atlas.sqlite3`` in the same directory; chromadb keeps its own files beside it.
+
+The store is only written by the checkpointer (`Store.apply`), with the log's operations merged
+per memory; the log stays the commit point.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import json
+import re
+import sqlite3
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ...values.errors import CorruptFileError, InvalidInputError, MissingDependencyError
+from ._records import NamespaceState, Op
+
+__all__ = ["FORMAT", "Delta", "Store", "collection_name", "merge"]
+
+FORMAT = "elastic-atlas-chroma/1"
+DB_NAME = "elastic_atlas.sqlite3"
+_SAFE = re.compile(r"[A-Za-z0-9_-]*[A-Za-z0-9]")
+_READABLE = ("session_id", "kind", "weight", "importance", "timestamp", "pinned", "turn")
+_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
+
+
+def collection_name(namespace: str) -> str:
+    """The chromadb collection of a namespace: ``atlas-<namespace>`` when the namespace is made of
+    ``[A-Za-z0-9_-]`` and ends with a letter or digit (and the name stays within chroma's 512
+    characters); otherwise ``atlas.b32.<base32 of its UTF-8>``, or ``atlas.sha256.<hex>`` when
+    that is too long. The forms cannot collide: only the encoded ones contain a dot.
+
+    >>> collection_name("alice"), collection_name("Bob's notes")
+    ('atlas-alice', 'atlas.b32.ijxwej3tebxg65dfom')
+    """
+    if _SAFE.fullmatch(namespace) and len(namespace) <= 500:
+        return f"atlas-{namespace}"
+    encoded = base64.b32encode(namespace.encode("utf-8")).decode("ascii").rstrip("=").lower()
+    if len(encoded) <= 500:
+        return f"atlas.b32.{encoded}"
+    return f"atlas.sha256.{hashlib.sha256(namespace.encode('utf-8')).hexdigest()}"
+
+
+@dataclass(slots=True)
+class Delta:
+    """A namespace's operations merged: final record per memory (None: deleted), new embeddings,
+    final out-edges per source, the last counter; ``dropped``: start from an empty namespace."""
+
+    dropped: bool = False
+    nodes: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    vectors: dict[str, npt.NDArray[np.float32]] = field(default_factory=dict)
+    edges: dict[str, list[list[Any]]] = field(default_factory=dict)
+    turn: int | None = None
+
+
+def merge(deltas: dict[str, Delta], ops: list[Op], rows: npt.NDArray[np.float32]) -> None:
+    """Fold one record's operations into ``deltas`` (namespace -> `Delta`)."""
+    for op in ops:
+        kind, ns = op[0], op[1]
+        if kind == "x":
+            deltas[ns] = Delta(dropped=True)
+            continue
+        d = deltas.get(ns)
+        if d is None:
+            d = deltas[ns] = Delta()
+        if kind == "n":
+            d.nodes[op[2]["id"]] = op[2]
+            if op[3] >= 0:
+                d.vectors[op[2]["id"]] = rows[op[3]]
+        elif kind == "d":
+            d.nodes[op[2]] = None
+            d.vectors.pop(op[2], None)
+            d.edges[op[2]] = []
+        elif kind == "e":
+            d.edges[op[2]] = op[3]
+        elif kind == "t":
+            d.turn = int(op[2])
+
+
+def _metadata(record: dict[str, Any]) -> dict[str, Any]:
+    body = {k: v for k, v in record.items() if k != "content"}
+    meta: dict[str, Any] = {"_atlas": json.dumps(body, separators=(",", ":"), allow_nan=False)}
+    for key, value in record.get("metadata", {}).items():
+        scalar = isinstance(value, (str, bool, float)) or (isinstance(value, int) and -(2**63) <= value < 2**63)
+        if scalar and _KEY.fullmatch(key) and key not in _READABLE:
+            meta[key] = value
+    for key in _READABLE:
+        value = record.get(key)
+        if value is not None:
+            meta[key] = value
+    return meta
+
+
+class Store:
+    """The directory's chromadb client (made on first use: importing chromadb takes seconds) and
+    its sqlite file. Thread safe: one lock around every call."""
+
+    def __init__(self, path: Path, *, dim: int, read_only: bool) -> None:
+        self.path = path
+        self.dim = dim
+        self._lock = threading.Lock()
+        self._client: Any = None
+        db = path / DB_NAME
+        exists = db.exists()
+        try:
+            self._db = sqlite3.connect(db, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA synchronous=FULL")
+            if not exists and not read_only:
+                self._db.executescript(
+                    "BEGIN;"
+                    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+                    "CREATE TABLE namespaces (ns TEXT PRIMARY KEY, collection TEXT UNIQUE NOT NULL,"
+                    " turn INTEGER NOT NULL);"
+                    "CREATE TABLE edges (ns TEXT NOT NULL, source TEXT NOT NULL, target TEXT NOT NULL,"
+                    " relation TEXT NOT NULL, strength REAL NOT NULL, created_at REAL NOT NULL,"
+                    " metadata TEXT NOT NULL, PRIMARY KEY (ns, source, target, relation));"
+                    "COMMIT;")
+                self._db.executemany("INSERT INTO meta VALUES (?, ?)", [("format", FORMAT), ("dim", str(dim))])
+            meta = dict(self._db.execute("SELECT key, value FROM meta").fetchall()) if exists or not read_only \
+                else {"format": FORMAT, "dim": str(dim)}
+        except sqlite3.DatabaseError as exc:
+            raise CorruptFileError(f"{str(db)!r} is not a readable Elastic Atlas store: {exc}") from None
+        if meta.get("format") != FORMAT:
+            raise CorruptFileError(f"{str(db)!r} is not an Elastic Atlas chroma store ({meta.get('format')!r})")
+        if meta.get("dim") != str(dim):
+            raise InvalidInputError(f"{str(path)!r} holds embeddings of dimension {meta.get('dim')}; "
+                                    f"the embedder gives {dim}")
+
+    # -- chromadb -----------------------------------------------------------------------------
+    def client(self) -> Any:
+        if self._client is None:
+            try:
+                import chromadb
+                from chromadb.config import Settings
+            except ImportError as exc:
+                raise MissingDependencyError("the chroma backend needs chromadb: "
+                                             "pip install 'elastic-atlas[chroma]'") from exc
+            try:
+                self._client = chromadb.PersistentClient(path=str(self.path),
+                                                         settings=Settings(anonymized_telemetry=False))
+            except Exception as exc:  # chromadb raises its own and sqlite's errors on a damaged file
+                raise CorruptFileError(f"chromadb cannot open {str(self.path)!r}: {exc}") from None
+        return self._client
+
+    def registered(self) -> dict[str, tuple[str, int]]:
+        """Namespace -> (collection name, write counter), as of the last checkpoint."""
+        with self._lock:
+            try:
+                rows = self._db.execute("SELECT ns, collection, turn FROM namespaces").fetchall()
+            except sqlite3.DatabaseError as exc:
+                raise CorruptFileError(f"the store of {str(self.path)!r} is unreadable: {exc}") from None
+        return {ns: (name, turn) for ns, name, turn in rows}
+
+    def load(self) -> dict[str, NamespaceState]:
+        """Every namespace as of the last checkpoint; `CorruptFileError` if anything is missing
+        or does not parse."""
+        registered = self.registered()
+        states: dict[str, NamespaceState] = {}
+        if not registered:
+            return states
+        client = self.client()
+        with self._lock:
+            for ns, (name, turn) in registered.items():
+                try:
+                    col = client.get_collection(name)
+                    got = col.get(include=["embeddings", "documents", "metadatas"])
+                except Exception as exc:
+                    raise CorruptFileError(f"{str(self.path)!r}: the collection {name!r} of namespace {ns!r} "
+                                           f"cannot be read: {exc}") from None
+                state = states[ns] = NamespaceState(turn=turn)
+                try:
+                    rows = got["embeddings"]
+                    vectors = (rows if isinstance(rows, np.ndarray) else
+                               np.stack(rows) if len(rows) else np.zeros((0, self.dim))
+                               ).astype(np.float32, copy=False).reshape(-1, self.dim)
+                    for k, (node_id, doc, meta) in enumerate(zip(got["ids"], got["documents"], got["metadatas"],
+                                                                 strict=True)):
+                        record = json.loads(meta["_atlas"])
+                        record["content"] = doc
+                        if record.get("id") != node_id or record.get("namespace") != ns or not isinstance(doc, str):
+                            raise ValueError(f"record {node_id!r} does not match its collection")
+                        state.nodes[node_id] = record
+                        state.vectors[node_id] = vectors[k]
+                    edge_rows = self._db.execute("SELECT source, target, relation, strength, created_at, metadata "
+                                                 "FROM edges WHERE ns = ? ORDER BY rowid", (ns,)).fetchall()
+                    edges = state.edges
+                    for source, target, relation, strength, created_at, metadata in edge_rows:
+                        found = edges.get(source)
+                        if found is None:
+                            found = edges[source] = []
+                        found.append([target, relation, strength, created_at,
+                                      {} if metadata == "{}" else json.loads(metadata)])
+                except (ValueError, KeyError, TypeError, sqlite3.DatabaseError) as exc:
+                    raise CorruptFileError(f"{str(self.path)!r}: namespace {ns!r} holds unreadable data: "
+                                           f"{exc}") from None
+        return states
+
+    # -- checkpoint ---------------------------------------------------------------------------
+    def apply(self, deltas: dict[str, Delta]) -> None:
+        """Write merged operations into the collections and the edge table (idempotent)."""
+        if not deltas:
+            return
+        client = self.client()
+        batch = max(1, min(5000, int(client.get_max_batch_size())))
+        with self._lock:
+            registered = {ns: name for ns, (name, _) in self._registered_unlocked().items()}
+            for ns, d in deltas.items():
+                name = registered.get(ns) or collection_name(ns)
+                if d.dropped:
+                    with contextlib.suppress(Exception):
+                        client.delete_collection(name)
+                col = client.get_or_create_collection(name, metadata={"hnsw:space": "cosine", "atlas_namespace": ns},
+                                                      embedding_function=None)
+                put = [i for i, r in d.nodes.items() if r is not None and i in d.vectors]
+                update = [i for i, r in d.nodes.items() if r is not None and i not in d.vectors]
+                gone = [i for i, r in d.nodes.items() if r is None]
+                for start in range(0, len(put), batch):
+                    ids = put[start:start + batch]
+                    records = [d.nodes[i] for i in ids]
+                    col.upsert(ids=ids, embeddings=np.stack([d.vectors[i] for i in ids]),
+                               documents=[r["content"] for r in records if r is not None],
+                               metadatas=[_metadata(r) for r in records if r is not None])
+                for start in range(0, len(update), batch):
+                    ids = update[start:start + batch]
+                    records = [d.nodes[i] for i in ids]
+                    # a memory's content never changes (a correction is a new memory): metadata only,
+                    # and chromadb would run its own embedding model on documents given without vectors
+                    col.update(ids=ids, metadatas=[_metadata(r) for r in records if r is not None])
+                for start in range(0, len(gone), batch):
+                    col.delete(ids=gone[start:start + batch])
+            self._db.execute("BEGIN")
+            try:
+                for ns, d in deltas.items():
+                    if d.dropped:
+                        self._db.execute("DELETE FROM edges WHERE ns = ?", (ns,))
+                        self._db.execute("DELETE FROM namespaces WHERE ns = ?", (ns,))
+                    self._db.executemany("DELETE FROM edges WHERE ns = ? AND source = ?",
+                                         [(ns, s) for s in d.edges])
+                    self._db.executemany("INSERT OR REPLACE INTO edges VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                         [(ns, s, e[0], e[1], e[2], e[3], json.dumps(e[4]))
+                                          for s, edges in d.edges.items() for e in edges])
+                    turn = d.turn if d.turn is not None else 0
+                    self._db.execute("INSERT INTO namespaces VALUES (?, ?, ?) ON CONFLICT(ns) DO UPDATE SET "
+                                     "turn = CASE WHEN ? IS NULL THEN turn ELSE excluded.turn END",
+                                     (ns, registered.get(ns) or collection_name(ns), turn, d.turn))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def _registered_unlocked(self) -> dict[str, tuple[str, int]]:
+        rows = self._db.execute("SELECT ns, collection, turn FROM namespaces").fetchall()
+        return {ns: (name, turn) for ns, name, turn in rows}
+
+    def close(self) -> None:
+        """Close the sqlite file and release chromadb's shared system for this directory (so a
+        later open in this process reads what another process wrote meanwhile)."""
+        with self._lock:
+            self._db.close()
+            close = getattr(self._client, "close", None)
+            if callable(close):
+                close()
+            self._client = None

@@ -1,0 +1,464 @@
+"""`ChromaBackend`: the atlas's memory kept durably in a local chromadb directory.
+
+Reads stay in process: each namespace is an in-process partition (`ChromaPartition`), built
+from the directory when the atlas opens it. Every write is written through:
+
+1. the atlas's lock is the backend's `CommitLock`; when a write's outermost hold ends, the
+   changes it made become **one log record** (`shared_core.store.chroma._records`), so a memory and its
+   edges are committed together or not at all;
+2. the record is appended to the write-ahead log (`shared_core.store.chroma._wal`) and fsynced with
+   every other record queued by then (group commit): under ``durability="sync"`` before the write
+   returns; by default by a background flusher within ``flush_interval`` seconds (`flush` and
+   `close` wait for it). Reinforcement and decay updates are records like any other;
+3. once the log holds ``checkpoint_bytes``, a checkpoint applies its closed segments to the
+   chromadb collections and the edge table (`shared_core.store.chroma._store`) in batches, then deletes
+   them. `close` checkpoints everything, so a closed directory is a plain chromadb directory.
+
+Reopening loads the collections and replays the log (dropping a torn last record). If the log
+cannot be written (disk full, read-only directory), the write fails with `BackendError` and the
+in-process state is rebuilt from what is durable; under the default mode the flusher finds the
+failure, logs it, and the next `flush` or `close` raises it. One process writes a directory:
+an OS lock (``fcntl.flock``) on ``elastic_atlas.lock`` makes a second writer fail with
+`BackendError`.
+
+>>> from shared_core import ElasticMemoryAtlas, HashingEmbedder
+>>> import tempfile
+>>> path = tempfile.mkdtemp()
+>>> atlas = ElasticMemoryAtlas(embedder=HashingEmbedder(), backend=f"chroma:{path}")
+>>> _ = atlas.add_memory("User prefers oat milk", namespace="alice")
+>>> atlas.close()
+>>> again = ElasticMemoryAtlas(embedder=HashingEmbedder(), backend=f"chroma:{path}")
+>>> again.retrieve("milk", namespace="alice", top_k=1)[0].node.content
+'User prefers oat milk'
+>>> again.close()
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import errno
+import fcntl
+import logging
+import os
+import sys
+import threading
+from collections.abc import Iterator, MutableMapping
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import parse_qs
+
+from ...values.config import AtlasConfig
+from ...values.errors import BackendError, InvalidInputError
+from ..memory.backend import InProcessBackend
+from ._loader import build_partition, read_state
+from ._partition import Changes, ChromaPartition, snapshot, to_ops
+from ._records import decode, encode
+from ._store import Delta, Store, merge
+from ._wal import WriteAheadLog, segment_path
+
+__all__ = ["ChromaBackend", "CommitLock"]
+
+logger = logging.getLogger("shared_core")
+Durability = Literal["default", "sync"]
+LOCK_NAME = "elastic_atlas.lock"
+
+
+class CommitLock:
+    """A re-entrant lock that seals a write's changes into a log record when its outermost
+    hold is released (see `ChromaBackend`); under ``sync`` it then waits for the commit."""
+
+    def __init__(self, backend: ChromaBackend) -> None:
+        self._inner = threading.RLock()
+        self._depth = 0
+        self._backend = backend
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        ok = self._inner.acquire(blocking, timeout)
+        if ok:
+            self._depth += 1
+        return ok
+
+    def release(self) -> None:
+        if self._depth > 1:
+            self._depth -= 1
+            self._inner.release()
+            return
+        failure: Exception | None = None
+        try:
+            seq = self._backend._seal()
+        except Exception as exc:  # whatever it is, the write is not in the log
+            seq, failure = None, exc
+        finally:
+            self._depth = 0
+            self._inner.release()
+        if failure is not None:
+            self._backend._recover()
+            raise BackendError(f"a write could not be recorded ({failure!r}); it is undone") from failure
+        self._backend._after_seal(seq)
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+class ChromaBackend(InProcessBackend):
+    """Durable local memory in a chromadb directory (see the module docstring).
+
+    ``durability``: ``"default"`` (a write is durable within ``flush_interval`` seconds) or
+    ``"sync"`` (a write returns once it is durable). ``checkpoint_bytes``: log size that
+    triggers a checkpoint into the chromadb collections. The directory is opened when the
+    backend is given to an atlas (which supplies the embedding dimension and the config).
+
+    >>> backend = ChromaBackend("./memory", durability="sync")  # doctest: +SKIP
+    >>> atlas = ElasticMemoryAtlas(backend=backend)  # doctest: +SKIP
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, durability: Durability = "default",
+                 flush_interval: float = 0.1, checkpoint_bytes: int = 64 << 20, dim: int | None = None,
+                 config: AtlasConfig | None = None) -> None:
+        if not isinstance(path, (str, os.PathLike)) or not str(path):
+            raise InvalidInputError(f"path must be a non-empty str or os.PathLike, got {path!r}")
+        if durability not in ("default", "sync"):
+            raise InvalidInputError(f"durability must be 'default' or 'sync', got {durability!r}")
+        if isinstance(flush_interval, bool) or not isinstance(flush_interval, (int, float)) \
+                or not 0 < flush_interval <= 60:
+            raise InvalidInputError(f"flush_interval must be seconds in (0, 60], got {flush_interval!r}")
+        if isinstance(checkpoint_bytes, bool) or not isinstance(checkpoint_bytes, int) or checkpoint_bytes < 1:
+            raise InvalidInputError(f"checkpoint_bytes must be a positive int, got {checkpoint_bytes!r}")
+        self.path = Path(path).expanduser().absolute()
+        self.durability: Durability = durability
+        self.flush_interval = float(flush_interval)
+        self.checkpoint_bytes = checkpoint_bytes
+        self._opened = False
+        self.lock = CommitLock(self)
+        self._changes = Changes()
+        self._ids: dict[str, str] = {}  # memory id -> namespace, the atlas's directory
+        self._queue: list[tuple[int, list[tuple[Any, ...]]]] = []  # sealed, not yet written (`snapshot`s)
+        self._seq = 0  # last sealed record
+        self._durable = 0  # last record known durable
+        self._queue_lock = threading.Lock()
+        self._io_lock = threading.Lock()  # log writes and rotation
+        self._checkpoint_lock = threading.Lock()
+        self._wake = threading.Condition(self._queue_lock)
+        self._error: BackendError | None = None  # a failed commit, to report once
+        self._closing = False
+        self._wal: WriteAheadLog | None = None
+        self._thread: threading.Thread | None = None
+        self._lock_fd = -1
+        self._attached = False
+        if dim is not None:
+            self.open(dim=dim, config=config)
+
+    @classmethod
+    def from_url(cls, url: str) -> ChromaBackend:
+        """``chroma:PATH[?durability=sync&flush_interval=S&checkpoint_bytes=N]`` (also
+        ``chroma://PATH``; PATH relative or absolute).
+
+        >>> ChromaBackend.from_url("chroma:./memory?durability=sync").durability
+        'sync'
+        """
+        scheme, _, rest = url.partition(":")
+        path, _, query = rest.partition("?")
+        path = path[2:] if path.startswith("//") else path
+        if scheme.lower() != "chroma" or not path:
+            raise InvalidInputError(f"not a chroma backend URL: {url!r} (expected chroma:PATH)")
+        options: dict[str, Any] = {}
+        try:
+            fields = parse_qs(query, keep_blank_values=True, strict_parsing=bool(query))
+        except ValueError:
+            raise InvalidInputError(f"malformed options in {url!r}") from None
+        for key, values in fields.items():
+            value = values[-1]
+            try:
+                if key == "durability":
+                    options[key] = value
+                elif key == "flush_interval":
+                    options[key] = float(value)
+                elif key == "checkpoint_bytes":
+                    options[key] = int(value)
+                else:
+                    raise InvalidInputError(f"unknown option {key!r} in {url!r} (durability, flush_interval, "
+                                            "checkpoint_bytes)")
+            except ValueError:
+                raise InvalidInputError(f"bad value {value!r} for {key!r} in {url!r}") from None
+        return cls(path, **options)
+
+    # -- opening --------------------------------------------------------------------------------
+    def attach(self, *, dim: int, config: AtlasConfig | None) -> CommitLock:
+        """Called by the atlas: open the directory (if the backend was made without ``dim``) for
+        embedding dimension ``dim`` and the atlas's config. Returns the lock the atlas must use
+        for its writes."""
+        if self._attached:
+            raise InvalidInputError(f"the chroma backend of {str(self.path)!r} already serves an atlas")
+        if not self._opened:
+            self.open(dim=dim, config=config)
+        elif dim != self.dim:
+            raise InvalidInputError(f"the chroma backend of {str(self.path)!r} was opened for dimension "
+                                    f"{self.dim}; the embedder gives {dim}")
+        elif config is not None and not self._partitions:  # the atlas's vector-index settings
+            super().__init__(dim=dim, config=config)
+            self._vector_args = {"threshold": self.ann_threshold, "probe_fraction": self.ann_probe_fraction,
+                                 "vector_dtype": self.ann_vector_dtype}
+            self._partitions = {}
+        self._attached = True
+        return self.lock
+
+    def open(self, *, dim: int, config: AtlasConfig | None = None) -> None:
+        """Lock the directory, load it (`CorruptFileError` if it is damaged: nothing is half
+        loaded) and start the flusher. The atlas does this through `attach`; use it to work with
+        the backend's partitions directly, under `lock`."""
+        if self._opened or self._closing:
+            raise InvalidInputError(f"the chroma backend of {str(self.path)!r} is already open (or closed)")
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+            raise InvalidInputError(f"dim must be a positive int, got {dim!r}")
+        super().__init__(dim=dim, config=config)
+        self._vector_args = {"threshold": self.ann_threshold, "probe_fraction": self.ann_probe_fraction,
+                             "vector_dtype": self.ann_vector_dtype}
+        self._partitions: dict[str, ChromaPartition] = {}  # type: ignore[assignment]
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise BackendError(f"cannot create the memory directory {str(self.path)!r}: {exc}") from None
+        self._read_only = not os.access(self.path, os.W_OK)
+        self._take_lock()
+        try:
+            self._store = Store(self.path, dim=dim, read_only=self._read_only)
+            self._load()
+        except BaseException:
+            self._release_lock()
+            raise
+        self._opened = True
+        self._thread = threading.Thread(target=self._flusher, name=f"atlas-chroma-{self.path.name}", daemon=True)
+        self._thread.start()
+        atexit.register(self._at_exit)
+
+    def _take_lock(self) -> None:
+        lock_path = self.path / LOCK_NAME
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:
+            if self._read_only:
+                return  # nothing will be written: no lock needed
+            raise
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                raise BackendError(f"{str(self.path)!r} is open for writing in another process; one process "
+                                   "writes a chroma directory (for many, use the FalkorDB backend)") from None
+            raise
+        self._lock_fd = fd
+
+    def _release_lock(self) -> None:
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+
+    def _load(self, *, limits: dict[int, int] | None = None) -> None:
+        """Build every partition from the store and the log (up to ``limits`` per segment)."""
+        states, segments, ends, numbers = read_state(self._store, self.path, self.dim, limits=limits)
+        self._segments = segments  # segment number -> its records, not yet checkpointed
+        parts: dict[str, ChromaPartition] = {}
+        ids: dict[str, str] = {}
+        for ns, state in states.items():
+            part = self._new_partition(ns)
+            build_partition(part, state)
+            if part.graph.node_count() or state.turn:
+                parts[ns] = part
+                ids.update(dict.fromkeys(state.nodes, ns))
+        self._partitions = parts
+        self._ids.clear()
+        self._ids.update(ids)
+        self._changes.clear()
+        if self._wal is None and not self._read_only:
+            try:
+                self._wal = WriteAheadLog(self.path, numbers, ends=ends)
+            except OSError as exc:
+                raise BackendError(f"cannot open the log of {str(self.path)!r}: {exc}") from None
+
+    def _new_partition(self, namespace: str) -> ChromaPartition:
+        return ChromaPartition(namespace, self._changes, dim=self.dim, vector_args=self._vector_args)
+
+    # -- the Backend protocol -----------------------------------------------------------------
+    def partition(self, namespace: str, *, create: bool = False) -> ChromaPartition | None:
+        part = self._partitions.get(namespace)
+        if part is None and create:
+            part = self._partitions[namespace] = self._new_partition(namespace)
+        return part
+
+    def namespaces(self) -> Iterator[str]:
+        return iter(list(self._partitions))
+
+    def drop(self, namespace: str) -> None:
+        part = self._partitions.pop(namespace, None)
+        if part is not None:
+            part.keywords.drop()
+            self._changes.dropped.append(namespace)
+            for ids in (self._changes.nodes, self._changes.vectors, self._changes.edges):
+                ids.pop(namespace, None)
+
+    def lifecycle_state(self) -> dict[str, Any]:
+        """What the atlas's lifecycle restores from (`Lifecycle.restore`) after a reopen: no
+        held turns or counters (not kept), the keyword text of merged memories."""
+        indexed = {i: t for part in self._partitions.values() for i, t in part.kw_texts.items()
+                   if (node := part.graph.get_node(i)) is not None and node.content != t}
+        return {"held": [], "dirty": {}, "since_compress": {}, "since_prune": 0, "indexed": indexed}
+
+    def directory(self) -> MutableMapping[str, str]:
+        """Memory id -> namespace for every stored memory (the atlas's lookup by id)."""
+        return self._ids
+
+    # -- commit ---------------------------------------------------------------------------------
+    def _seal(self) -> int | None:
+        """Under the write lock: the changes since the last seal as one queued record."""
+        if not self._changes:
+            return None
+        try:
+            items = snapshot(self._partitions, self._changes)
+        finally:
+            self._changes.clear()
+        with self._queue_lock:
+            self._seq += 1
+            self._queue.append((self._seq, items))
+            return self._seq
+
+    def _after_seal(self, seq: int | None) -> None:
+        if seq is not None and self.durability == "sync":
+            self.commit(seq)
+
+    def _raise_error(self) -> None:
+        error, self._error = self._error, None
+        if error is not None:
+            raise error
+
+    def commit(self, through: int | None = None) -> None:
+        """Make every record sealed so far (or through ``through``) durable: one write and one
+        fsync for all that are queued (group commit). Raises `BackendError` if the log cannot be
+        written; the in-process state is then rebuilt from what is durable."""
+        with self._io_lock:
+            with self._queue_lock:
+                target = self._seq if through is None else through
+                if self._durable >= target:
+                    return
+                batch, self._queue = self._queue, []
+            if not batch:
+                return
+            try:
+                payloads = [encode(*to_ops(items, self.dim)) for _, items in batch]
+            except Exception as exc:  # whatever it is, these writes are not in the log
+                failure: Exception = exc
+                message = f"writes could not be recorded ({exc!r}); they are undone"
+            else:
+                try:
+                    if self._wal is None:
+                        raise OSError(errno.EROFS, "the directory is read-only")
+                    self._wal.append(payloads)
+                    self._wal.sync()
+                except OSError as exc:
+                    failure = exc
+                    message = (f"cannot write the memory log in {str(self.path)!r}: {exc}; "
+                               "the writes not yet durable are undone")
+                else:
+                    self._segments.setdefault(self._wal.number, []).extend(payloads)
+                    self._durable = batch[-1][0]
+                    return
+        error = BackendError(message)
+        self._recover()
+        raise error from failure
+
+    def _recover(self) -> None:
+        """After a failed commit: drop every queued record and rebuild the partitions from the
+        durable state (the store and the log up to its last synced byte)."""
+        with self.lock, self._checkpoint_lock:
+            with self._queue_lock:
+                self._queue.clear()
+                self._durable = self._seq
+            limits = {self._wal.number: self._wal.synced} if self._wal is not None else None
+            self._load(limits=limits)
+
+    def _flusher(self) -> None:
+        while True:
+            with self._queue_lock:
+                if not self._closing:
+                    self._wake.wait(self.flush_interval)
+                closing = self._closing
+            try:
+                self.commit()
+            except BackendError as exc:
+                logger.error("%s", exc)
+                self._error = exc
+            if self._wal is not None and self._wal.size >= self.checkpoint_bytes:
+                try:
+                    self.checkpoint()
+                except Exception as exc:
+                    # and the next checkpoint retries
+                    logger.warning("checkpoint of %s failed: %s", self.path, exc)
+            if closing:
+                return
+
+    def checkpoint(self) -> None:
+        """Apply the log's closed segments (after closing the current one) to the collections,
+        then delete them."""
+        with self._checkpoint_lock:
+            with self._io_lock:
+                if self._wal is None:
+                    return
+                if self._wal.size > len(b"EAWAL01\n"):
+                    self._wal.rotate()
+                current = self._wal.number
+            numbers = sorted(n for n in self._segments if n < current)
+            deltas: dict[str, Delta] = {}
+            for number in numbers:
+                for payload in self._segments[number]:
+                    merge(deltas, *decode(payload, self.dim))
+            self._store.apply(deltas)
+            for number in numbers:
+                del self._segments[number]
+                with contextlib.suppress(FileNotFoundError):
+                    segment_path(self.path, number).unlink()
+
+    # -- public ---------------------------------------------------------------------------------
+    def flush(self) -> None:
+        """Wait until every write made so far is durable; raises a pending commit error."""
+        if not self._opened:
+            return
+        self.commit()
+        self._raise_error()
+
+    def _at_exit(self) -> None:
+        """An interpreter exiting without `close`: flush the log (durable); checkpoint only if
+        chromadb is already loaded (it cannot be imported during shutdown)."""
+        self.close(checkpoint="chromadb" in sys.modules)
+
+    def close(self, *, checkpoint: bool = True) -> None:
+        """Flush, checkpoint into the collections, stop the flusher and release the directory."""
+        if not self._opened or self._closing:
+            return
+        with self._queue_lock:
+            self._closing = True
+            self._wake.notify_all()
+        if self._thread is not None:
+            self._thread.join()
+        try:
+            self.commit()
+            if checkpoint and not self._read_only:
+                try:
+                    self.checkpoint()
+                except Exception as exc:
+                    logger.warning("checkpoint of %s at close failed (the log keeps the writes): %s",
+                                   self.path, exc)
+        finally:
+            if self._wal is not None:
+                self._wal.close()
+            self._store.close()
+            self._release_lock()
+            self._opened = False
+            atexit.unregister(self._at_exit)
+        self._raise_error()
+
+    def __repr__(self) -> str:
+        return f"ChromaBackend({str(self.path)!r}, durability={self.durability!r})"

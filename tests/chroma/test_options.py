@@ -1,0 +1,35 @@
+"""The chroma backend's URL, options and collection names (no directory opened)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from shared_core.store.chroma import ChromaBackend, collection_name
+from shared_core.values.errors import InvalidInputError
+
+
+def test_url_options() -> None:
+    backend = ChromaBackend.from_url("chroma://rel/dir?durability=sync&flush_interval=0.05&checkpoint_bytes=4096")
+    assert (backend.path.name, backend.durability, backend.flush_interval, backend.checkpoint_bytes) == \
+        ("dir", "sync", 0.05, 4096)
+    assert ChromaBackend.from_url("chroma:/abs/dir").path.as_posix() == "/abs/dir"
+
+
+@pytest.mark.parametrize("url", ["chroma:", "chroma:dir?durability=eventually", "chroma:dir?speed=1",
+                                 "chroma:dir?flush_interval=soon", "chroma:dir?checkpoint_bytes=0", "chroma:dir?x"])
+def test_bad_urls_are_refused(url: str) -> None:
+    with pytest.raises(InvalidInputError):
+        ChromaBackend.from_url(url)
+
+
+@pytest.mark.parametrize("namespace", ["alice", "Bob's notes", "a", "trailing-", "x" * 600, "ünïcødé",
+                                       "atlas.b32.x", "a" * 500, "a" * 501, "1.2.3.4"])
+def test_collection_names_are_valid_and_distinct(namespace: str) -> None:
+    name = collection_name(namespace)
+    assert 3 <= len(name) <= 512 and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]", name)
+    assert ".." not in name
+    others = {collection_name(n) for n in ("alice", "Bob's notes", "trailing-", "atlas.b32.x", "a" * 501)
+              if n != namespace}
+    assert name not in others
