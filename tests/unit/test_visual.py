@@ -94,7 +94,7 @@ def test_the_compressed_library_unpacks_to_the_same_code() -> None:
     import base64
     import gzip
 
-    from shared_core.apps.visual import _vis_js, _vis_js_packed
+    from shared_core.engine.views import _vis_js, _vis_js_packed
 
     assert gzip.decompress(base64.b64decode(_vis_js_packed())).decode("utf-8") == _vis_js()
 

@@ -149,7 +149,7 @@ class Store:
                 from chromadb.config import Settings
             except ImportError as exc:
                 raise MissingDependencyError("the chroma backend needs chromadb: "
-                                             "pip install 'elastic-atlas[chroma]'") from exc
+                                             "pip install '.[chroma]' in a checkout") from exc
             try:
                 self._client = chromadb.PersistentClient(path=str(self.path),
                                                          settings=Settings(anonymized_telemetry=False))
