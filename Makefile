@@ -96,6 +96,7 @@ notebooks: $(VENV)/.dev
 bench: $(VENV)/.dev
 	$(BIN)/python benchmarks/locomo_recall.py --data ../shared/data/locomo/locomo_dev.json
 	$(BIN)/python benchmarks/latency.py
+	$(BIN)/python benchmarks/lifecycle_quality.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache build *.egg-info

@@ -78,12 +78,15 @@ def rich_weight(importance: float, accesses: int, elapsed: float, *, half_life: 
     return min(cap, max(floor, value))
 
 
-def eviction_value(weight: float, age: float, degree: int, *, recency_half_life: float) -> float:
+def eviction_value(weight: float, age: float, degree: int, *, recency_half_life: float,
+                   salience: float = 1.0) -> float:
     """The value that decides which memories go first when the atlas is full (lowest first).
 
-    ``value = weight * (0.5 + 0.5 * recency(age)) * (1 + log(1 + degree))``: weak, old and
-    isolated memories go first; a linked memory is worth more than an isolated one of the same
-    weight. Pinned memories are never candidates (the atlas filters them out before).
+    ``value = salience * weight * (0.5 + 0.5 * recency(age)) * (1 + log(1 + degree))``: weak,
+    old and isolated memories go first; a linked memory is worth more than an isolated one of
+    the same weight; ``salience`` in [0, 1] scales what the memory's content is worth (the
+    atlas gives a durable fact 1 and the day's chatter ``AtlasConfig.episodic_value``). Pinned
+    memories are never candidates (the atlas filters them out before).
 
     >>> eviction_value(1.0, 0.0, 0, recency_half_life=10.0)
     1.0
@@ -91,7 +94,7 @@ def eviction_value(weight: float, age: float, degree: int, *, recency_half_life:
     True
     """
     recency = recency_score(age, half_life=recency_half_life)
-    return weight * (0.5 + 0.5 * recency) * (1.0 + math.log1p(max(degree, 0)))
+    return salience * weight * (0.5 + 0.5 * recency) * (1.0 + math.log1p(max(degree, 0)))
 
 
 def effective_weight(node: MemoryNode, *, now: float, turn: int, config: AtlasConfig,

@@ -77,6 +77,10 @@ class AtlasConfig:
     # capacity and expiry
     max_nodes: int | None = None
     eviction_batch: float = 0.02
+    #: the share of its eviction value that a memory of small talk or of the day's chatter keeps
+    #: against a durable fact of equal weight and links (`shared_core.engine.lifecycle.capacity.fact_salience`);
+    #: 1.0 turns the content out of the eviction order
+    episodic_value: float = 0.03
     default_ttl: float | None = None
     max_content_chars: int = 100_000
     # the longest query retrieve/build_context accept (longer: InvalidInputError). The embedder
@@ -251,7 +255,7 @@ class AtlasConfig:
 
     def _check_lifecycle(self) -> None:
         unit = ("write_threshold", "contradiction_similarity", "contradiction_factor", "merge_threshold",
-                "summary_fade", "cleanup_pressure", "cluster_threshold")
+                "summary_fade", "cleanup_pressure", "cluster_threshold", "episodic_value")
         for name in unit:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:

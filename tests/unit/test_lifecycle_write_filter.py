@@ -121,8 +121,8 @@ def test_held_turns_are_kept_for_the_transcript_and_count_toward_bytes(clock: Ma
 
 def test_an_explicit_importance_or_keep_passes_the_filter_and_the_default_does_not(make_atlas: Build) -> None:
     atlas = make_atlas(write_filter=True, contradiction_check=True)
-    assert atlas.add_memory("User owns a dog", namespace="u").kind == "working"  # the filter's call
-    assert atlas.add_memory("User owns a dog", namespace="u", importance=10.0).kind == "memory"
+    assert atlas.add_memory("sounds good to me", namespace="u").kind == "working"  # the filter's call
+    assert atlas.add_memory("sounds good to me", namespace="u", importance=10.0).kind == "memory"
     assert atlas.add_memory("ok", namespace="u", keep=True).kind == "memory"
     with pytest.raises(InvalidInputError):
         atlas.add_memory("ok", namespace="u", keep="yes")  # type: ignore[arg-type]

@@ -14,18 +14,22 @@ adds its spare capacity; an index that holds vectors elsewhere (faiss) must coun
 2646
 >>> cleanup_level(0.5, pressure=0.7), cleanup_level(0.8, pressure=0.7), cleanup_level(1.2, pressure=0.7)
 ('normal', 'pressure', 'over')
+>>> fact_salience("User owns a dog"), fact_salience("Today I baked bread after work. Fun!")
+(1.0, 0.0)
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Literal
 
 from ...values.model import MemoryNode
+from .write_filter import SMALL_TALK
 
 __all__ = ["EDGE_OVERHEAD", "METADATA_OVERHEAD", "NODE_OVERHEAD", "PARTITION_OVERHEAD", "cleanup_level",
-           "node_bytes", "prunable", "stored_bytes"]
+           "fact_salience", "node_bytes", "prunable", "stored_bytes"]
 
 #: bytes per memory besides its text, vector and metadata (node object, index entries, FTS row,
 #: and the write path's freed heap that a process keeps; see above)
@@ -69,6 +73,40 @@ def node_bytes(node: MemoryNode, dim: int, *, indexed_text: str | None = None) -
         text = (text + len(indexed_text.encode("utf-8")) + 1) // 2
     meta = len(json.dumps(dict(node.metadata), separators=(",", ":"))) + METADATA_OVERHEAD if node.metadata else 0
     return stored_bytes(text_bytes=text, metadata_bytes=meta, dim=dim)
+
+
+#: a time anchor of the day: what it is said with is the day's news, not a lasting fact
+_EPISODIC = re.compile(r"\b(?:today|tonight|yesterday|tomorrow|this (?:morning|afternoon|evening|weekend)|"
+                       r"last night|at lunch|after (?:work|dinner|lunch|school)|before (?:breakfast|work|bed)|"
+                       r"in the (?:morning|afternoon|evening)|right now|later)\b")
+_REMEMBER = re.compile(r"\b(?:remember|don'?t forget|do not forget|note that|keep in mind|never forget)\b")
+_WORDS = re.compile(r"[a-z][a-z']*|\d+")
+
+
+def fact_salience(text: str) -> float:
+    """What a memory's content is worth keeping under a cap, from its text alone: ``1.0`` for
+    a statement that can hold beyond the day ("My daughter is allergic to peanuts", "User owns
+    a dog") or an explicit "remember ...", ``0.0`` for small talk (every word in the write
+    filter's small-talk vocabulary), a question, or the day's chatter (a time anchor of the day:
+    "today", "tonight", "this morning", "after work").
+
+    The eviction order multiplies a memory's value by ``episodic_value + (1 - episodic_value) *
+    fact_salience`` (`AtlasConfig.episodic_value`), so the day's chatter, however often similar
+    chatter recalls it, leaves before the facts a user relies on. A few regular expressions:
+    cheap enough to run on every memory of an eviction pass.
+
+    >>> fact_salience("The wifi password at the cabin is fjord-2041.")
+    1.0
+    >>> fact_salience("I'm going to the cinema tonight."), fact_salience("Where were we?")
+    (0.0, 0.0)
+    """
+    lowered = text.lower().replace("’", "'")
+    if _REMEMBER.search(lowered):
+        return 1.0
+    if lowered.rstrip().endswith("?") or _EPISODIC.search(lowered):
+        return 0.0
+    words = _WORDS.findall(lowered)
+    return 0.0 if not words or SMALL_TALK.issuperset(words) else 1.0
 
 
 def cleanup_level(usage: float, *, pressure: float) -> Literal["normal", "pressure", "over"]:

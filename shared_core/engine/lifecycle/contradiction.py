@@ -6,9 +6,12 @@ memories of the namespace (cosine >= ``contradiction_similarity``). A contradict
 gets a ``contradicts`` edge from the new one, its ``valid_to`` set and its weight multiplied by
 ``contradiction_factor``; it is never deleted and `retrieve(include_history=True)` still finds it.
 
-`HeuristicContradictionDetector` (the default) aligns the two statements word by word and flags
-a pair that says the same thing about the same subject except for a number, a date, a negation
-or, after a verb such as "is", "prefers" or "lives", a named value. `LLMContradictionDetector`
+`HeuristicContradictionDetector` (the default) aligns the two statements by word stems
+(PyStemmer's Snowball English) and flags a pair that says the same thing about the same subject
+except for a number, a date (read by python-dateutil, so "5pm" and "17:00" agree), a negation or,
+after a verb such as "is", "prefers" or "lives", a named value; a different subject, added
+detail, two past events and "not at 5pm" against "at 3pm" are no contradiction.
+``benchmarks/lifecycle_quality.py`` measures it on labelled pairs. `LLMContradictionDetector`
 asks a model and validates its JSON answer; a malformed answer is logged and changes nothing.
 
 >>> value_conflict("User now prefers soy milk", "User prefers oat milk").kind
@@ -22,10 +25,15 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from difflib import SequenceMatcher
 from typing import Any, Protocol, runtime_checkable
+
+import Stemmer
+from dateutil import parser as dateutil_parser
 
 from ...text.llm import call_llm
 from ...values.model import MemoryNode
@@ -45,7 +53,9 @@ __all__ = [
 logger = logging.getLogger("shared_core")
 
 _TOKEN = re.compile(r"\d+(?:[.,:/-]\d+)*(?:am|pm|st|nd|rd|th|k|%)?|[a-z]+(?:'[a-z]+)?")
-_CONTRACTIONS = {"won't": "will not", "can't": "can not", "cannot": "can not", "shan't": "shall not"}
+_CONTRACTIONS = {"won't": "will not", "can't": "can not", "cannot": "can not", "shan't": "shall not",
+                 "i'm": "i am", "it's": "it is", "she's": "she is", "he's": "he is", "we're": "we are",
+                 "they're": "they are", "you're": "you are"}
 NEGATIONS = _set("not no never none nobody nothing neither nor without")
 #: words whose insertion or removal does not change what a statement asserts
 FILLER = _set("now actually still also really currently just then recently do does did the a an indeed "
@@ -53,8 +63,30 @@ FILLER = _set("now actually still also really currently just then recently do do
 #: verbs and words after which a statement holds one value at a time ("is", "prefers", "lives in")
 FUNCTIONAL = _set("is are was were am be been s prefers prefer preferred lives live lived living moved moving "
                   "works work worked called named costs cost leaves leave arrives arrive starts start begins "
-                  "ends end born favourite favorite uses drives set changed equals scheduled due")
-_DATE_TOKEN = re.compile(r"^\d{4}-\d{2}-\d{2}$|^\d{1,2}[:.]\d{2}$|^\d{1,2}(am|pm)$|^\d{1,2}/\d{1,2}$")
+                  "ends end born favourite favorite uses drives set changed equals scheduled due turns turned "
+                  "moves relocated")
+#: words that end a statement's subject: the first of them (or of `FUNCTIONAL`) starts what is said about it
+VERBS = _set("has have had owns own takes take goes go went gets get got makes make runs run pays pay "
+             "speaks speak studies study teaches teach plays play likes like loves love hates hate "
+             "visited visit met meet drink drinks eat eats said says will would can could should must "
+             "expires expire opens open closes close weighs weigh measures")
+NUMBER_WORDS = _set("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+                    "fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy "
+                    "eighty ninety hundred thousand million")
+#: past tenses that tell of an event, and the past tenses that change a state instead
+PAST_EVENTS = _set("went met saw had took bought made got ate drank ran wrote sent gave found came left heard "
+                   "visited watched called played cooked tried read spoke told")
+STATE_CHANGES = _set("moved relocated turned changed switched married divorced renamed rescheduled moved")
+BE = _set("is are was were am be been")
+_DIGITS = {w: str(i) for i, w in enumerate(("zero", "one", "two", "three", "four", "five", "six", "seven", "eight",
+                                           "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen",
+                                           "sixteen", "seventeen", "eighteen", "nineteen", "twenty"))}
+_stemmer = Stemmer.Stemmer("english")
+_stem_lock = threading.Lock()  # a Stemmer must not be used by two threads at once
+_FUNCTIONAL_STEMS = frozenset(_stemmer.stemWords(sorted(FUNCTIONAL - _set("favourite favorite s set due"))))
+_VERB_STEMS = _FUNCTIONAL_STEMS | frozenset(_stemmer.stemWords(sorted(VERBS)))
+_DATE_TOKEN = re.compile(r"^\d{4}-\d{2}-\d{2}$|^\d{1,2}[:.]\d{2}(am|pm)?$|^\d{1,2}(am|pm)$|^\d{1,2}/\d{1,2}$")
+_DEFAULT_DAY = datetime(2000, 1, 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,9 +106,21 @@ class Conflict:
 def _tokens(text: str) -> list[str]:
     lowered = text.lower().replace("’", "'")
     for short, long in _CONTRACTIONS.items():
-        lowered = lowered.replace(short, long)
+        lowered = re.sub(rf"\b{re.escape(short)}\b", long, lowered)
     lowered = re.sub(r"n't\b", " not", lowered).replace("no longer", "not")
-    return _TOKEN.findall(lowered)
+    lowered = re.sub(r"\b(\d{1,2})(?::00)?\s*([ap])\.?m\b\.?", r"\1\2m", lowered)  # "5 p.m.", "5:00 pm" -> "5pm"
+    words = [re.sub(r"^(\d+)(st|nd|rd|th)$", r"\1", t) for t in _TOKEN.findall(lowered)]
+    return [_DIGITS.get(w, w) for w in words]
+
+
+def _stems(words: list[str]) -> list[str]:
+    """Snowball English stems (PyStemmer), so "likes" and "like", "allows" and "allow" align."""
+    with _stem_lock:
+        return list(_stemmer.stemWords(words))
+
+
+def _is_number(word: str) -> bool:
+    return word[:1].isdigit() or word in NUMBER_WORDS
 
 
 def _is_date(tokens: Sequence[str], context: Sequence[str]) -> bool:
@@ -85,22 +129,56 @@ def _is_date(tokens: Sequence[str], context: Sequence[str]) -> bool:
     return any(t[:1].isdigit() for t in tokens) and any(c in MONTHS for c in context)
 
 
-def value_conflict(new: str, old: str) -> Conflict | None:
+def _moment(tokens: Sequence[str]) -> datetime | None:
+    """The date or time ``tokens`` name (python-dateutil's parser), or None."""
+    try:
+        moment: datetime = dateutil_parser.parse(" ".join(tokens), default=_DEFAULT_DAY)
+    except (ValueError, OverflowError):
+        return None
+    return moment
+
+
+def _date_span(words: Sequence[str], i1: int, i2: int) -> list[str]:
+    """``words[i1:i2]`` widened by the month, weekday, number and am/pm words next to it."""
+    def part(w: str) -> bool:
+        return w in MONTHS or w in WEEKDAYS or w[:1].isdigit() or w in ("am", "pm")
+    while i1 > 0 and part(words[i1 - 1]):
+        i1 -= 1
+    while i2 < len(words) and part(words[i2]):
+        i2 += 1
+    return list(words[i1:i2])
+
+
+def _subject_end(words: Sequence[str], stems: Sequence[str]) -> tuple[int, bool]:
+    """Where a statement's subject ends (its first verb or negation, else its middle), and
+    whether that verb tells of a past event ("we watched a movie on Friday": another Friday's
+    movie does not contradict it) rather than a state ("is", "lives") or a change of one ("moved")."""
+    for i, (w, stem) in enumerate(zip(words, stems, strict=True)):
+        if i > 0 and (stem in _VERB_STEMS or w in NEGATIONS or (w.endswith("ed") and len(w) > 4)
+                      or w in PAST_EVENTS):
+            event = (w in PAST_EVENTS or w.endswith("ed")) and w not in STATE_CHANGES \
+                and words[i - 1] not in BE and not BE & set(words[i + 1:])
+            return i, event
+    return len(words) // 2, False
+
+
+def value_conflict(new: str, old: str, *, min_shared: float = 0.5, max_span: int = 4) -> Conflict | None:
     """Whether ``new`` contradicts ``old`` by the LLM-free rule, and how.
 
-    The word sequences are aligned (`difflib`); they must share at least half their words in
-    order, and differ in at most ``max(3, 0.4 * length)`` content words (filler such as "now"
-    or "actually" does not count). Then:
+    The word sequences are aligned (`difflib`) after normalising contractions, times ("5 p.m."
+    -> "5pm") and ordinals; they must share at least ``min_shared`` of the longer one's words
+    in order. Filler ("now", "actually") and pure insertions (added detail: "lives in Paris"
+    -> "lives in Paris with her cat") do not count. Then:
 
-    - **negation**: one says "not"/"never"/"no longer" an odd number of times more;
-    - **number** or **date**: a number or date replaced by another, in the second half of the
-      statement (the first half names the subject: "Room 12 is booked" vs "Room 14 is booked" is
-      two rooms, not a contradiction);
-    - **value**: another word replaced in the second half, at most three words after a
-      functional word such as "is", "prefers" or "lives" ("likes" is not: one can like tea and
-      coffee; "is planning a trip to Porto" is not: one can plan two trips).
-
-    Inserted detail alone ("lives in Paris" -> "lives in Paris with her cat") is no conflict.
+    - **negation**: one says "not"/"never"/"no longer" an odd number of times more, and nothing
+      else differs ("is at 3pm" vs "is not at 5pm" says two compatible things);
+    - otherwise exactly one span of at most ``max_span`` words must be replaced, after the
+      subject (which ends at the first verb: "Room 12 is booked" vs "Room 14 is booked" is two
+      rooms), in statements that negate nothing ("is not at 5pm" vs "is not at 3pm" both hold):
+      a **date** (python-dateutil reads both spans; "5pm" and "17:00" are the same time), a
+      **number** ("34 years old" -> "35"), or a **value** within three words after a
+      functional word such as "is", "prefers", "lives" ("likes" is not: one can like tea and
+      coffee).
 
     >>> value_conflict("The meeting is at 5pm", "The meeting is at 3pm").kind
     'date'
@@ -108,35 +186,53 @@ def value_conflict(new: str, old: str) -> Conflict | None:
     'number changed: 2 -> 3'
     >>> value_conflict("I don't eat meat", "I eat meat").kind
     'negation'
+    >>> value_conflict("Maya lives in San Francisco", "Maya lives in New York").describe()
+    'value changed: new york -> san francisco'
+    >>> value_conflict("The meeting is not at 5pm", "The meeting is at 3pm") is None
+    True
     >>> value_conflict("Room 14 is booked", "Room 12 is booked") is None
     True
     """
     a, b = _tokens(old), _tokens(new)
-    if len(a) < 3 or len(b) < 3:
+    if len(a) < 2 or len(b) < 2:
         return None
-    ops = SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    sa = _stems(a)
+    ops = SequenceMatcher(None, sa, _stems(b), autojunk=False).get_opcodes()
     equal = sum(i2 - i1 for tag, i1, i2, _, _ in ops if tag == "equal")
-    if equal < 0.5 * max(len(a), len(b)):
+    if equal < min_shared * max(len(a), len(b)):
         return None
-    changed = [w for tag, i1, i2, j1, j2 in ops if tag != "equal" for w in (*a[i1:i2], *b[j1:j2])
-               if w not in FILLER]
-    if not changed or len(changed) > max(3.0, 0.4 * max(len(a), len(b))):
-        return None
-    neg_a, neg_b = sum(w in NEGATIONS for w in a), sum(w in NEGATIONS for w in b)
-    if neg_a % 2 != neg_b % 2:
-        return Conflict("negation", tuple(w for w in a if w in NEGATIONS), tuple(w for w in b if w in NEGATIONS))
+    diffs = []
     for tag, i1, i2, j1, j2 in ops:
         removed = [w for w in a[i1:i2] if w not in FILLER]
         added = [w for w in b[j1:j2] if w not in FILLER]
-        if tag == "equal" or not removed or not added or i1 < len(a) / 2:
-            continue
-        context = a[max(0, i1 - 2):i2 + 2] + b[max(0, j1 - 2):j2 + 2]
-        if _is_date(removed + added, context):
-            return Conflict("date", tuple(removed), tuple(added))
-        if any(w[:1].isdigit() for w in removed + added):
-            return Conflict("number", tuple(removed), tuple(added))
-        if any(w in FUNCTIONAL for w in a[max(0, i1 - 3):i1]):
-            return Conflict("value", tuple(removed), tuple(added))
+        if tag != "equal" and (removed or added):
+            diffs.append((i1, i2, j1, j2, removed, added))
+    neg_a, neg_b = sum(w in NEGATIONS for w in a), sum(w in NEGATIONS for w in b)
+    values = [d for d in diffs if {*d[4], *d[5]} - NEGATIONS]
+    if neg_a % 2 != neg_b % 2:
+        if values:
+            return None
+        return Conflict("negation", tuple(w for w in a if w in NEGATIONS), tuple(w for w in b if w in NEGATIONS))
+    subject, event = _subject_end(a, sa)
+    if event or any(d[0] < subject for d in values):
+        return None  # two events, or another subject ("my shoe size" -> "my son's shoe size")
+    values = [d for d in values if d[4]]  # a pure insertion after the subject is added detail
+    if len(values) != 1 or neg_a or neg_b:
+        return None
+    i1, i2, j1, j2, removed, added = values[0]
+    if not added or len(removed) > max_span or len(added) > max_span:
+        return None
+    context = a[max(0, i1 - 2):i2 + 2] + b[max(0, j1 - 2):j2 + 2]
+    if _is_date(removed + added, context):
+        before, after = _moment(_date_span(a, i1, i2)), _moment(_date_span(b, j1, j2))
+        if before is not None and before == after:
+            return None
+        return Conflict("date", tuple(removed), tuple(added))
+    if any(_is_number(w) for w in removed + added):
+        return Conflict("number", tuple(removed), tuple(added))
+    if any(w in FUNCTIONAL or stem in _FUNCTIONAL_STEMS
+           for w, stem in zip(a[max(0, i1 - 3):i1], sa[max(0, i1 - 3):i1], strict=True)):
+        return Conflict("value", tuple(removed), tuple(added))
     return None
 
 

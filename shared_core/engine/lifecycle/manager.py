@@ -9,7 +9,8 @@ and read paths:
 - **compression** (`shared_core.engine.lifecycle.compression`): merges, summaries and chapters, every
   ``compress_every`` writes or on `ElasticMemoryAtlas.compress`;
 - **caps and expiry**: a heap of expiry times (expiry never scans the graph); eviction of the
-  lowest-value memories (`decay.eviction_value`; isolated ones first, pinned ones never) when the
+  lowest-value memories (`decay.eviction_value`, scaled down for small talk and the day's chatter
+  by `capacity.fact_salience`; isolated ones first, pinned ones never) when the
   atlas passes ``max_nodes`` or ``max_bytes`` (`shared_core.engine.lifecycle.capacity`), in batches so its
   O(n log n) cost is paid once per batch; and the periodic cleanup rule ``weight < prune_below
   and unused for prune_idle``, which runs four times as often, with a quarter of the idle time,
@@ -36,7 +37,7 @@ from ...values._records import node_record
 from ...values.errors import InvalidInputError
 from ...values.model import MemoryEdge, MemoryNode, Relation, ScoredMemory
 from ..stats import KEY_FLAG, AtlasStats, collect_stats
-from .capacity import EDGE_OVERHEAD, NODE_OVERHEAD, cleanup_level, node_bytes, prunable, stored_bytes
+from .capacity import EDGE_OVERHEAD, NODE_OVERHEAD, cleanup_level, fact_salience, node_bytes, prunable, stored_bytes
 from .compression import CompressionReport, compress_atlas
 from .contradiction import (
     Contradiction,
@@ -469,6 +470,7 @@ class Lifecycle:
             self.held.pop_oldest()
             used -= before - self._held_bytes()
         candidates: list[tuple[bool, float, float, str, str]] = []
+        episodic = cfg.episodic_value
         for ns in self.engine.backend.namespaces():
             part = self.engine.backend.partition(ns)
             if part is None:
@@ -478,9 +480,12 @@ class Lifecycle:
                     continue
                 degree = part.graph.degree(node.id)
                 weight = effective_weight(node, now=now, turn=part.turn, config=cfg)
+                fact = fact_salience(node.content)
                 value = eviction_value(weight, now - node.last_accessed_at, degree,
-                                       recency_half_life=cfg.recency_half_life)
-                candidates.append((degree > 0, value, node.created_at, node.id, ns))
+                                       recency_half_life=cfg.recency_half_life,
+                                       salience=episodic + (1.0 - episodic) * fact)
+                # isolated small talk and chatter go first; a fact whose neighbours left is not isolated chatter
+                candidates.append((degree > 0 or fact > 0.0, value, node.created_at, node.id, ns))
         evicted = 0
         reason = f"capacity {cfg.max_nodes}" if over_nodes else f"max_bytes {cfg.max_bytes}"
         for _, value, _, node_id, ns in sorted(candidates):

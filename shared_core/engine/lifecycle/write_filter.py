@@ -71,7 +71,22 @@ SMALL_TALK = _set("hi hello hey hiya yo ok okay k kk thanks thank thx ty you u c
                   "sure yes yeah yep no nope bye goodbye cya lol haha hmm um uh oh ah good morning "
                   "evening night afternoon sounds fine alright right got it welcome cheers np problem "
                   "see later wow oops please too very so much the a and how are is it going what's whats "
-                  "up doing am i me think guess maybe")
+                  "up doing am i me think guess maybe "
+                  # conversation about the conversation: reactions, repair, pacing, chit-chat
+                  "i'm i'll i've it's that's let's you're there's that this these those there here what "
+                  "do does did can could would will shall be was were been to of for in on at with about "
+                  "again more less simply shorter longer repeat explain mean say said tell go on carry "
+                  "continue move next back one sec second minute moment hang wait check try really "
+                  "true exactly indeed interesting idea point fair enough makes sense helpful help "
+                  "helps appreciate asking question questions answer thoughts any anything else all "
+                  "everything nothing never mind anyway whatever either works up not sure same too "
+                  "well done quick quickly amazing love lovely perfect funny wild crazy way plan "
+                  "like just still only now then ever bad sorry my your all good enough for today "
+                  "last message typo ignore that's testing hello again quick weather hot cold day "
+                  "long ugh huh happy weekend new slept sleep how's where's who's table list format")
+#: the turn speaks of the user: in the first person, or as a memory agent notes it ("User owns a dog")
+_SELF = re.compile(r"(?:^|[.!?;,]\s*|\band\s+)(?:i|i'm|i've|i'd|i'll|we|we're|we've|my|our|user|user's|"
+                   r"the user|the user's)\b(?!\s*\?)", re.I)
 _REMEMBER = re.compile(r"\b(remember|don'?t forget|do not forget|note that|keep in mind|make a note|"
                        r"never forget|important)\b", re.I)
 
@@ -89,6 +104,7 @@ class Salience:
     entity: bool
     remember: bool
     small_talk: bool
+    personal: bool = False
 
 
 def _words(text: str) -> list[str]:
@@ -128,6 +144,7 @@ def salience(text: str) -> Salience:
         entity=entity,
         remember=bool(_REMEMBER.search(text)),
         small_talk=bool(bare) and bare <= SMALL_TALK,
+        personal=bool(_SELF.search(stripped.replace("’", "'"))) and not question,
     )
 
 
@@ -135,17 +152,19 @@ def importance_score(text: str) -> float:
     """How worth remembering a turn is, in [0, 1], from its text alone.
 
     ``1`` for an explicit request ("remember ...", "don't forget ..."); ``0`` for small talk
-    only ("ok thanks", "hi!") or no words; otherwise
+    only (every word a greeting, reaction or word about the conversation itself: "ok thanks",
+    "hi!", "could you repeat that?") or no words; otherwise
     ``min(1, 0.1 + 0.3 q + 0.3 a + 0.3 p + 0.2 n + 0.2 d + 0.2 e + 0.1 l)`` with ``q`` a
-    question, ``a`` an action or decision, ``p`` a preference or personal fact, ``n`` a number,
-    ``d`` a date or time, ``e`` a named entity and ``l`` a long turn (12 words or more).
+    question, ``a`` an action or decision, ``p`` a preference or a statement about the user
+    (first person, or "User ..." as an agent notes it), ``n`` a number, ``d`` a date or time,
+    ``e`` a named entity and ``l`` a long turn (12 words or more).
 
     >>> importance_score("sounds good")
     0.0
-    >>> importance_score("the weather is nice")
-    0.1
-    >>> importance_score("I love jazz")
-    0.4
+    >>> importance_score("the weather is nice"), importance_score("the garden is nice")
+    (0.0, 0.1)
+    >>> importance_score("I love jazz"), importance_score("User owns a dog")
+    (0.4, 0.4)
     >>> importance_score("We decided to fly to Lisbon on June 12")
     1.0
     """
@@ -154,7 +173,7 @@ def importance_score(text: str) -> float:
         return 1.0
     if s.words == 0 or s.small_talk:
         return 0.0
-    score = (0.1 + 0.3 * s.question + 0.3 * s.action + 0.3 * s.preference + 0.2 * s.number
+    score = (0.1 + 0.3 * s.question + 0.3 * s.action + 0.3 * (s.preference or s.personal) + 0.2 * s.number
              + 0.2 * s.date + 0.2 * s.entity + 0.1 * (s.words >= 12))
     return round(min(1.0, score), 6)
 
