@@ -28,6 +28,7 @@ import numpy as np
 
 from ...formulas.scoring import spread_max
 from ...values.model import Relation
+from ...values.relations import RELATION_CODES
 from ..contract import CandidateQuery, Candidates, Predicate, Vector, WalkSpec
 from ..terms import query_terms
 from . import cypher as q
@@ -57,6 +58,19 @@ __all__ = ["gather", "order_edges", "walk"]
 
 _RELATIONS = tuple(Relation)
 _INDEX = {r.value.upper(): i for i, r in enumerate(_RELATIONS)}
+_RELATED = _INDEX[Relation.RELATED_TO.value.upper()]
+
+
+def _code(kind: str, known: int) -> int:
+    """The relation code of an edge type read from the server; a custom relation (one this
+    process has not registered, or registered after the walk's factors were built) is walked as
+    ``related_to`` is, as in process."""
+    code = _INDEX.get(kind)
+    if code is None:
+        code = RELATION_CODES.get(kind.lower(), _RELATED)
+    return code if code < known else _RELATED
+
+
 _CHUNK = 32  # nodes read at once when admission runs past what was read ahead
 _HEADS = 8  # nodes read with a path's hits beyond the k it keeps (room for inadmissible ones)
 
@@ -205,7 +219,7 @@ def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkabl
             weighted = []
             act = seeds.get(node_id, 1.0)
             for other, kind, strength, _, _ in order_edges(node_id, edges):
-                factor = factors[_INDEX[kind]]
+                factor = factors[_code(kind, len(factors))]
                 if factor is not None:
                     w = min(1.0, strength) * factor
                     weighted.append((other, w))
