@@ -32,6 +32,13 @@ FIRST_CONTACT = 3.0  # seconds of retries for the first connection
 _SCHEMES = ("falkordb", "falkor", "redis")
 
 
+
+INDEX_WAIT = 1.0  # seconds a read waits for a vector index that refuses a valid query (see `Connection.run`)
+
+
+def _index_not_ready(message: str) -> bool:
+    return "Invalid arguments for procedure 'db.idx.vector.queryNodes'" in message
+
 class Literal(str):
     """A query parameter already written as Cypher (a vector literal), passed through verbatim."""
 
@@ -282,7 +289,23 @@ class Connection:
     def run(self, key: str, query: str, params: Mapping[str, Any] | None = None, *,
             write: bool = False) -> list[list[Any]]:
         """Run one Cypher statement on graph ``key``; returns the rows. A read of a graph that does
-        not exist gives no rows. After a write, ``namespace_ttl`` is applied again (same round trip)."""
+        not exist gives no rows. After a write, ``namespace_ttl`` is applied again (same round trip).
+
+        A read refused with "Invalid arguments for procedure 'db.idx.vector.queryNodes'" is tried
+        again for up to `INDEX_WAIT` seconds: the server has been seen (rarely, right after a
+        graph's indexes were made) to refuse a valid vector query once and answer it next."""
+        waited = 0.0
+        while True:
+            try:
+                return self._run_once(key, query, params, write=write)
+            except BackendError as exc:
+                if write or waited >= INDEX_WAIT or not _index_not_ready(str(exc)):
+                    raise
+                time.sleep(0.05)
+                waited += 0.05
+
+    def _run_once(self, key: str, query: str, params: Mapping[str, Any] | None, *,
+                  write: bool) -> list[list[Any]]:
         command = ["GRAPH.QUERY" if write else "GRAPH.RO_QUERY", key, _params_header(params or {}) + query,
                    "--compact"]
         ttl = self.settings.namespace_ttl
@@ -307,7 +330,8 @@ class Connection:
                 raise BackendError(f"FalkorDB at {self.settings.url} refused a query: {item}")
         return _rows(response)
 
-    def run_many(self, key: str, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[list[Any]]]:
+    def run_many(self, key: str, statements: Sequence[tuple[str, Mapping[str, Any]]], *,
+                 retried: bool = False) -> list[list[list[Any]]]:
         """Several read-only statements on graph ``key`` in one round trip (a pipeline); the rows
         of each. A graph that does not exist gives no rows."""
         commands = [["GRAPH.RO_QUERY", key, _params_header(params) + query, "--compact"]
@@ -326,6 +350,9 @@ class Connection:
                 if "empty key" in str(response):
                     out.append([])
                     continue
+                if _index_not_ready(str(response)) and not retried:
+                    time.sleep(INDEX_WAIT / 4)  # see `run`: asked again once, as a whole
+                    return self.run_many(key, statements, retried=True)
                 raise BackendError(f"FalkorDB at {self.settings.url} refused a query: {response}")
             out.append(_rows(response))
         return out
