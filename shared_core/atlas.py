@@ -24,7 +24,7 @@ from .engine import writes
 from .engine.context import STYLES, build_context_block, summaries_beside_sources
 from .engine.events import AtlasEvent, EventLog
 from .engine.lifecycle.compression import CompressionReport
-from .engine.lifecycle.maintenance import MaintenanceReport, maintain, summarize_session
+from .engine.lifecycle.maintenance import MaintenanceReport, MaintenanceTimer, maintain, summarize_session
 from .engine.lifecycle.manager import AtlasStats, Lifecycle
 from .engine.recall import RecallRequest, recall
 from .engine.state import EngineState
@@ -89,6 +89,8 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews, Relations):
         if reopened is not None and self._where:  # memories reopened from a durable backend: expiries, bytes
             held = partial(node_from_record, kinds=frozenset({"working"}))
             self._life.restore(reopened, held)
+        every = None if given is None else given.maintenance_interval()
+        self._maintenance = None if every is None else MaintenanceTimer(self.maintain, every=every)
 
     # -- plumbing: the engine's state (`shared_core.engine.state.EngineState`) ------------------
     @property
@@ -676,7 +678,10 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews, Relations):
             backend.flush()
 
     def close(self) -> None:
-        """Flush and release the backend (a durable backend's directory); a no-op in process."""
+        """Stop the maintenance timer (if the backend asked for one), flush and release the
+        backend (a durable backend's directory); a no-op in process."""
+        if self._maintenance is not None:
+            self._maintenance.close()
         backend = self._state.made_backend
         if backend is not None:
             backend.close()

@@ -174,6 +174,9 @@ class BackendBase:
     def lifecycle_state(self) -> dict[str, Any] | None:
         return None
 
+    def maintenance_interval(self) -> float | None:
+        return None
+
     def flush(self) -> None:
         return None
 

@@ -350,6 +350,11 @@ class Backend(Protocol):
         """The lifecycle bookkeeping a durable backend reopened with its memories (the form of
         ``Lifecycle.state``), or None: nothing to restore."""
 
+    def maintenance_interval(self) -> float | None:
+        """Seconds between the maintenance runs (`ElasticMemoryAtlas.maintain`: expiry, clean-up,
+        caps, compression) the atlas schedules itself for this backend, or None: the app or a
+        server process runs them (the durable local store asks for a timer)."""
+
     def flush(self) -> None:
         """Wait until every write so far is durable (a no-op for a backend that is not)."""
 

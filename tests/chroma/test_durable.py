@@ -22,7 +22,7 @@ import pytest
 from shared_core import ElasticMemoryAtlas, HashingEmbedder, ManualClock
 from shared_core.engine.persistence import _snapshot
 from shared_core.store.chroma import ChromaBackend, collection_name
-from shared_core.values.errors import BackendError, CorruptFileError
+from shared_core.values.errors import BackendError, CorruptFileError, InvalidInputError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -321,3 +321,24 @@ def test_a_write_that_cannot_be_recorded_is_undone(tmp_path: Path, clock: Manual
     assert sorted(n.content for n in again.memories(namespace="alice")) == ["after", "kept"]
     assert again.get(kept.id).content == "kept"
     again.close()
+
+
+def test_an_idle_durable_atlas_runs_maintenance_on_its_own_timer(tmp_path: Path, clock: ManualClock) -> None:
+    backend = ChromaBackend(tmp_path / "mem", durability="sync", maintain_every=0.02)
+    atlas = ElasticMemoryAtlas(embedder=HashingEmbedder(dim=32), clock=clock, backend=backend)
+    short = atlas.add_memory("a short-lived note", namespace="alice", ttl=60)
+    atlas.add_memory("a lasting note", namespace="alice")
+    clock.advance(120)  # nothing is written after this: only the timer can expire the note
+    deadline = time.monotonic() + 10
+    while short.id in atlas.backend.directory() and time.monotonic() < deadline:  # type: ignore[attr-defined]
+        time.sleep(0.02)
+    assert short.id not in atlas.backend.directory()  # type: ignore[attr-defined]
+    atlas.close()
+    assert atlas._maintenance is not None and atlas._maintenance.runs >= 1
+    runs = atlas._maintenance.runs
+    time.sleep(0.1)
+    assert atlas._maintenance.runs == runs  # closed: the timer stopped
+    assert ChromaBackend.from_url("chroma:x?maintain_every=off").maintenance_interval() is None
+    assert ChromaBackend(tmp_path / "other").maintenance_interval() == 600.0
+    with pytest.raises(InvalidInputError):
+        ChromaBackend(tmp_path / "bad", maintain_every=0)

@@ -118,7 +118,7 @@ class ChromaBackend(InProcessBackend):
 
     def __init__(self, path: str | os.PathLike[str], *, durability: Durability = "default",
                  flush_interval: float = 0.1, checkpoint_bytes: int = 64 << 20, dim: int | None = None,
-                 config: AtlasConfig | None = None) -> None:
+                 config: AtlasConfig | None = None, maintain_every: float | None = 600.0) -> None:
         if not isinstance(path, (str, os.PathLike)) or not str(path):
             raise InvalidInputError(f"path must be a non-empty str or os.PathLike, got {path!r}")
         if durability not in ("default", "sync"):
@@ -128,6 +128,10 @@ class ChromaBackend(InProcessBackend):
             raise InvalidInputError(f"flush_interval must be seconds in (0, 60], got {flush_interval!r}")
         if isinstance(checkpoint_bytes, bool) or not isinstance(checkpoint_bytes, int) or checkpoint_bytes < 1:
             raise InvalidInputError(f"checkpoint_bytes must be a positive int, got {checkpoint_bytes!r}")
+        if maintain_every is not None and (isinstance(maintain_every, bool) or not isinstance(
+                maintain_every, (int, float)) or not 0 < maintain_every < float("inf")):
+            raise InvalidInputError(f"maintain_every must be None or seconds > 0, got {maintain_every!r}")
+        self.maintain_every = None if maintain_every is None else float(maintain_every)
         self.path = Path(path).expanduser().absolute()
         self.durability: Durability = durability
         self.flush_interval = float(flush_interval)
@@ -179,12 +183,20 @@ class ChromaBackend(InProcessBackend):
                     options[key] = float(value)
                 elif key == "checkpoint_bytes":
                     options[key] = int(value)
+                elif key == "maintain_every":
+                    options[key] = None if value.lower() in ("", "none", "off") else float(value)
                 else:
                     raise InvalidInputError(f"unknown option {key!r} in {url!r} (durability, flush_interval, "
-                                            "checkpoint_bytes)")
+                                            "checkpoint_bytes, maintain_every)")
             except ValueError:
                 raise InvalidInputError(f"bad value {value!r} for {key!r} in {url!r}") from None
         return cls(path, **options)
+
+    def maintenance_interval(self) -> float | None:
+        """``maintain_every``: an app on the durable store has no server process to run
+        `ElasticMemoryAtlas.maintain` (expiry, clean-up, caps, compression), so the atlas runs it
+        on this timer (None: the app calls it)."""
+        return self.maintain_every
 
     # -- opening --------------------------------------------------------------------------------
     def attach(self, *, dim: int, config: AtlasConfig | None) -> CommitLock:
