@@ -175,9 +175,8 @@ def _jsonable(value: object) -> Any:
 # -- load ----------------------------------------------------------------------------------------
 def unpack_limit(file_size: int) -> int:
     """The most bytes a save file of ``file_size`` bytes may unpack to: 32 MiB plus 100 times its
-    size. A save unpacks to about 7 times its size (JSON deflates about 6 times, a hashing
-    embedder's sparse vectors up to 50 times, dense model vectors hardly); a zip bomb to about
-    1,000 times. ``load(..., max_unpacked=n)`` sets another limit.
+    size: well above what a real save unpacks to, far below what a zip bomb does.
+    ``load(..., max_unpacked=n)`` sets another limit.
 
     >>> unpack_limit(1_000_000) // 2**20
     127

@@ -1,7 +1,7 @@
 """The `TokenCounter` seam and the default exact, offline cl100k_base counter.
 
 tiktoken downloads its encoding files at first use, which fails with no network. This package
-ships the ``cl100k_base.tiktoken`` file itself (gzip, 0.8 MB, in ``shared_core/_data``; MIT, see
+ships the ``cl100k_base.tiktoken`` file itself (gzipped, in ``shared_core/_data``; MIT, see
 its NOTICE.md); we read it, check its sha256 against the hash tiktoken itself pins, and build the
 `tiktoken.Encoding` from it, so counts are exactly tiktoken's and nothing is fetched.
 """

@@ -51,7 +51,7 @@ class IntLists:
         self.lengths: array[int] = array("i")  # slot -> list length (0: no block)
         self.classes: array[int] = array("b")  # slot -> capacity class of its block (-1: none)
         # class -> free block starts; a class's list is made when a block of it is first freed
-        # (all 48 up front took 3 KB a store: most of an empty namespace's graph)
+        # (not all up front: an empty namespace must cost what it holds)
         self._free: list[array[int]] = [array("i")]
 
     def add_slots(self, count: int) -> None:
