@@ -19,10 +19,9 @@ import pytest
 pytestmark = pytest.mark.install
 
 ROOT = Path(__file__).resolve().parents[1]
-# The core install measured 346 MB (33 packages, pip and setuptools included) when this test was
-# written; it was 420 MB with bpe-openai. The issue's aim is 300 MB: the embedder's `tokenizers`
-# (12 MB) requires huggingface_hub and its dependencies (31 MB more), which the core never calls.
-CORE_CEILING_MB = 360
+# The issue's aim for the core install (pip and setuptools included): 300 MB. faiss (66 MB) is the
+# optional "ann" extra; the README gives the measured figure.
+CORE_CEILING_MB = 300
 
 SMOKE = textwrap.dedent("""
     import importlib.metadata as md, importlib.util, json, sys
@@ -77,7 +76,7 @@ def test_the_wheel_installs_and_runs_in_a_fresh_venv_outside_the_repository(tmp_
     assert Path(result["file"]).resolve().is_relative_to(venv.resolve())  # the installed copy, not the checkout
     assert result["hit"] == "Alice prefers oat milk" and 0 < result["tokens"] <= 50 and result["count"] == 2
     assert result["bpe_openai"] is False  # the cl100k table ships inside shared_core
-    assert not {"langchain-core", "llama-index-core", "mcp", "chromadb"} & set(result["packages"])
+    assert not {"langchain-core", "llama-index-core", "mcp", "chromadb", "faiss-cpu"} & set(result["packages"])
     size = _site_packages_mb(venv)
     print(f"core install: {size} MB in {len(result['packages'])} packages")
     assert size <= CORE_CEILING_MB, f"the core install grew to {size} MB (ceiling {CORE_CEILING_MB} MB)"

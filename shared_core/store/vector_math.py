@@ -143,7 +143,7 @@ def _inner_products() -> Any:
     if not _KERNEL:
         try:
             import faiss
-        except ImportError:  # pragma: no cover - faiss is a dependency; numpy still works
+        except ImportError:  # faiss is the optional "ann" extra; numpy does the same product
             _KERNEL.append(None)
         else:
             module: Any = faiss  # untyped SWIG bindings

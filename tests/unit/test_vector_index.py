@@ -244,3 +244,22 @@ def test_normalize_rows_of_one_row_is_that_row_of_a_matrix() -> None:
                          (np.r_[np.inf, np.ones(383)], "NaN or infinite")):
         with pytest.raises(InvalidEmbeddingError, match=message):
             normalize_rows(bad, dim=384)
+
+
+def test_without_faiss_the_tiered_index_stays_exact_and_says_how_to_install_it(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    # faiss is the optional "ann" extra: a core install must search exactly past the threshold.
+    monkeypatch.setitem(__import__("sys").modules, "faiss", None)  # `import faiss` raises ImportError
+    monkeypatch.setattr(TieredVectorIndex, "_warned", False)
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((200, DIM)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    index = TieredVectorIndex(DIM, threshold=64)
+    with caplog.at_level("WARNING"):
+        index.add([f"m{i}" for i in range(200)], vectors)
+    assert not index.approximate and len(index) == 200
+    assert any("[ann]" in record.getMessage() for record in caplog.records)
+    hits = index.search(vectors[123], 3)
+    assert hits[0][0] == "m123"
+    exact = np.argsort(-(vectors @ vectors[123]))[:3]
+    assert [i for i, _ in hits] == [f"m{j}" for j in exact]

@@ -44,8 +44,8 @@ def faiss_module() -> Any:
         import faiss
     except ImportError as exc:
         raise MissingDependencyError(
-            "the approximate vector index needs faiss: pip install faiss-cpu "
-            "(a dependency of elastic-atlas; reinstall it)") from exc
+            "the approximate vector index needs faiss: install the 'ann' extra "
+            "(pip install \".[ann]\" from a checkout, or pip install faiss-cpu)") from exc
     faiss.omp_set_num_threads(1)
     return faiss
 

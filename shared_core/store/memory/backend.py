@@ -215,7 +215,7 @@ class TieredVectorIndex(VectorIndexBase):
         if not ann_available():
             if not TieredVectorIndex._warned:
                 logger.warning("faiss is not installed: vector search stays exact past %d memories "
-                               "(pip install faiss-cpu)", self.threshold)
+                               "(install the 'ann' extra: pip install \".[ann]\")", self.threshold)
                 TieredVectorIndex._warned = True
             self.threshold = None
             return
