@@ -161,9 +161,13 @@ class PartitionBase:
 
 class BackendBase:
     """Defaults of `Backend.directory` (the backend keeps none), `Backend.attach` (no lock of its
-    own), `Backend.lifecycle_state` (nothing to restore), `flush` and `close` (nothing to do)."""
+    own), `Backend.lifecycle_state` (nothing to restore), `keeps_partitions_in_process` (no:
+    another process may share them), `flush` and `close` (nothing to do)."""
 
     __slots__ = ()
+
+    def keeps_partitions_in_process(self) -> bool:
+        return False
 
     def directory(self) -> MutableMapping[str, str] | None:
         return None

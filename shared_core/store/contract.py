@@ -336,6 +336,11 @@ class Backend(Protocol):
 
     def drop(self, namespace: str) -> None: ...
 
+    def keeps_partitions_in_process(self) -> bool:
+        """Whether every partition lives in this process alone (no other process writes to it):
+        the engine then drops a namespace's partition when it empties and counts the
+        partition's own objects towards ``max_bytes``. False for a server shared by processes."""
+
     def directory(self) -> MutableMapping[str, str] | None:
         """Memory id -> namespace kept by the backend (a server shared by processes), or None:
         the engine keeps its own."""

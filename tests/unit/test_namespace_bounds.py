@@ -20,7 +20,7 @@ from shared_core import (
     NamespaceLimitError,
 )
 from shared_core.engine.lifecycle.capacity import PARTITION_OVERHEAD
-from shared_core.store.memory.backend import TieredVectorIndex
+from shared_core.store.memory.backend import InProcessBackend, TieredVectorIndex
 
 from .test_lifecycle_caps import _accounted
 
@@ -66,6 +66,22 @@ def test_forgetting_every_memory_drops_the_namespace(make_atlas: Build) -> None:
     again = atlas.add_memory("alice is back", namespace="alice", session_id="s")  # a new, working partition
     assert [h.node.id for h in atlas.retrieve("alice back", namespace="alice")] == [again.id]
     assert atlas.stats().bytes_used == _accounted(atlas)
+
+
+def test_a_backend_that_shares_its_partitions_keeps_an_emptied_namespace(clock: ManualClock) -> None:
+    """The engine asks the backend (`keeps_partitions_in_process`): a server's namespace may be
+    written by another process, so it is never dropped from here, nor charged the in-process cost."""
+
+    class Shared(InProcessBackend):
+        def keeps_partitions_in_process(self) -> bool:
+            return False
+
+    atlas = ElasticMemoryAtlas(embedder=HashingEmbedder(dim=384), clock=clock,
+                               backend=Shared(dim=384, config=AtlasConfig()))
+    node = atlas.add_memory("Alice likes tea", namespace="alice")
+    assert atlas.stats(namespace="alice").bytes_used < PARTITION_OVERHEAD
+    atlas.forget(node.id)
+    assert atlas.backend.partition("alice") is not None and list(atlas.backend.namespaces()) == ["alice"]
 
 
 def test_every_way_of_emptying_a_namespace_drops_it(make_atlas: Build, clock: ManualClock) -> None:

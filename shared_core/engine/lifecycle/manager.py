@@ -45,7 +45,7 @@ from .contradiction import (
     HeuristicContradictionDetector,
     LLMContradictionDetector,
 )
-from .namespaces import NamespaceBook, partition_extra
+from .namespaces import NamespaceBook
 from .summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from .write_filter import HeuristicWriteFilter, WorkingBuffer, WriteFilter
 
@@ -502,7 +502,7 @@ class Lifecycle:
             used -= self.size(owner, victim) - row + owner.graph.degree(node_id) * EDGE_OVERHEAD
             self.remove(owner, victim, kind="evict", reason=f"{reason}; value {value:.3f}")
             if owner.graph.node_count() == 0:  # dropped once the write is settled (`drop_empty`)
-                used -= partition_extra(owner)
+                used -= self.namespaces.extra_of(owner)
             evicted += 1
         if cfg.max_bytes is not None and used > cfg.max_bytes and not self._warned_full:
             self._warned_full = True
@@ -522,7 +522,8 @@ class Lifecycle:
             used, held = self.bytes_used(), len(self.held)
         else:
             part = self.engine.backend.partition(namespace)
-            used = 0 if part is None else sum(self.size(part, n) for n in part.graph.nodes()) + partition_extra(part)
+            used = 0 if part is None else (sum(self.size(part, n) for n in part.graph.nodes())
+                                           + self.namespaces.extra_of(part))
             held = sum(n.namespace == namespace for n in self.held)
         return collect_stats(self.engine, namespace, bytes_used=used, held=held, max_bytes=self.engine.config.max_bytes)
 

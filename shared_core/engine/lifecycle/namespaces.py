@@ -5,7 +5,8 @@ Three jobs, all called under the atlas's lock:
 
 - **bytes besides the memories.** A partition's edges (`shared_core.engine.lifecycle.capacity.EDGE_OVERHEAD`
   each), its vector index's spare or missing bytes (`partition_extra`) and, in process, the
-  partition's own objects (`shared_core.engine.lifecycle.capacity.PARTITION_OVERHEAD`). Summing them over every
+  partition's own objects (`shared_core.engine.lifecycle.capacity.PARTITION_OVERHEAD`, when
+  `Backend.keeps_partitions_in_process`). Summing them over every
   namespace on each write made a write's cost grow with the number of namespaces, so each
   namespace's figure is cached and recomputed only for the namespaces a write, a removal or a
   link has touched (`touch`), plus a full recount after as many writes as there are namespaces
@@ -16,8 +17,8 @@ Three jobs, all called under the atlas's lock:
   The atlas's lock covers both the drop and every write, so a write never lands in a dropped
   partition: it either finds the partition before the drop (and the drop then finds it not
   empty) or creates a new one after it. Only backends that keep their partitions in this
-  process drop them (`InProcessBackend`): a server's namespace may be shared with other
-  processes, which could be writing to it.
+  process drop them (`Backend.keeps_partitions_in_process`): a server's namespace may be
+  shared with other processes, which could be writing to it.
 - **the namespace limit** (`AtlasConfig.max_namespaces`): `check_limit` refuses a write that
   would bring the namespaces holding memories past it, before anything is stored.
 
@@ -38,7 +39,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from ...store.memory.backend import InProcessBackend, InProcessPartition
 from ...values.errors import NamespaceLimitError
 from .capacity import EDGE_OVERHEAD, PARTITION_OVERHEAD
 
@@ -48,12 +48,12 @@ if TYPE_CHECKING:
 __all__ = ["NamespaceBook", "partition_extra"]
 
 
-def partition_extra(part: Partition) -> int:
+def partition_extra(part: Partition, *, in_process: bool) -> int:
     """A partition's bytes besides its memories' own: its edges, its vector index's bytes beyond
-    (or, negative, short of) its rows as each memory counts them, and, in process, the partition's
-    own objects."""
+    (or, negative, short of) its rows as each memory counts them, and, ``in_process`` (the
+    backend keeps its partitions in this process), the partition's own objects."""
     extra = part.graph.edge_count() * EDGE_OVERHEAD + _vector_slack(part)
-    return extra + PARTITION_OVERHEAD if isinstance(part, InProcessPartition) else extra
+    return extra + PARTITION_OVERHEAD if in_process else extra
 
 
 class NamespaceBook:
@@ -69,6 +69,10 @@ class NamespaceBook:
         self._stale: set[str] | None = None  # namespaces to recount (None: all)
         self._since_full = 0
         self._emptied: set[str] = set()
+
+    def extra_of(self, part: Partition) -> int:
+        """`partition_extra` of ``part``, a partition of the atlas's backend."""
+        return partition_extra(part, in_process=self._backend().keeps_partitions_in_process())
 
     def touch(self, namespaces: Iterable[str]) -> None:
         """Recount these namespaces' extra bytes at the next `extra_bytes`."""
@@ -94,7 +98,7 @@ class NamespaceBook:
             names = self._stale
         for ns in list(names):
             part = backend.partition(ns)
-            new = 0 if part is None else partition_extra(part)
+            new = 0 if part is None else partition_extra(part, in_process=backend.keeps_partitions_in_process())
             old = self._extra.pop(ns, 0)
             if part is not None:
                 self._extra[ns] = new
@@ -115,7 +119,7 @@ class NamespaceBook:
         if not marked:
             return []
         backend = self._backend()
-        if not isinstance(backend, InProcessBackend):
+        if not backend.keeps_partitions_in_process():
             return []
         dropped = []
         for ns in marked:

@@ -257,6 +257,9 @@ class InProcessBackend(BackendBase):
         """Memory id -> namespace over this backend's partitions (`Directory`)."""
         return Directory(lambda: self)
 
+    def keeps_partitions_in_process(self) -> bool:
+        return True
+
     def drop(self, namespace: str) -> None:
         part = self._partitions.pop(namespace, None)
         if part is not None:
