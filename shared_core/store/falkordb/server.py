@@ -159,12 +159,16 @@ def start_cluster(directory: str | os.PathLike[str], *, masters: int = 3, replic
     """Start ``masters`` servers and ``replicas`` replicas of each on 127.0.0.1 in cluster mode
     (data of node i in ``directory/node<i>``, which must not hold a former cluster's), and form
     the cluster with ``CLUSTER MEET``, ``CLUSTER ADDSLOTSRANGE`` (the 16,384 slots split evenly)
-    and ``CLUSTER REPLICATE``.
+    and ``CLUSTER REPLICATE``; return once every slot is served and every replica has finished
+    its first sync (``master_link_status:up``).
 
-    ``node_timeout_ms`` is the cluster's ``cluster-node-timeout`` (after which Redis Cluster
-    considers a silent master failed and may promote its replica; the tests do not cover failover).
-    Raises `BackendError` if the cluster is not serving every slot within ``wait`` seconds (the
-    servers started are stopped again).
+    ``node_timeout_ms`` is the cluster's ``cluster-node-timeout``: a master silent that long is
+    marked failed and its replica promoted about a second later
+    (``tests/falkordb/test_failover.py``). A replica that never finished a sync is never
+    promoted (Redis refuses: "Disconnected from master for longer than allowed"), hence the wait
+    for it; the first sync starts at once (``repl-diskless-sync-delay 0``, not Redis's 5 s).
+    Raises `BackendError` if the cluster is not ready within ``wait`` seconds (the servers
+    started are stopped again).
     """
     import redis
 
@@ -182,7 +186,7 @@ def start_cluster(directory: str | os.PathLike[str], *, masters: int = 3, replic
             started.append(start_server(node, port=_cluster_port(), appendfsync=appendfsync, daemonize=daemonize,
                                         wait=wait, extra=[
                 "--cluster-enabled", "yes", "--cluster-config-file", str(node / "nodes.conf"),
-                "--cluster-node-timeout", str(int(node_timeout_ms))]))
+                "--cluster-node-timeout", str(int(node_timeout_ms)), "--repl-diskless-sync-delay", "0"]))
         clients: list[Any] = [redis.Redis(host="127.0.0.1", port=s.port, decode_responses=True) for s in started]
         for client in clients[1:]:
             client.execute_command("CLUSTER MEET", "127.0.0.1", started[0].port)
@@ -199,6 +203,8 @@ def start_cluster(directory: str | os.PathLike[str], *, masters: int = 3, replic
         while not all(c.execute_command("CLUSTER INFO").get("cluster_state") == "ok" for c in clients) or \
                 sum(_role(c) == "slave" for c in clients) < len(clients) - masters:
             _waited(deadline, "the cluster to serve every slot")
+        while not all(c.info("replication").get("master_link_status") == "up" for c in clients[masters:]):
+            _waited(deadline, "every replica's first sync")
         for client in clients:
             client.close()
         return LocalCluster(started[:masters], started[masters:])
