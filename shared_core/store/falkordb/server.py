@@ -138,6 +138,8 @@ class LocalCluster:
 
     masters: list[LocalServer]
     replicas: list[LocalServer] = field(default_factory=list)
+    node_timeout_ms: int = 2000
+    appendfsync: str = "everysec"
 
     @property
     def url(self) -> str:
@@ -151,6 +153,18 @@ class LocalCluster:
     def stop(self, *, kill: bool = False) -> None:
         for server in self.servers:
             server.stop(kill=kill)
+
+    def restart(self, server: LocalServer) -> LocalServer:
+        """Start a stopped node again on its port with its data and cluster configuration: it
+        rejoins the cluster (a master whose slots a replica took over comes back as that
+        replica's replica). The returned server replaces ``server`` in `masters` or `replicas`."""
+        node = start_server(server.directory, port=server.port, appendfsync=self.appendfsync,
+                            daemonize=server.process is None, extra=_node_args(server.directory, self.node_timeout_ms))
+        for group in (self.masters, self.replicas):
+            for i, known in enumerate(group):
+                if known is server:
+                    group[i] = node
+        return node
 
 
 def start_cluster(directory: str | os.PathLike[str], *, masters: int = 3, replicas: int = 1,
@@ -184,9 +198,7 @@ def start_cluster(directory: str | os.PathLike[str], *, masters: int = 3, replic
             node.mkdir(parents=True, exist_ok=True)
             (node / "nodes.conf").unlink(missing_ok=True)
             started.append(start_server(node, port=_cluster_port(), appendfsync=appendfsync, daemonize=daemonize,
-                                        wait=wait, extra=[
-                "--cluster-enabled", "yes", "--cluster-config-file", str(node / "nodes.conf"),
-                "--cluster-node-timeout", str(int(node_timeout_ms)), "--repl-diskless-sync-delay", "0"]))
+                                        wait=wait, extra=_node_args(node, node_timeout_ms)))
         clients: list[Any] = [redis.Redis(host="127.0.0.1", port=s.port, decode_responses=True) for s in started]
         for client in clients[1:]:
             client.execute_command("CLUSTER MEET", "127.0.0.1", started[0].port)
@@ -207,11 +219,17 @@ def start_cluster(directory: str | os.PathLike[str], *, masters: int = 3, replic
             _waited(deadline, "every replica's first sync")
         for client in clients:
             client.close()
-        return LocalCluster(started[:masters], started[masters:])
+        return LocalCluster(started[:masters], started[masters:], node_timeout_ms=int(node_timeout_ms),
+                            appendfsync=appendfsync)
     except BaseException:
         for server in started:
             server.stop(kill=True)
         raise
+
+
+def _node_args(node: Path, node_timeout_ms: int) -> list[str]:
+    return ["--cluster-enabled", "yes", "--cluster-config-file", str(node / "nodes.conf"),
+            "--cluster-node-timeout", str(int(node_timeout_ms)), "--repl-diskless-sync-delay", "0"]
 
 
 def _cluster_port() -> int:
