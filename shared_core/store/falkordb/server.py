@@ -173,8 +173,8 @@ def start_cluster(directory: str | os.PathLike[str], *, masters: int = 3, replic
     """Start ``masters`` servers and ``replicas`` replicas of each on 127.0.0.1 in cluster mode
     (data of node i in ``directory/node<i>``, which must not hold a former cluster's), and form
     the cluster with ``CLUSTER MEET``, ``CLUSTER ADDSLOTSRANGE`` (the 16,384 slots split evenly)
-    and ``CLUSTER REPLICATE``; return once every slot is served and every replica has finished
-    its first sync (``master_link_status:up``).
+    and ``CLUSTER REPLICATE``; return once every slot is served, every replica has finished its
+    first sync (``master_link_status:up``) and every node lists every replica.
 
     ``node_timeout_ms`` is the cluster's ``cluster-node-timeout``: a master silent that long is
     marked failed and its replica promoted about a second later
@@ -215,8 +215,9 @@ def start_cluster(directory: str | os.PathLike[str], *, masters: int = 3, replic
         while not all(c.execute_command("CLUSTER INFO").get("cluster_state") == "ok" for c in clients) or \
                 sum(_role(c) == "slave" for c in clients) < len(clients) - masters:
             _waited(deadline, "the cluster to serve every slot")
-        while not all(c.info("replication").get("master_link_status") == "up" for c in clients[masters:]):
-            _waited(deadline, "every replica's first sync")
+        while not all(c.info("replication").get("master_link_status") == "up" for c in clients[masters:]) or \
+                not all(_full(c.execute_command("CLUSTER SLOTS"), masters, replicas) for c in clients):
+            _waited(deadline, "every replica's first sync, known to every node")
         for client in clients:
             client.close()
         return LocalCluster(started[:masters], started[masters:], node_timeout_ms=int(node_timeout_ms),
@@ -247,6 +248,12 @@ def _cluster_port() -> int:
             except OSError:
                 continue
     raise BackendError("no free port pair for a cluster node")
+
+
+def _full(slots: Any, masters: int, replicas: int) -> bool:
+    """Whether a ``CLUSTER SLOTS`` reply shows the slots in ``masters`` ranges with ``replicas``
+    replicas each."""
+    return len(slots) == masters and all(len(entry) == 3 + replicas for entry in slots)
 
 
 def _role(client: Any) -> str:
