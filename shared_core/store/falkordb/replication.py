@@ -32,6 +32,7 @@ atlas:alice 0 1
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -98,17 +99,26 @@ def send_and_wait(client: Any, key: str, commands: Sequence[Sequence[Any]], *, c
         replies: list[Any] = pipe.execute(raise_on_error=False)
     except (redis.ConnectionError, redis.TimeoutError):
         if cluster:
-            client.nodes_manager.initialize()
+            _refresh(client)
         raise
     if cluster:
         for reply in replies:
             if isinstance(reply, (MovedError, AskError, ClusterDownError, TryAgainError)):
-                client.nodes_manager.initialize()
+                _refresh(client)
                 raise reply
     if not wanted:
         return replies, None
     confirmed = replies[-1]
     return replies[:-1], confirmed if isinstance(confirmed, int) else 0
+
+
+def _refresh(client: Any) -> None:
+    """Ask the cluster for its map of the slots again (best effort: a node that cannot answer now
+    is asked again at the caller's next attempt)."""
+    from redis.exceptions import RedisClusterException, RedisError
+
+    with contextlib.suppress(RedisError, RedisClusterException):
+        client.nodes_manager.initialize()
 
 
 class ConfirmingLock:
