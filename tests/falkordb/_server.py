@@ -35,7 +35,7 @@ def session_server(tmp: Path) -> Iterator[str]:
 
 def session_cluster(tmp: Path) -> Iterator[str]:
     """A FalkorDB cluster's URL: ``ATLAS_FALKORDB_CLUSTER_URL`` (``make test`` starts one) or one
-    of three masters without replicas started here for the session."""
+    of three masters with a replica each (as ``make test``'s) started here for the session."""
     url = os.environ.get(CLUSTER_ENV)
     if url:
         yield url.split("?")[0]
@@ -43,7 +43,7 @@ def session_cluster(tmp: Path) -> Iterator[str]:
     try:
         from shared_core.store.falkordb.server import start_cluster
 
-        cluster = start_cluster(tmp, masters=3, replicas=0)
+        cluster = start_cluster(tmp, masters=3, replicas=1)
     except MissingDependencyError as exc:  # pragma: no cover - the dev extra installs it
         pytest.skip(f"no FalkorDB server: {exc}")
     try:

@@ -16,7 +16,8 @@ EXPECTED = [
     "HeldInWorkingMemoryError", "MemoryNotFoundError", "UnknownFieldError",
     "MiniLMEmbedder", "MissingDependencyError", "NamespaceLimitError", "NamespaceViolationError",
     "NetworkXGraphStore", "NumpyVectorIndex",
-    "Partition", "Relation", "ScoredMemory", "SystemClock", "TiktokenCounter", "TokenCounter", "VectorIndex",
+    "Partition", "Relation", "ReplicationError", "ScoredMemory", "SystemClock", "TiktokenCounter", "TokenCounter",
+    "VectorIndex",
     "__version__", "as_embedder",
     # the lifecycle's seams and reports
     "CompressionReport", "MaintenanceReport", "Contradiction", "ContradictionDetector", "ExtractiveSummarizer",

@@ -8,16 +8,20 @@ on ``text``; isolation stays structural, as in process: every statement runs on 
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Iterator, MutableMapping
 from typing import Any
 
 from ...values import _validate as check
+from ...values.config import AtlasConfig
 from ...values.errors import BackendError, InvalidInputError
 from ..base import BackendBase
+from ..contract import AtlasLock
 from . import cypher as q
 from .client import Connection, GraphKey, Settings, graph_key, namespace_of, parse_url
 from .partition import FalkorPartition
+from .replication import ConfirmingLock
 
 __all__ = ["FalkorDBBackend"]
 
@@ -30,13 +34,22 @@ class FalkorDBBackend(BackendBase):
 
     ``dim`` is the embedder's dimension (the vector index's). Connecting pings the server, so a
     wrong address or a server without the FalkorDB module fails here, with `BackendError`,
-    within a few seconds.
+    within a few seconds. ``replicas`` and ``replica_timeout``, when given, replace the
+    settings' (the URL's ``?replicas=N&replica_timeout=S``): each atlas call then returns only
+    once N replicas confirmed its writes, else raises `ReplicationError`
+    (`shared_core.store.falkordb.replication`).
     """
 
-    def __init__(self, settings: Settings | None = None, *, dim: int) -> None:
+    def __init__(self, settings: Settings | None = None, *, dim: int, replicas: int | None = None,
+                 replica_timeout: float | None = None) -> None:
         if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
             raise InvalidInputError(f"dim must be a positive int, got {dim!r}")
-        self.settings = settings or Settings()
+        settings = settings or Settings()
+        if replicas is not None:
+            settings = dataclasses.replace(settings, replicas=replicas)
+        if replica_timeout is not None:
+            settings = dataclasses.replace(settings, replica_timeout=replica_timeout)
+        self.settings = settings
         self.dim = dim
         self.conn = Connection(self.settings)
         self._parts: dict[str, FalkorPartition] = {}
@@ -44,9 +57,23 @@ class FalkorDBBackend(BackendBase):
         self.conn.ping()
 
     @classmethod
-    def from_url(cls, url: str, *, dim: int) -> FalkorDBBackend:
-        """``falkordb://[user:password@]host:port[?ttl=S&prefix=P&timeout=S&retry_for=S]``."""
-        return cls(parse_url(url), dim=dim)
+    def from_url(cls, url: str, *, dim: int, replicas: int | None = None,
+                 replica_timeout: float | None = None) -> FalkorDBBackend:
+        """``falkordb://[user:password@]host:port[?ttl=S&prefix=P&timeout=S&retry_for=S&replicas=N&replica_timeout=S]``."""
+        return cls(parse_url(url), dim=dim, replicas=replicas, replica_timeout=replica_timeout)
+
+    def attach(self, *, dim: int, config: AtlasConfig | None) -> AtlasLock | None:
+        """With ``replicas``, the lock that raises `ReplicationError` when an atlas call whose
+        writes too few replicas confirmed ends; otherwise None (a plain lock)."""
+        confirmations = self.conn.confirmations
+        return None if confirmations is None else ConfirmingLock(confirmations)
+
+    def confirm(self) -> None:
+        """Raise `ReplicationError` for this thread's first write since the last check that too
+        few replicas confirmed (the atlas's lock does this after each call; use it after writing
+        through partitions directly). Nothing to do without ``replicas``."""
+        if self.conn.confirmations is not None:
+            self.conn.confirmations.check()
 
     @property
     def url(self) -> str:
@@ -115,7 +142,7 @@ class FalkorDBBackend(BackendBase):
         """Delete a namespace's graph on the server (every process loses it)."""
         with self._lock:
             self._parts.pop(namespace, None)
-        self.conn.command("DEL", self.key(namespace))
+        self.conn.delete(self.key(namespace))
 
     def find(self, node_id: str) -> str | None:
         """The namespace holding a memory id (one indexed lookup per namespace)."""

@@ -24,6 +24,7 @@ import numpy as np
 
 from ...values import _validate as check
 from ...values.errors import BackendError, InvalidInputError, MissingDependencyError
+from .replication import Confirmations, send_and_wait
 
 __all__ = ["Connection", "GraphKey", "Literal", "Settings", "graph_key", "namespace_of", "parse_url"]
 
@@ -51,6 +52,8 @@ class Settings:
 
     ``namespace_ttl`` (seconds) expires a namespace's graph that long after its last write;
     ``prefix`` starts every graph key (``atlas:alice``), so several atlases can share a server.
+    ``replicas`` (N >= 1) makes every write wait until N replicas of its shard confirm it, for
+    at most ``replica_timeout`` seconds (`shared_core.store.falkordb.replication`).
     A prefix is empty or ends with ``:`` and holds no control character: with the escaping of
     `graph_key`, that makes every (prefix, namespace) pair's key its own, however prefixes nest.
     """
@@ -64,6 +67,8 @@ class Settings:
     timeout: float = 30.0
     connect_timeout: float = 2.0
     retry_for: float = 10.0
+    replicas: int = 0
+    replica_timeout: float = 2.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.prefix, str) or (self.prefix and not self.prefix.endswith(":")):
@@ -84,6 +89,12 @@ class Settings:
                 raise InvalidInputError(f"{name} must be a positive number of seconds, got {value!r}")
         if not (isinstance(self.retry_for, (int, float)) and 0 <= self.retry_for < math.inf):
             raise InvalidInputError(f"retry_for must be >= 0 seconds, got {self.retry_for!r}")
+        if isinstance(self.replicas, bool) or not isinstance(self.replicas, int) or not 0 <= self.replicas <= 64:
+            raise InvalidInputError(f"replicas must be an int in 0..64 (0: writes wait for no replica), "
+                                    f"got {self.replicas!r}")
+        timeout = self.replica_timeout
+        if isinstance(timeout, bool) or not (isinstance(timeout, (int, float)) and 0.001 <= timeout <= 3600):
+            raise InvalidInputError(f"replica_timeout must be a number of seconds in 0.001..3600, got {timeout!r}")
 
     @property
     def address(self) -> str:
@@ -135,11 +146,12 @@ def namespace_of(prefix: str, key: str) -> str | None:
 
 
 def parse_url(url: str) -> Settings:
-    """``falkordb://[user:password@]host[:port][?ttl=S&prefix=P&timeout=S&connect_timeout=S&retry_for=S]``.
+    """``falkordb://[user:password@]host[:port][?ttl=S&prefix=P&timeout=S&connect_timeout=S&retry_for=S
+    &replicas=N&replica_timeout=S]``.
 
-    >>> s = parse_url("falkordb://127.0.0.1:6390?ttl=3600&prefix=team1:")
-    >>> (s.host, s.port, s.namespace_ttl, s.prefix)
-    ('127.0.0.1', 6390, 3600, 'team1:')
+    >>> s = parse_url("falkordb://127.0.0.1:6390?ttl=3600&prefix=team1:&replicas=1")
+    >>> (s.host, s.port, s.namespace_ttl, s.prefix, s.replicas)
+    ('127.0.0.1', 6390, 3600, 'team1:', 1)
     """
     if not isinstance(url, str):
         raise InvalidInputError(f"a FalkorDB URL must be a string, got {type(url).__name__}")
@@ -157,7 +169,8 @@ def parse_url(url: str) -> Settings:
         raise InvalidInputError(f"bad FalkorDB URL {shown!r}: unexpected path {parts.path!r}")
     options: dict[str, Any] = {}
     numbers = {"ttl": ("namespace_ttl", int), "timeout": ("timeout", float),
-               "connect_timeout": ("connect_timeout", float), "retry_for": ("retry_for", float)}
+               "connect_timeout": ("connect_timeout", float), "retry_for": ("retry_for", float),
+               "replicas": ("replicas", int), "replica_timeout": ("replica_timeout", float)}
     for key, value in parse_qsl(parts.query, keep_blank_values=True):
         if key == "prefix":
             options["prefix"] = value
@@ -166,7 +179,8 @@ def parse_url(url: str) -> Settings:
             try:
                 options[name] = kind(value)
             except ValueError:
-                raise InvalidInputError(f"bad FalkorDB URL {shown!r}: {key}={value!r} is not a number") from None
+                what = "an integer" if kind is int else "a number"
+                raise InvalidInputError(f"bad FalkorDB URL {shown!r}: {key}={value!r} is not {what}") from None
         else:
             raise InvalidInputError(f"bad FalkorDB URL {shown!r}: unknown option {key!r} "
                                     f"(known: prefix, {', '.join(numbers)})")
@@ -247,10 +261,15 @@ class Connection:
         from redis.retry import Retry
 
         self.settings = settings
-        from redis.exceptions import ClusterDownError, TryAgainError
+        from redis.exceptions import AskError, ClusterDownError, MovedError, TryAgainError
 
-        # a cluster failing over answers CLUSTERDOWN / TRYAGAIN until a replica is promoted
-        self._transient = (redis.ConnectionError, redis.TimeoutError, ClusterDownError, TryAgainError)
+        # a cluster failing over answers CLUSTERDOWN / TRYAGAIN until a replica is promoted; MOVED
+        # and ASK reach here only from `send_and_wait`, which has refreshed the map of the slots
+        self._transient = (redis.ConnectionError, redis.TimeoutError, ClusterDownError, TryAgainError, MovedError,
+                           AskError)
+        #: ``?replicas=N``: each write waits for N replicas (`shared_core.store.falkordb.replication`)
+        self.confirmations = Confirmations(wanted=settings.replicas, timeout=settings.replica_timeout) \
+            if settings.replicas else None
         self._response_error = redis.ResponseError
 
         def connect() -> Any:
@@ -311,6 +330,8 @@ class Connection:
         ttl = self.settings.namespace_ttl
 
         def call() -> Any:
+            if write and self.confirmations is not None:
+                return self._confirmed(key, [command, *([["EXPIRE", key, ttl]] if ttl is not None else [])])
             if write and ttl is not None:
                 pipe = self._db.connection.pipeline(transaction=False)
                 pipe.execute_command(*command)
@@ -329,6 +350,26 @@ class Connection:
             if isinstance(item, self._response_error):
                 raise BackendError(f"FalkorDB at {self.settings.url} refused a query: {item}")
         return _rows(response)
+
+    def _confirmed(self, key: str, commands: list[list[Any]]) -> Any:
+        """The write hook of ``?replicas=N``: ``commands`` on graph ``key``, then ``WAIT`` on the same
+        connection (skipped once this thread's atlas call has an unconfirmed write); the first
+        command's reply. A shortfall is recorded, and raised when the atlas call ends."""
+        confirmations = self.confirmations
+        assert confirmations is not None
+        wanted = 0 if confirmations.pending is not None else confirmations.wanted
+        replies, confirmed = send_and_wait(self._db.connection, key, commands, cluster=self.cluster, wanted=wanted,
+                                           timeout=confirmations.timeout)
+        if confirmed is not None:
+            confirmations.record(key, confirmed)
+        return replies[0]
+
+    def delete(self, key: str) -> None:
+        """Delete graph ``key`` (a write: confirmed on the replicas as any other)."""
+        if self.confirmations is None:
+            self.command("DEL", key)
+        else:
+            self._retrying(lambda: self._confirmed(key, [["DEL", key]]), "DEL")
 
     def run_many(self, key: str, statements: Sequence[tuple[str, Mapping[str, Any]]], *,
                  retried: bool = False) -> list[list[list[Any]]]:

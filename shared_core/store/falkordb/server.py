@@ -138,6 +138,8 @@ class LocalCluster:
 
     masters: list[LocalServer]
     replicas: list[LocalServer] = field(default_factory=list)
+    node_timeout_ms: int = 2000
+    appendfsync: str = "everysec"
 
     @property
     def url(self) -> str:
@@ -152,6 +154,18 @@ class LocalCluster:
         for server in self.servers:
             server.stop(kill=kill)
 
+    def restart(self, server: LocalServer) -> LocalServer:
+        """Start a stopped node again on its port with its data and cluster configuration: it
+        rejoins the cluster (a master whose slots a replica took over comes back as that
+        replica's replica). The returned server replaces ``server`` in `masters` or `replicas`."""
+        node = start_server(server.directory, port=server.port, appendfsync=self.appendfsync,
+                            daemonize=server.process is None, extra=_node_args(server.directory, self.node_timeout_ms))
+        for group in (self.masters, self.replicas):
+            for i, known in enumerate(group):
+                if known is server:
+                    group[i] = node
+        return node
+
 
 def start_cluster(directory: str | os.PathLike[str], *, masters: int = 3, replicas: int = 1,
                   appendfsync: str = "everysec", daemonize: bool = False, wait: float = 30.0,
@@ -159,12 +173,16 @@ def start_cluster(directory: str | os.PathLike[str], *, masters: int = 3, replic
     """Start ``masters`` servers and ``replicas`` replicas of each on 127.0.0.1 in cluster mode
     (data of node i in ``directory/node<i>``, which must not hold a former cluster's), and form
     the cluster with ``CLUSTER MEET``, ``CLUSTER ADDSLOTSRANGE`` (the 16,384 slots split evenly)
-    and ``CLUSTER REPLICATE``.
+    and ``CLUSTER REPLICATE``; return once every slot is served, every replica has finished its
+    first sync (``master_link_status:up``) and every node lists every replica.
 
-    ``node_timeout_ms`` is the cluster's ``cluster-node-timeout`` (after which Redis Cluster
-    considers a silent master failed and may promote its replica; the tests do not cover failover).
-    Raises `BackendError` if the cluster is not serving every slot within ``wait`` seconds (the
-    servers started are stopped again).
+    ``node_timeout_ms`` is the cluster's ``cluster-node-timeout``: a master silent that long is
+    marked failed and its replica promoted about a second later
+    (``tests/falkordb/test_failover.py``). A replica that never finished a sync is never
+    promoted (Redis refuses: "Disconnected from master for longer than allowed"), hence the wait
+    for it; the first sync starts at once (``repl-diskless-sync-delay 0``, not Redis's 5 s).
+    Raises `BackendError` if the cluster is not ready within ``wait`` seconds (the servers
+    started are stopped again).
     """
     import redis
 
@@ -180,9 +198,7 @@ def start_cluster(directory: str | os.PathLike[str], *, masters: int = 3, replic
             node.mkdir(parents=True, exist_ok=True)
             (node / "nodes.conf").unlink(missing_ok=True)
             started.append(start_server(node, port=_cluster_port(), appendfsync=appendfsync, daemonize=daemonize,
-                                        wait=wait, extra=[
-                "--cluster-enabled", "yes", "--cluster-config-file", str(node / "nodes.conf"),
-                "--cluster-node-timeout", str(int(node_timeout_ms))]))
+                                        wait=wait, extra=_node_args(node, node_timeout_ms)))
         clients: list[Any] = [redis.Redis(host="127.0.0.1", port=s.port, decode_responses=True) for s in started]
         for client in clients[1:]:
             client.execute_command("CLUSTER MEET", "127.0.0.1", started[0].port)
@@ -199,13 +215,22 @@ def start_cluster(directory: str | os.PathLike[str], *, masters: int = 3, replic
         while not all(c.execute_command("CLUSTER INFO").get("cluster_state") == "ok" for c in clients) or \
                 sum(_role(c) == "slave" for c in clients) < len(clients) - masters:
             _waited(deadline, "the cluster to serve every slot")
+        while not all(c.info("replication").get("master_link_status") == "up" for c in clients[masters:]) or \
+                not all(_full(c.execute_command("CLUSTER SLOTS"), masters, replicas) for c in clients):
+            _waited(deadline, "every replica's first sync, known to every node")
         for client in clients:
             client.close()
-        return LocalCluster(started[:masters], started[masters:])
+        return LocalCluster(started[:masters], started[masters:], node_timeout_ms=int(node_timeout_ms),
+                            appendfsync=appendfsync)
     except BaseException:
         for server in started:
             server.stop(kill=True)
         raise
+
+
+def _node_args(node: Path, node_timeout_ms: int) -> list[str]:
+    return ["--cluster-enabled", "yes", "--cluster-config-file", str(node / "nodes.conf"),
+            "--cluster-node-timeout", str(int(node_timeout_ms)), "--repl-diskless-sync-delay", "0"]
 
 
 def _cluster_port() -> int:
@@ -223,6 +248,12 @@ def _cluster_port() -> int:
             except OSError:
                 continue
     raise BackendError("no free port pair for a cluster node")
+
+
+def _full(slots: Any, masters: int, replicas: int) -> bool:
+    """Whether a ``CLUSTER SLOTS`` reply shows the slots in ``masters`` ranges with ``replicas``
+    replicas each."""
+    return len(slots) == masters and all(len(entry) == 3 + replicas for entry in slots)
 
 
 def _role(client: Any) -> str:
