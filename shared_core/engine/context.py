@@ -344,9 +344,9 @@ def summaries_beside_sources(graph: GraphStore, shown: Sequence[ScoredMemory]) -
 
 def context_breadth(query: str, budget: int, config: AtlasConfig) -> tuple[int, float]:
     """How many memories to recall for a context of ``budget`` tokens, and the diversity of
-    their packing order: ``context_candidates`` per token (20 to 400), times ``list_candidates``
-    (at most 400) with ``list_diversity`` for a list or count question
-    (`shared_core.formulas.questions.analyze_query`), else ``diversity``.
+    their packing order: ``context_candidates`` per token (20 to 400), and for a list or count
+    question (`shared_core.formulas.questions.analyze_query`) ``list_candidates`` times as many
+    (at most 400) packed with ``list_diversity``; other questions are packed by score (0).
 
     >>> context_breadth("What are Kate's hobbies?", 2000, AtlasConfig(list_candidates=1.5, list_diversity=0.3))
     (150, 0.3)
@@ -354,11 +354,11 @@ def context_breadth(query: str, budget: int, config: AtlasConfig) -> tuple[int, 
     (100, 0.0)
     """
     top_k = min(400, max(20, math.ceil(budget * config.context_candidates)))
-    if config.list_candidates == 1.0 and config.list_diversity == config.diversity:
-        return top_k, config.diversity  # nothing differs for lists: no need to analyse the query
+    if config.list_candidates == 1.0 and config.list_diversity == 0.0:
+        return top_k, 0.0  # lists are treated like any question: no need to analyse the query
     if analyze_query(query).aggregate:
         return min(400, math.ceil(top_k * config.list_candidates)), config.list_diversity
-    return top_k, config.diversity
+    return top_k, 0.0
 
 
 def diversify(hits: Sequence[ScoredMemory], vectors: VectorIndex, diversity: float) -> list[ScoredMemory]:

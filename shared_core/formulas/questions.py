@@ -36,7 +36,7 @@ Kind = Literal["single", "list", "count"]
 
 # An English plural noun, roughly: a word ending in "s" that is not a possessive, and not one of
 # the common words that end in s without being plural ("is", "this", "was", "his", ...).
-_PLURAL = r"(?!(?:is|was|has|does|this|his|its|us|yes|as|always|across|news|series|plus|less)\b)[a-z]+[^s'\W]s"
+_PLURAL = r"(?!(?:is|was|has|does|this|his|its|us|yes|as|always|across|news|plus|less)\b)[a-z]+[^s'\W]s"
 _WH = r"(?:what|which)"
 
 #: (name, kind, pattern), tried in order on the lower-cased query; every match is a cue, and the
@@ -49,7 +49,7 @@ PATTERNS: tuple[tuple[str, Kind, str], ...] = (
     ("kinds_of", "list",
      rf"\b(?:(?:kinds|types|sorts|categories|varieties)\s+of|(?:kind|type|sort)\s+of\s+{_PLURAL}\b)"),
     ("which_plural", "list", rf"\b{_WH}\s+(?:[a-z'+/-]+\s+){{0,3}}?{_PLURAL}\s+(?:has|have|does|do|are|were)\b"),
-    ("what_has", "list", r"^(?:what|where|which|who)\s+(?:has|have)\s+(?!been\b)"),
+    ("what_has", "list", r"^(?:what|where|which|who)\s+(?:has|have)\b"),
     ("what_are", "list", rf"\b{_WH}\s+(?:are|were)\s+(?:(?:some|all|the|[a-z]+'s?|his|her|their|our|your|my)\s+)"
                          rf"{{1,3}}?(?:[a-z-]+\s+)?{_PLURAL}\b"),
     ("both", "list", r"\bboth\b"),

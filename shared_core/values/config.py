@@ -62,8 +62,7 @@ class AtlasConfig:
     List and count questions ("What are Kate's hobbies?", "How many times...", see
     `shared_core.formulas.questions`) recall ``list_candidates`` times as many memories for the
     context, and the packing takes them in maximal-marginal-relevance order with
-    ``list_diversity`` (other questions: ``diversity``; 0 keeps the order by score, see
-    `shared_core.formulas.diversity`).
+    ``list_diversity`` (0 keeps the order by score, see `shared_core.formulas.diversity`).
 
     Capacity: ``max_nodes`` and ``max_bytes`` cap the memories (see `shared_core.engine.lifecycle.manager`);
     ``max_namespaces`` caps the namespaces that hold memories (None: no limit), and a write that
@@ -142,10 +141,9 @@ class AtlasConfig:
     # context
     working_memory: int = 10
     context_candidates: float = 0.05
-    # diversity in the context (MMR, see shared_core.formulas.diversity): for every query, and for
-    # list and count questions (shared_core.formulas.questions), which also recall list_candidates
-    # times as many memories to pack
-    diversity: float = 0.0
+    # list and count questions (shared_core.formulas.questions): their context recalls
+    # list_candidates times as many memories and packs them in MMR order with list_diversity
+    # (shared_core.formulas.diversity)
     list_diversity: float = 0.0
     list_candidates: float = 1.0
     truncation_marker: str = " …[truncated]"
@@ -226,10 +224,9 @@ class AtlasConfig:
         if isinstance(self.context_candidates, bool) or not isinstance(self.context_candidates, (int, float)) \
                 or not 0 < self.context_candidates < math.inf:
             raise InvalidInputError(f"context_candidates must be a positive number, got {self.context_candidates!r}")
-        for name in ("diversity", "list_diversity"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-                raise InvalidInputError(f"AtlasConfig.{name} must be a number in [0, 1], got {value!r}")
+        if isinstance(self.list_diversity, bool) or not isinstance(self.list_diversity, (int, float)) \
+                or not 0 <= self.list_diversity <= 1:
+            raise InvalidInputError(f"list_diversity must be a number in [0, 1], got {self.list_diversity!r}")
         if isinstance(self.list_candidates, bool) or not isinstance(self.list_candidates, (int, float)) \
                 or not 1 <= self.list_candidates <= 20:
             raise InvalidInputError(f"list_candidates must be a number in [1, 20], got {self.list_candidates!r}")
