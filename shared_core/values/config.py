@@ -62,7 +62,9 @@ class AtlasConfig:
     List and count questions ("What are Kate's hobbies?", "How many times...", see
     `shared_core.formulas.questions`) recall ``list_candidates`` times as many memories for the
     context, and the packing takes them in maximal-marginal-relevance order with
-    ``list_diversity`` (0 keeps the order by score, see `shared_core.formulas.diversity`).
+    ``list_diversity`` (0 keeps the order by score, see `shared_core.formulas.diversity`). Both
+    are off by default: chosen by leave-one-conversation-out on LoCoMo, they did not pay their
+    way (`benchmarks/README.md`).
 
     Capacity: ``max_nodes`` and ``max_bytes`` cap the memories (see `shared_core.engine.lifecycle.manager`);
     ``max_namespaces`` caps the namespaces that hold memories (None: no limit), and a write that
