@@ -3,6 +3,7 @@
     python benchmarks/locomo_recall.py --data ../shared/data/locomo/locomo_dev.json
     python benchmarks/locomo_recall.py --limit 1 --no-frameworks          # a quick run
     python benchmarks/locomo_recall.py --plot benchmarks/locomo_recall.png
+    python benchmarks/locomo_recall.py --cv      # leave-one-conversation-out (see _cv.py)
 
 Each turn is one memory (``"<speaker>: <text>"`` plus ``" [shares <caption>]"``, timestamped with
 its session's date, ``dia_id`` in its metadata), one namespace per conversation, one session per
@@ -285,6 +286,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the AtlasConfig preset (default: archive, for imported history)")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="override an AtlasConfig field for an ablation, e.g. --set graph_hops=0")
+    parser.add_argument("--cv", action="store_true", help="leave-one-conversation-out over the grid of "
+                        "_cv.GRID: the fitted and the cross-validated tables, and the ablations (timeline style)")
     parser.add_argument("--json", metavar="FILE", help="also write every mean to a JSON file")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument("--backend", metavar="URL", help="the atlas on a FalkorDB server, e.g. "
@@ -309,6 +312,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             except (ValueError, SyntaxError):
                 overrides[name.strip()] = value.strip()
         config = config.replace(**overrides)
+    if args.cv:
+        return _cross_validate(conversations, config, quiet=args.quiet)
     names = BASELINES if args.no_frameworks else BASELINES + FRAMEWORK_BASELINES
     plot_budgets = PLOT_BUDGETS if args.plot else ()
     started = time.perf_counter()
@@ -325,6 +330,24 @@ def main(argv: Sequence[str] | None = None) -> int:
                  for m, metrics in results.scores.items()}
         Path(args.json).write_text(json.dumps({"means": means, "questions": results.questions,
                                                "skipped": results.skipped}, indent=1))
+    return 0
+
+
+def _cross_validate(conversations: Sequence[Conversation], config: AtlasConfig, *, quiet: bool) -> int:
+    from _cv import ablations, cv_tables, grid_points, run_grid
+
+    started = time.perf_counter()
+    embedder = MiniLMEmbedder()
+    cache = VectorCache(embedder)
+    embed_all(conversations, cache, progress=not quiet)
+    bar = _progress(total=len(conversations) * len(grid_points()), desc="grid points x conversations",
+                    disable=quiet)
+    scores = run_grid(conversations, base=config, cache=cache, embedder=embedder, now=NOW, progress=bar)
+    bar.close()
+    print(cv_tables(scores))
+    print()
+    print(ablations(scores))
+    print(f"\n(total run time {time.perf_counter() - started:.0f} s)")
     return 0
 
 

@@ -9,7 +9,6 @@ statistics in `lifecycle`.
 from __future__ import annotations
 
 import logging
-import math
 import sys
 from collections.abc import Callable, Collection, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import replace
@@ -21,7 +20,7 @@ import numpy.typing as npt
 
 from ._atlas_mixins import AsyncForms, NotebookViews, Persistence, Relations
 from .engine import writes
-from .engine.context import STYLES, build_context_block, summaries_beside_sources
+from .engine.context import STYLES, build_context_block, context_breadth, diversify, summaries_beside_sources
 from .engine.events import AtlasEvent, EventLog
 from .engine.lifecycle.compression import CompressionReport
 from .engine.lifecycle.maintenance import MaintenanceReport, MaintenanceTimer, maintain, summarize_session
@@ -612,12 +611,12 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews, Relations):
                         working.append(ScoredMemory(node, 1.0, {"working": 1.0}, ("working",)))
             if when is None:  # turns held back by the write filter are today's
                 working = self._life.with_held(working, part, session, wm, predicate, exclude=excluded)
-            top_k = min(400, max(20, math.ceil(budget * self.config.context_candidates)))
+            top_k, diversity = context_breadth(text, budget, self.config)
             request = RecallRequest(query=text, vector=vector, now=now, session_id=session,
                                     top_k=top_k + len(excluded), predicate=predicate, cross_session=cross,
                                     as_of=when)
             hits = [h for h in recall(part, request, self.config) if h.node.id not in excluded]
-            recalled = [h for h in hits if h.node.kind != "summary"]
+            recalled = diversify([h for h in hits if h.node.kind != "summary"], part.vectors, diversity)
             summaries = [h for h in hits if h.node.kind == "summary"]
             ctx = build_context_block(working, recalled, summaries, style=style, budget=budget,
                                       count=counter.count, marker=self.config.truncation_marker)

@@ -25,18 +25,24 @@ from __future__ import annotations
 
 import bisect
 import functools
+import math
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+import numpy as np
+
 from ..formulas.budget import truncate_to_tokens
-from ..store.contract import GraphStore
+from ..formulas.diversity import mmr_order
+from ..formulas.questions import analyze_query
+from ..store.contract import GraphStore, VectorIndex
 from ..text.tokens import TiktokenCounter
+from ..values.config import AtlasConfig
 from ..values.errors import InvalidInputError
 from ..values.model import Context, Relation, ScoredMemory
 
-__all__ = ["STYLES", "build_context_block", "render", "summaries_beside_sources"]
+__all__ = ["STYLES", "build_context_block", "context_breadth", "diversify", "render", "summaries_beside_sources"]
 
 STYLES = ("timeline", "bullet", "narrative")
 WORKING, RECALLED, SUMMARY = 0, 1, 2
@@ -334,3 +340,40 @@ def summaries_beside_sources(graph: GraphStore, shown: Sequence[ScoredMemory]) -
         if sources and sources <= ids:
             out.add(m.node.id)
     return out
+
+
+def context_breadth(query: str, budget: int, config: AtlasConfig) -> tuple[int, float]:
+    """How many memories to recall for a context of ``budget`` tokens, and the diversity of
+    their packing order: ``context_candidates`` per token (20 to 400), and for a list or count
+    question (`shared_core.formulas.questions.analyze_query`) ``list_candidates`` times as many
+    (at most 400) packed with ``list_diversity``; other questions are packed by score (0).
+
+    >>> context_breadth("What are Kate's hobbies?", 2000, AtlasConfig(list_candidates=1.5, list_diversity=0.3))
+    (150, 0.3)
+    >>> context_breadth("When did Kate move?", 2000, AtlasConfig(list_candidates=1.5))
+    (100, 0.0)
+    """
+    top_k = min(400, max(20, math.ceil(budget * config.context_candidates)))
+    if config.list_candidates == 1.0 and config.list_diversity == 0.0:
+        return top_k, 0.0  # lists are treated like any question: no need to analyse the query
+    if analyze_query(query).aggregate:
+        return min(400, math.ceil(top_k * config.list_candidates)), config.list_diversity
+    return top_k, 0.0
+
+
+def diversify(hits: Sequence[ScoredMemory], vectors: VectorIndex, diversity: float) -> list[ScoredMemory]:
+    """``hits`` (best first) in maximal-marginal-relevance order over their stored vectors
+    (`shared_core.formulas.diversity.mmr_order`), the priority in which a context packs them;
+    unchanged when ``diversity`` is 0. A hit whose vector is missing keeps its score and is
+    similar to nothing."""
+    if diversity <= 0 or len(hits) < 2:
+        return list(hits)
+    rows = vectors.get_many([h.node.id for h in hits])
+    dim = next((len(r) for r in rows if r is not None), 0)
+    if dim == 0:
+        return list(hits)
+    mat = np.zeros((len(hits), dim), dtype=np.float32)
+    for i, row in enumerate(rows):
+        if row is not None:
+            mat[i] = row
+    return [hits[i] for i in mmr_order([max(h.score, 0.0) for h in hits], mat, diversity=diversity)]

@@ -59,6 +59,13 @@ class AtlasConfig:
     Context: `build_context` recalls ``context_candidates`` memories per token of budget (20 to
     400) to pack, after the session's last ``working_memory`` turns.
 
+    List and count questions ("What are Kate's hobbies?", "How many times...", see
+    `shared_core.formulas.questions`) recall ``list_candidates`` times as many memories for the
+    context, and the packing takes them in maximal-marginal-relevance order with
+    ``list_diversity`` (0 keeps the order by score, see `shared_core.formulas.diversity`). Both
+    are off by default: chosen by leave-one-conversation-out on LoCoMo, they did not pay their
+    way (`benchmarks/README.md`).
+
     Capacity: ``max_nodes`` and ``max_bytes`` cap the memories (see `shared_core.engine.lifecycle.manager`);
     ``max_namespaces`` caps the namespaces that hold memories (None: no limit), and a write that
     would start one more raises `NamespaceLimitError` and stores nothing.
@@ -136,6 +143,11 @@ class AtlasConfig:
     # context
     working_memory: int = 10
     context_candidates: float = 0.05
+    # list and count questions (shared_core.formulas.questions): their context recalls
+    # list_candidates times as many memories and packs them in MMR order with list_diversity
+    # (shared_core.formulas.diversity)
+    list_diversity: float = 0.0
+    list_candidates: float = 1.0
     truncation_marker: str = " …[truncated]"
     # lifecycle (see shared_core.engine.lifecycle.manager; all off by default, on in AtlasConfig.managed())
     write_filter: bool = False
@@ -214,6 +226,12 @@ class AtlasConfig:
         if isinstance(self.context_candidates, bool) or not isinstance(self.context_candidates, (int, float)) \
                 or not 0 < self.context_candidates < math.inf:
             raise InvalidInputError(f"context_candidates must be a positive number, got {self.context_candidates!r}")
+        if isinstance(self.list_diversity, bool) or not isinstance(self.list_diversity, (int, float)) \
+                or not 0 <= self.list_diversity <= 1:
+            raise InvalidInputError(f"list_diversity must be a number in [0, 1], got {self.list_diversity!r}")
+        if isinstance(self.list_candidates, bool) or not isinstance(self.list_candidates, (int, float)) \
+                or not 1 <= self.list_candidates <= 20:
+            raise InvalidInputError(f"list_candidates must be a number in [1, 20], got {self.list_candidates!r}")
         if isinstance(self.candidate_ratio, bool) or not isinstance(self.candidate_ratio, (int, float)) \
                 or not 0 < self.candidate_ratio < math.inf:
             raise InvalidInputError(f"candidate_ratio must be a positive number, got {self.candidate_ratio!r}")

@@ -1,0 +1,218 @@
+"""Leave-one-conversation-out cross-validation of the atlas's tunable constants on LoCoMo.
+
+``python benchmarks/locomo_recall.py --cv`` runs it. Every point of `GRID` (a small product of
+named `AtlasConfig` fields, all read at query time) is scored on every question of every
+conversation once; then
+
+- **fitted**: the point with the best `OBJECTIVE` over all five conversations, and its scores;
+- **cross-validated**: for each conversation, the point with the best objective over the other
+  four, and that point's scores on the held-out conversation; the table averages those
+  held-out scores over all questions, so no question is scored with a constant chosen on it.
+
+Ties go to the earlier point of the grid (the first value of each field is the shipped preset).
+Each conversation is ingested once (with the base config); each grid point is a new
+`ElasticMemoryAtlas` over the same backend, so the grid costs queries, never ingestion. Answers
+are cached per question on what a point changes for it: the retrieval fields, and for the
+context the number of memories recalled and the diversity (`context_breadth`), so a list lever
+costs only the list questions. ``ablations`` re-runs the selection with a lever held off.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from _baselines import BASELINES, VectorCache, make_rankers, pack_lines
+from _locomo import CATEGORIES, Conversation, recall_fraction
+
+from shared_core import AtlasConfig, ElasticMemoryAtlas, ManualClock, TiktokenCounter
+from shared_core.engine.context import context_breadth
+
+__all__ = ["GRID", "LEVERS", "OBJECTIVE", "CVScores", "ablations", "cv_tables", "run_grid"]
+
+#: field -> the values tried, the shipped preset first (it wins ties)
+GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
+    ("relevance_floor", (0.1, None, 0.2)),
+    ("graph_hop_decay", (0.45, 0.5)),
+    ("list_diversity", (0.0, 0.15, 0.3)),
+    ("list_candidates", (1.0, 1.5)),
+)
+#: the fields that change the ranking itself (the rest change only the context's packing)
+RETRIEVAL_FIELDS = ("relevance_floor", "graph_hop_decay")
+#: the objective a point is chosen by: the mean over the fold's questions of these metrics
+OBJECTIVE = ("R@1000tok", "R@2000tok")
+#: lever -> the grid restricted to it held off (for the ablation rows)
+LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
+    "list/count analysis (list_diversity=0, list_candidates=1)": {"list_diversity": (0.0,), "list_candidates": (1.0,)},
+    "MMR diversity for lists (list_diversity=0)": {"list_diversity": (0.0,)},
+    "wider pool for lists (list_candidates=1)": {"list_candidates": (1.0,)},
+    "relevance floor (relevance_floor=None)": {"relevance_floor": (None,)},
+    "hop decay choice (graph_hop_decay=0.45)": {"graph_hop_decay": (0.45,)},
+}
+METRICS = ("R@5", "R@10", "R@20", "R@1000tok", "R@2000tok")
+BUDGETS = (1000, 2000)
+KS = (5, 10, 20)
+
+
+@dataclass
+class CVScores:
+    """Per grid point and conversation, each question's (category, {metric: recall})."""
+
+    points: list[dict[str, Any]]
+    atlas: dict[int, dict[str, list[tuple[int, dict[str, float]]]]] = field(
+        default_factory=lambda: defaultdict(dict))
+    baselines: dict[str, dict[str, list[tuple[int, dict[str, float]]]]] = field(
+        default_factory=lambda: defaultdict(dict))
+    over_budget: int = 0
+
+
+def grid_points(grid: Sequence[tuple[str, tuple[Any, ...]]] = GRID) -> list[dict[str, Any]]:
+    """Every combination of the grid's values, the presets' combination first."""
+    names = [n for n, _ in grid]
+    return [dict(zip(names, values, strict=True)) for values in itertools.product(*(v for _, v in grid))]
+
+
+def run_grid(conversations: Sequence[Conversation], *, base: AtlasConfig, cache: VectorCache, embedder: Any,
+             now: float, progress: Any = None) -> CVScores:
+    """Score every grid point (and the baselines) on every question of every conversation."""
+    from locomo_recall import _CachedEmbedder, ingest
+
+    points = grid_points()
+    scores = CVScores(points)
+    counter = TiktokenCounter()
+    count = functools.lru_cache(maxsize=None)(counter.count)
+    for conv in conversations:
+        atlas = ElasticMemoryAtlas(config=base, embedder=_CachedEmbedder(cache), token_counter=counter,
+                                   clock=ManualClock(now))
+        dia_of = ingest(atlas, conv, cache)
+        text_of = {t.dia_id: " ".join(t.content.split()) for t in conv.turns}
+        vectors = cache.embed([t.content for t in conv.turns])
+        rankers = make_rankers(conv, vectors, cache, names=BASELINES)
+        lines = [t.dated for t in conv.turns]
+        for name, rank in rankers.items():
+            rows = []
+            for q in conv.questions:
+                ranking = rank(q.question, cache.embed([q.question])[0])
+                dias = [conv.turns[i].dia_id for i in ranking]
+                row = {f"R@{k}": recall_fraction(q.evidence, dias[:k]) for k in KS}
+                for b in BUDGETS:
+                    row[f"R@{b}tok"] = recall_fraction(
+                        q.evidence, [conv.turns[i].dia_id for i in pack_lines(ranking, lines, b, count)])
+                rows.append((q.category, row))
+            scores.baselines[name][conv.sample_id] = rows
+        retrieved: dict[tuple[Any, ...], dict[str, float]] = {}
+        contexts: dict[tuple[Any, ...], float] = {}
+        for index, point in enumerate(points):
+            config = base.replace(**point)
+            view = ElasticMemoryAtlas(config=config, embedder=_CachedEmbedder(cache), token_counter=counter,
+                                      clock=ManualClock(now), backend=atlas.backend)
+            key = tuple(point[f] for f in RETRIEVAL_FIELDS)
+            rows = []
+            for qi, q in enumerate(conv.questions):
+                rkey = (*key, qi)
+                if rkey not in retrieved:
+                    hits = view.retrieve(q.question, namespace=conv.sample_id, top_k=max(KS), reinforce=False)
+                    found = [dia_of[h.node.id] for h in hits]
+                    retrieved[rkey] = {f"R@{k}": recall_fraction(q.evidence, found[:k]) for k in KS}
+                row = dict(retrieved[rkey])
+                for b in BUDGETS:
+                    ckey = (*key, qi, b, *context_breadth(q.question, b, config))
+                    if ckey not in contexts:
+                        ctx = view.build_context(q.question, namespace=conv.sample_id, token_budget=b,
+                                                 style="timeline", reinforce=False)
+                        scores.over_budget += ctx.tokens > b
+                        contexts[ckey] = sum(text_of[d] in ctx.text for d in q.evidence) / len(q.evidence)
+                    row[f"R@{b}tok"] = contexts[ckey]
+                rows.append((q.category, row))
+            scores.atlas[index][conv.sample_id] = rows
+            if progress is not None:
+                progress.update(1)
+    return scores
+
+
+def _mean(rows: Iterable[tuple[int, dict[str, float]]], metric: str, category: int | None = None) -> float:
+    values = [r[metric] for c, r in rows if category in (None, c)]
+    return float(np.mean(values)) if values else float("nan")
+
+
+def _objective(scores: CVScores, index: int, convs: Sequence[str]) -> float:
+    rows = [r for c in convs for r in scores.atlas[index][c]]
+    return float(np.mean([_mean(rows, m) for m in OBJECTIVE]))
+
+
+def choose(scores: CVScores, convs: Sequence[str], allowed: Sequence[int] | None = None) -> int:
+    """The grid point with the best objective on ``convs`` (ties: the earlier point)."""
+    candidates = range(len(scores.points)) if allowed is None else allowed
+    return max(candidates, key=lambda i: (_objective(scores, i, convs), -i))
+
+
+def _restricted(scores: CVScores, hold: dict[str, tuple[Any, ...]]) -> list[int]:
+    return [i for i, p in enumerate(scores.points) if all(p[f] in v for f, v in hold.items())]
+
+
+def select(scores: CVScores, hold: dict[str, tuple[Any, ...]] | None = None
+           ) -> tuple[int, list[tuple[int, dict[str, float]]], dict[str, int]]:
+    """(the fitted point, the cross-validated rows, conversation -> the point chosen without it)."""
+    allowed = _restricted(scores, hold or {})
+    convs = list(scores.atlas[0])
+    fitted = choose(scores, convs, allowed)
+    rows: list[tuple[int, dict[str, float]]] = []
+    chosen = {}
+    for held in convs:
+        best = choose(scores, [c for c in convs if c != held], allowed)
+        chosen[held] = best
+        rows += scores.atlas[best][held]
+    return fitted, rows, chosen
+
+
+def _row(label: str, rows: Sequence[tuple[int, dict[str, float]]]) -> str:
+    cells = [_mean(rows, m) for m in METRICS] + [_mean(rows, "R@2000tok", c) for c in CATEGORIES]
+    return f"| {label} | " + " | ".join(f"{v:.3f}" for v in cells) + " |"
+
+
+def _head() -> list[str]:
+    cols = ["R@5", "R@10", "R@20", "R@1000 tok", "R@2000 tok"] + [f"{n} R@2000" for n in CATEGORIES.values()]
+    return ["| method | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
+
+
+def _point(p: dict[str, Any], base: dict[str, Any] | None = None) -> str:
+    return ", ".join(f"{k}={v}" for k, v in p.items() if base is None or base.get(k) != v) or "presets"
+
+
+def cv_tables(scores: CVScores) -> str:
+    """The fitted and the cross-validated tables, the points chosen, and the baselines."""
+    convs = list(scores.atlas[0])
+    fitted, rows, chosen = select(scores)
+    every = [r for c in convs for r in scores.atlas[fitted][c]]
+    preset = [r for c in convs for r in scores.atlas[0][c]]
+    out = [f"Grid: {len(scores.points)} points, " + "; ".join(f"{n} in {v}" for n, v in GRID)
+           + f". Objective: mean of {' and '.join(OBJECTIVE)}.", "",
+           f"Fitted on all {len(convs)} conversations: {_point(scores.points[fitted])}.", ""]
+    out += [f"- {c} held out: chosen on the other {len(convs) - 1}: {_point(scores.points[i])}"
+            for c, i in chosen.items()]
+    out += ["", f"### Fitted and cross-validated ({len(every)} questions; per category: R@2000 tok)", ""]
+    out += _head()
+    out.append(_row("**Elastic Atlas**, shipped presets (first grid point)", preset))
+    out.append(_row("**Elastic Atlas**, fitted (chosen on all 5)", every))
+    out.append(_row("**Elastic Atlas**, cross-validated (chosen without the scored one)", rows))
+    for name, by_conv in scores.baselines.items():
+        out.append(_row(name, [r for c in convs for r in by_conv[c]]))
+    out.append(f"\nContexts over budget: {scores.over_budget}.")
+    return "\n".join(out)
+
+
+def ablations(scores: CVScores) -> str:
+    """One cross-validated row per lever held off (the others still chosen by the folds)."""
+    out = ["### Ablations (cross-validated; each lever held off, the others still chosen per fold)", ""]
+    out += _head()
+    out.append(_row("every lever chosen per fold", select(scores)[1]))
+    for lever, hold in LEVERS.items():
+        out.append(_row(f"without {lever}", select(scores, hold)[1]))
+    off = {name: values for hold in LEVERS.values() for name, values in hold.items()}
+    out.append(_row("every lever off", select(scores, off)[1]))
+    return "\n".join(out)
