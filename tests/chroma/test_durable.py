@@ -169,6 +169,15 @@ def test_a_damaged_directory_raises_and_loads_nothing(tmp_path: Path, clock: Man
         client.close()
     else:
         (path / "elastic_atlas.sqlite3").write_bytes(b"garbage" * 100)
+    if damage == "lost collection":  # found when the namespace is first used (opening reads only the index)
+        atlas = open_atlas(path, clock)
+        assert atlas.namespaces() == ["alice"] and atlas.count(namespace="alice") == 20
+        for _ in range(2):  # and again: never a half-loaded namespace
+            with pytest.raises(CorruptFileError, match="atlas-alice"):
+                atlas.retrieve("memory", namespace="alice")
+            assert atlas.backend.loaded() == []  # type: ignore[attr-defined]
+        atlas.close()
+        return
     with pytest.raises(CorruptFileError):
         open_atlas(path, clock)
     open_again = ChromaBackend(path)

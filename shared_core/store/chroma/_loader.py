@@ -1,44 +1,109 @@
-"""Opening a chroma directory: the checkpointed store plus the log, into in-process partitions.
+"""Opening a chroma directory: an index of it at once, each namespace on first use.
 
-`read_state` reads and checks everything first (the store's collections and edges, every log
-record); `build_partition` then fills a fresh partition from plain data. A defect anywhere
-raises `CorruptFileError` before any partition is handed to the atlas: never a half-loaded one.
+`read_index` reads what opening needs and nothing more: the registry and the memory ids of
+the store (`Store.memory_ids`, one sqlite query) and every log record (checked, decoded and
+split by namespace). It gives the atlas's directory (memory id -> namespace), each namespace's
+memory count and the log records still to replay over each namespace's checkpointed state.
+
+`load_namespace` then reads one namespace's collection and edges (`Store.load_namespace`) and
+replays its log records over them; `build_partition` fills a fresh partition from that plain
+data. A defect raises `CorruptFileError` before the partition is handed to the atlas: never a
+half-loaded namespace (a damaged log, when the directory is opened; a damaged collection, at
+the first use of its namespace).
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from ...values.model import NO_METADATA, AnyRelation, MemoryEdge, MemoryNode, Relation
 from ...values.relations import relation_of
 from ..memory.backend import InProcessPartition
 from ..memory.graph_store import DictGraphStore
 from ._partition import ChromaPartition
-from ._records import NamespaceState, decode, replay
+from ._records import NamespaceState, Op, decode, replay
 from ._store import Store
 from ._wal import read_segments
 
-__all__ = ["build_partition", "read_state"]
+__all__ = ["Index", "Stored", "build_partition", "load_namespace", "read_index"]
 
 _EXTRA = ("_seq", "_inactive", "_kw")
 _RELATIONS = {r.value: r for r in Relation}
 
 
-def read_state(store: Store, path: Path, dim: int, *, limits: dict[int, int] | None = None
-               ) -> tuple[dict[str, NamespaceState], dict[int, list[bytes]], dict[int, int], list[int]]:
-    """The namespaces as the store and the log leave them; the log's records per segment (not
-    yet checkpointed); each segment's valid end; the segments' numbers."""
-    states = store.load()
+@dataclass(slots=True)
+class Stored:
+    """A namespace not loaded yet: its memory count, and its log records (operations, rows)
+    to replay over its checkpointed state."""
+
+    count: int = 0
+    records: list[tuple[list[Op], npt.NDArray[np.float32]]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Index:
+    """What opening reads: the namespaces (`Stored`), the directory, and the log's records per
+    segment (not yet checkpointed), each segment's valid end and the segments' numbers."""
+
+    namespaces: dict[str, Stored]
+    ids: dict[str, str]
+    segments: dict[int, list[bytes]]
+    ends: dict[int, int]
+    numbers: list[int]
+
+
+def read_index(store: Store, path: Path, dim: int, *, limits: dict[int, int] | None = None) -> Index:
+    """The directory's `Index`; `CorruptFileError` if the store or the log is damaged."""
+    turns = {ns: turn for ns, (_, turn) in store.registered().items()}
+    members: dict[str, dict[str, None]] = {ns: dict.fromkeys(ids) for ns, ids in store.memory_ids().items()}
+    present = dict.fromkeys(turns, True)
+    pending: dict[str, list[tuple[list[Op], npt.NDArray[np.float32]]]] = {}
     records, ends = read_segments(path, limits)
     segments: dict[int, list[bytes]] = {number: [] for number in ends}
     for number, payload in records:
-        replay(states, *decode(payload, dim))
+        ops, rows = decode(payload, dim)
         segments[number].append(payload)
-    return states, segments, ends, sorted(ends)
+        split: dict[str, list[Op]] = {}
+        # the same checks as `replay`, which these operations meet again when the namespace loads
+        replay({}, ops, rows)
+        for op in ops:
+            kind, ns = op[0], op[1]
+            split.setdefault(ns, []).append(op)
+            found = members.setdefault(ns, {})
+            if kind == "x":
+                found.clear()
+                turns[ns], present[ns] = 0, False
+                continue
+            present[ns] = True
+            if kind == "n":
+                found[op[2]["id"]] = None
+            elif kind == "d":
+                found.pop(op[2], None)
+            elif kind == "t":
+                turns[ns] = int(op[2])
+        for ns, ops_of in split.items():
+            pending.setdefault(ns, []).append((ops_of, rows))
+    namespaces: dict[str, Stored] = {}
+    ids: dict[str, str] = {}
+    for ns, found in members.items():
+        if present.get(ns) and (found or turns.get(ns)):
+            namespaces[ns] = Stored(len(found), pending.get(ns, []))
+            ids.update(dict.fromkeys(found, ns))
+    return Index(namespaces, ids, segments, ends, sorted(ends))
+
+
+def load_namespace(store: Store, namespace: str, stored: Stored) -> NamespaceState:
+    """A namespace's state: its checkpointed state with its log records replayed on top."""
+    states = {namespace: store.load_namespace(namespace)}
+    for ops, rows in stored.records:
+        replay(states, ops, rows)
+    return states.get(namespace) or NamespaceState()
 
 
 def build_partition(part: ChromaPartition, state: NamespaceState) -> None:

@@ -37,6 +37,8 @@ DB_NAME = "elastic_atlas.sqlite3"
 _SAFE = re.compile(r"[A-Za-z0-9_-]*[A-Za-z0-9]")
 _READABLE = ("session_id", "kind", "weight", "importance", "timestamp", "pinned", "turn")
 _KEY = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
+_MEMORIES = "CREATE TABLE IF NOT EXISTS memories (id TEXT PRIMARY KEY, ns TEXT NOT NULL)"
+_PAGE = 20_000  # records per chromadb read when a collection is loaded
 
 
 def collection_name(namespace: str) -> str:
@@ -114,6 +116,7 @@ class Store:
         self.path = path
         self.dim = dim
         self._lock = threading.Lock()
+        self._client_lock = threading.Lock()
         self._client: Any = None
         db = path / DB_NAME
         exists = db.exists()
@@ -129,6 +132,7 @@ class Store:
                     "CREATE TABLE edges (ns TEXT NOT NULL, source TEXT NOT NULL, target TEXT NOT NULL,"
                     " relation TEXT NOT NULL, strength REAL NOT NULL, created_at REAL NOT NULL,"
                     " metadata TEXT NOT NULL, PRIMARY KEY (ns, source, target, relation));"
+                    f"{_MEMORIES};"
                     "COMMIT;")
                 self._db.executemany("INSERT INTO meta VALUES (?, ?)", [("format", FORMAT), ("dim", str(dim))])
             meta = dict(self._db.execute("SELECT key, value FROM meta").fetchall()) if exists or not read_only \
@@ -140,9 +144,17 @@ class Store:
         if meta.get("dim") != str(dim):
             raise InvalidInputError(f"{str(path)!r} holds embeddings of dimension {meta.get('dim')}; "
                                     f"the embedder gives {dim}")
+        self._listed = (exists or not read_only) and self._has_memories_table()
+        if exists and not self._listed and not read_only:  # a directory of the first format: list its ids once
+            self._list_memories()
+            self._listed = True
 
     # -- chromadb -----------------------------------------------------------------------------
     def client(self) -> Any:
+        with self._client_lock:
+            return self._make_client()
+
+    def _make_client(self) -> Any:
         if self._client is None:
             try:
                 import chromadb
@@ -166,57 +178,132 @@ class Store:
                 raise CorruptFileError(f"the store of {str(self.path)!r} is unreadable: {exc}") from None
         return {ns: (name, turn) for ns, name, turn in rows}
 
-    def load(self) -> dict[str, NamespaceState]:
-        """Every namespace as of the last checkpoint; `CorruptFileError` if anything is missing
-        or does not parse."""
-        registered = self.registered()
-        states: dict[str, NamespaceState] = {}
-        if not registered:
-            return states
+    def memory_ids(self) -> dict[str, list[str]]:
+        """Namespace -> the ids of its memories, as of the last checkpoint (the directory is
+        known without reading a collection)."""
+        with self._lock:
+            if not self._listed:  # a read-only directory of the first format: ask chromadb
+                return self._ids_from_chromadb()
+            try:
+                rows = self._db.execute("SELECT id, ns FROM memories").fetchall()
+            except sqlite3.DatabaseError as exc:
+                raise CorruptFileError(f"the store of {str(self.path)!r} is unreadable: {exc}") from None
+        out: dict[str, list[str]] = {}
+        for node_id, ns in rows:
+            found = out.get(ns)
+            if found is None:
+                found = out[ns] = []
+            found.append(node_id)
+        return out
+
+    def _has_memories_table(self) -> bool:
+        try:
+            return self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memories'"
+                                    ).fetchone() is not None
+        except sqlite3.DatabaseError as exc:
+            raise CorruptFileError(f"the store of {str(self.path)!r} is unreadable: {exc}") from None
+
+    def _ids_from_chromadb(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        try:
+            registered = self._registered_unlocked()
+        except sqlite3.DatabaseError:  # a read-only directory that holds no store yet
+            return out
+        client: Any = self.client() if registered else None
+        for ns, (name, _) in registered.items():
+            try:
+                out[ns] = list(client.get_collection(name).get(include=[])["ids"])
+            except Exception as exc:
+                raise CorruptFileError(f"{str(self.path)!r}: the collection {name!r} of namespace {ns!r} "
+                                       f"cannot be read: {exc}") from None
+        return out
+
+    def _list_memories(self) -> None:
+        """Fill the ``memories`` table of a directory written before it existed."""
+        rows = [(i, ns) for ns, ids in self._ids_from_chromadb().items() for i in ids]
+        self._db.execute("BEGIN")
+        try:
+            self._db.execute(_MEMORIES)
+            self._db.executemany("INSERT OR REPLACE INTO memories VALUES (?, ?)", rows)
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+
+    def bookkeeping(self) -> dict[str, Any] | None:
+        """The atlas's bookkeeping (events, lifecycle, custom relations) stored by the last
+        checkpoint, or None."""
+        with self._lock:
+            try:
+                row = self._db.execute("SELECT value FROM meta WHERE key = 'bookkeeping'").fetchone()
+                kept = None if row is None else json.loads(row[0])
+            except (sqlite3.DatabaseError, ValueError) as exc:
+                raise CorruptFileError(f"the bookkeeping in {str(self.path)!r} is unreadable: {exc}") from None
+        if kept is not None and not isinstance(kept, dict):
+            raise CorruptFileError(f"the bookkeeping in {str(self.path)!r} is not an object")
+        return kept
+
+    def load_namespace(self, ns: str) -> NamespaceState:
+        """One namespace as of the last checkpoint (empty if none was checkpointed): its
+        collection, read in pages of `_PAGE` records with the embeddings as one numpy matrix,
+        and its edges; `CorruptFileError` if anything is missing or does not parse."""
+        with self._lock:
+            registered = self._registered_unlocked().get(ns)
+        state = NamespaceState()
+        if registered is None:
+            return state
+        name, state.turn = registered
         client = self.client()
         with self._lock:
-            for ns, (name, turn) in registered.items():
-                try:
-                    col = client.get_collection(name)
-                    got = col.get(include=["embeddings", "documents", "metadatas"])
-                except Exception as exc:
-                    raise CorruptFileError(f"{str(self.path)!r}: the collection {name!r} of namespace {ns!r} "
-                                           f"cannot be read: {exc}") from None
-                state = states[ns] = NamespaceState(turn=turn)
-                try:
+            try:
+                col = client.get_collection(name)
+                total = col.count()
+                pages = []
+                for offset in range(0, max(total, 1), _PAGE):
+                    pages.append(col.get(include=["embeddings", "documents", "metadatas"], limit=_PAGE,
+                                         offset=offset))
+            except Exception as exc:
+                raise CorruptFileError(f"{str(self.path)!r}: the collection {name!r} of namespace {ns!r} "
+                                       f"cannot be read: {exc}") from None
+            try:
+                nodes, vectors = state.nodes, state.vectors
+                loads = json.loads
+                for got in pages:
                     rows = got["embeddings"]
-                    vectors = (rows if isinstance(rows, np.ndarray) else
-                               np.stack(rows) if len(rows) else np.zeros((0, self.dim))
-                               ).astype(np.float32, copy=False).reshape(-1, self.dim)
+                    matrix = np.asarray(rows if rows is not None and len(rows) else np.zeros((0, self.dim)),
+                                        dtype=np.float32).reshape(-1, self.dim)
                     for k, (node_id, doc, meta) in enumerate(zip(got["ids"], got["documents"], got["metadatas"],
                                                                  strict=True)):
-                        record = json.loads(meta["_atlas"])
+                        record = loads(meta["_atlas"])
                         record["content"] = doc
                         if record.get("id") != node_id or record.get("namespace") != ns or not isinstance(doc, str):
                             raise ValueError(f"record {node_id!r} does not match its collection")
-                        state.nodes[node_id] = record
-                        state.vectors[node_id] = vectors[k]
-                    edge_rows = self._db.execute("SELECT source, target, relation, strength, created_at, metadata "
-                                                 "FROM edges WHERE ns = ? ORDER BY rowid", (ns,)).fetchall()
-                    edges = state.edges
-                    for source, target, relation, strength, created_at, metadata in edge_rows:
-                        found = edges.get(source)
-                        if found is None:
-                            found = edges[source] = []
-                        found.append([target, relation, strength, created_at,
-                                      {} if metadata == "{}" else json.loads(metadata)])
-                except (ValueError, KeyError, TypeError, sqlite3.DatabaseError) as exc:
-                    raise CorruptFileError(f"{str(self.path)!r}: namespace {ns!r} holds unreadable data: "
-                                           f"{exc}") from None
-        return states
+                        nodes[node_id] = record
+                        vectors[node_id] = matrix[k]
+                if len(nodes) != total:
+                    raise ValueError(f"the collection holds {total} records, {len(nodes)} were read")
+                edge_rows = self._db.execute("SELECT source, target, relation, strength, created_at, metadata "
+                                             "FROM edges WHERE ns = ? ORDER BY rowid", (ns,)).fetchall()
+                edges = state.edges
+                for source, target, relation, strength, created_at, metadata in edge_rows:
+                    found = edges.get(source)
+                    if found is None:
+                        found = edges[source] = []
+                    found.append([target, relation, strength, created_at,
+                                  {} if metadata == "{}" else loads(metadata)])
+            except (ValueError, KeyError, TypeError, sqlite3.DatabaseError) as exc:
+                raise CorruptFileError(f"{str(self.path)!r}: namespace {ns!r} holds unreadable data: "
+                                       f"{exc}") from None
+        return state
 
     # -- checkpoint ---------------------------------------------------------------------------
-    def apply(self, deltas: dict[str, Delta]) -> None:
-        """Write merged operations into the collections and the edge table (idempotent)."""
-        if not deltas:
+    def apply(self, deltas: dict[str, Delta], *, bookkeeping: str | None = None) -> None:
+        """Write merged operations into the collections, the edge and memory tables, and the
+        atlas's ``bookkeeping`` (JSON) when given (idempotent)."""
+        if not deltas and bookkeeping is None:
             return
-        client = self.client()
-        batch = max(1, min(5000, int(client.get_max_batch_size())))
+        client: Any = self.client() if deltas else None
+        batch = max(1, min(5000, int(client.get_max_batch_size()))) if client is not None else 1
         with self._lock:
             registered = {ns: name for ns, (name, _) in self._registered_unlocked().items()}
             for ns, d in deltas.items():
@@ -224,6 +311,7 @@ class Store:
                 if d.dropped:
                     with contextlib.suppress(Exception):
                         client.delete_collection(name)
+                assert client is not None
                 col = client.get_or_create_collection(name, metadata={"hnsw:space": "cosine", "atlas_namespace": ns},
                                                       embedding_function=None)
                 put = [i for i, r in d.nodes.items() if r is not None and i in d.vectors]
@@ -249,6 +337,11 @@ class Store:
                     if d.dropped:
                         self._db.execute("DELETE FROM edges WHERE ns = ?", (ns,))
                         self._db.execute("DELETE FROM namespaces WHERE ns = ?", (ns,))
+                        self._db.execute("DELETE FROM memories WHERE ns = ?", (ns,))
+                    self._db.executemany("DELETE FROM memories WHERE id = ?",
+                                         [(i,) for i, r in d.nodes.items() if r is None])
+                    self._db.executemany("INSERT OR REPLACE INTO memories VALUES (?, ?)",
+                                         [(i, ns) for i, r in d.nodes.items() if r is not None])
                     self._db.executemany("DELETE FROM edges WHERE ns = ? AND source = ?",
                                          [(ns, s) for s in d.edges])
                     self._db.executemany("INSERT OR REPLACE INTO edges VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -258,6 +351,8 @@ class Store:
                     self._db.execute("INSERT INTO namespaces VALUES (?, ?, ?) ON CONFLICT(ns) DO UPDATE SET "
                                      "turn = CASE WHEN ? IS NULL THEN turn ELSE excluded.turn END",
                                      (ns, registered.get(ns) or collection_name(ns), turn, d.turn))
+                if bookkeeping is not None:
+                    self._db.execute("INSERT OR REPLACE INTO meta VALUES ('bookkeeping', ?)", (bookkeeping,))
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
