@@ -1,6 +1,7 @@
 """The chroma backend against the in-process atlas and against chromadb itself, in one run.
 
     python benchmarks/latency.py --chroma 10000          # or: python benchmarks/chroma_durable.py 10000
+    python benchmarks/chroma_durable.py --reopen 10000 100000   # reopen + first retrieve, fresh interpreter
 
 Rows, per size ``n`` (precomputed vectors: no embedding model in any figure):
 
@@ -131,6 +132,43 @@ def bench(n: int, queries: int = 200) -> str:
     return report(n, out)
 
 
+REOPEN = """
+import os, sys, time
+t0, c0 = time.perf_counter(), time.process_time()
+from shared_core import ElasticMemoryAtlas, HashingEmbedder
+t1 = time.perf_counter()
+a = ElasticMemoryAtlas(embedder=HashingEmbedder(dim=int(sys.argv[2])), backend="chroma:" + sys.argv[1])
+t2 = time.perf_counter()
+hits = a.retrieve("the train leaves in the morning", namespace="bench", top_k=5, reinforce=False)
+t3, c3 = time.perf_counter(), time.process_time()
+assert len(hits) == 5 and a.count(namespace="bench") == int(sys.argv[3])
+print(t1 - t0, t2 - t1, t3 - t2, t3 - t0, c3 - c0, os.getloadavg()[0])
+a.backend.close(checkpoint=False)
+"""
+
+
+def reopen(n: int, runs: int = 3) -> str:
+    """Reopen of a closed directory of ``n`` memories in one namespace, in a fresh interpreter
+    (imports included): open, then the first `retrieve` (which loads the namespace). Median of
+    ``runs``; wall and CPU seconds and the 1-minute load average when each run ended."""
+    corpus, _ = make_corpus(n, 1)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "mem"
+        atlas = _durable(corpus, path)
+        _fill(atlas, corpus)
+        atlas.close()
+        rows = []
+        for _ in range(runs):
+            done = subprocess.run([sys.executable, "-c", REOPEN, str(path), str(corpus.vectors.shape[1]), str(n)],
+                                  capture_output=True, text=True, check=True,
+                                  env={"PYTHONPATH": str(Path(__file__).parents[1]), "PATH": "/usr/bin:/bin"})
+            rows.append([float(x) for x in done.stdout.split()])
+    rows.sort(key=lambda r: r[3])
+    imp, opened, first, wall, cpu, load = rows[len(rows) // 2]
+    return (f"| {n:,} memories, one namespace | {wall:.2f} s | {cpu:.2f} s | import {imp:.2f} + open {opened:.2f} "
+            f"+ first retrieve {first:.2f} | {load:.1f} |")
+
+
 def report(n: int, r: dict[str, Any]) -> str:
     reads = r["reads"]
     lines = [f"| {n:,} memories | chroma backend | in process / chromadb |", "|---|---|---|",
@@ -149,5 +187,10 @@ def report(n: int, r: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    for size in (int(s) for s in (sys.argv[1:] or ["10000"])):
-        print(bench(size), flush=True)
+    if sys.argv[1:2] == ["--reopen"]:
+        print("| directory | reopen + first retrieve, wall | CPU | of which | load average |\n|---|---|---|---|---|")
+        for size in (int(s) for s in (sys.argv[2:] or ["10000", "100000"])):
+            print(reopen(size), flush=True)
+    else:
+        for size in (int(s) for s in (sys.argv[1:] or ["10000"])):
+            print(bench(size), flush=True)

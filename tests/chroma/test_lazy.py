@@ -141,3 +141,40 @@ def test_a_reopened_directory_equals_a_save_load_round_trip(tmp_path: Path, cloc
     ids = [n.id for n in reopened.memories(namespace="team")]
     reopened.link(ids[-1], ids[0], relation="mentors")
     reopened.close()
+
+
+def test_a_directory_of_the_first_format_is_copied_into_the_store_once(tmp_path: Path, clock: ManualClock) -> None:
+    """Before the store kept its own copy of each memory, the collections alone held them."""
+    import sqlite3
+
+    atlas = busy_atlas(tmp_path / "mem", clock)
+    before, vectors_before = partitions(atlas)
+    atlas.close()
+    with sqlite3.connect(tmp_path / "mem" / "elastic_atlas.sqlite3") as db:
+        db.execute("DROP TABLE memories")
+    again = open_atlas(tmp_path / "mem", clock)
+    after, vectors_after = partitions(again)
+    assert after == before
+    for a, b in zip(vectors_before, vectors_after, strict=True):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
+    again.close()
+
+
+def test_a_damaged_record_raises_at_first_use_and_loads_nothing(tmp_path: Path, clock: ManualClock) -> None:
+    import sqlite3
+
+    from shared_core.values.errors import CorruptFileError
+
+    atlas = open_atlas(tmp_path / "mem", clock)
+    atlas.add_memories([f"memory {i}" for i in range(10)], namespace="alice")
+    atlas.add_memory("fine", namespace="bob")
+    atlas.close()
+    with sqlite3.connect(tmp_path / "mem" / "elastic_atlas.sqlite3") as db:
+        db.execute("UPDATE memories SET record = '{\"id\": 1' WHERE rowid = (SELECT min(rowid) FROM memories)")
+    again = open_atlas(tmp_path / "mem", clock)
+    for _ in range(2):
+        with pytest.raises(CorruptFileError, match="alice"):
+            again.memories(namespace="alice")
+    assert again.backend.loaded() == []  # type: ignore[attr-defined]
+    assert [n.content for n in again.memories(namespace="bob")] == ["fine"]
+    again.close()

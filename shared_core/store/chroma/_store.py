@@ -37,7 +37,8 @@ DB_NAME = "elastic_atlas.sqlite3"
 _SAFE = re.compile(r"[A-Za-z0-9_-]*[A-Za-z0-9]")
 _READABLE = ("session_id", "kind", "weight", "importance", "timestamp", "pinned", "turn")
 _KEY = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
-_MEMORIES = "CREATE TABLE IF NOT EXISTS memories (id TEXT PRIMARY KEY, ns TEXT NOT NULL)"
+_MEMORIES = ("CREATE TABLE IF NOT EXISTS memories (id TEXT PRIMARY KEY, ns TEXT NOT NULL, record TEXT NOT NULL,"
+             " vector BLOB NOT NULL)")
 _PAGE = 20_000  # records per chromadb read when a collection is loaded
 
 
@@ -108,6 +109,14 @@ def _metadata(record: dict[str, Any]) -> dict[str, Any]:
     return meta
 
 
+def _record_json(record: dict[str, Any]) -> str:
+    return json.dumps(record, separators=(",", ":"), allow_nan=False)
+
+
+def _blob(vector: npt.NDArray[np.float32]) -> bytes:
+    return np.ascontiguousarray(vector, dtype="<f4").tobytes()
+
+
 class Store:
     """The directory's chromadb client (made on first use: importing chromadb takes seconds) and
     its sqlite file. Thread safe: one lock around every call."""
@@ -145,7 +154,7 @@ class Store:
             raise InvalidInputError(f"{str(path)!r} holds embeddings of dimension {meta.get('dim')}; "
                                     f"the embedder gives {dim}")
         self._listed = (exists or not read_only) and self._has_memories_table()
-        if exists and not self._listed and not read_only:  # a directory of the first format: list its ids once
+        if exists and not self._listed and not read_only:  # a directory of the first format: copy it once
             self._list_memories()
             self._listed = True
 
@@ -183,7 +192,8 @@ class Store:
         known without reading a collection)."""
         with self._lock:
             if not self._listed:  # a read-only directory of the first format: ask chromadb
-                return self._ids_from_chromadb()
+                return {ns: list(state.nodes) for ns in self._registered_unlocked()
+                        if (state := self._read_collection(ns))}
             try:
                 rows = self._db.execute("SELECT id, ns FROM memories").fetchall()
             except sqlite3.DatabaseError as exc:
@@ -203,28 +213,17 @@ class Store:
         except sqlite3.DatabaseError as exc:
             raise CorruptFileError(f"the store of {str(self.path)!r} is unreadable: {exc}") from None
 
-    def _ids_from_chromadb(self) -> dict[str, list[str]]:
-        out: dict[str, list[str]] = {}
-        try:
-            registered = self._registered_unlocked()
-        except sqlite3.DatabaseError:  # a read-only directory that holds no store yet
-            return out
-        client: Any = self.client() if registered else None
-        for ns, (name, _) in registered.items():
-            try:
-                out[ns] = list(client.get_collection(name).get(include=[])["ids"])
-            except Exception as exc:
-                raise CorruptFileError(f"{str(self.path)!r}: the collection {name!r} of namespace {ns!r} "
-                                       f"cannot be read: {exc}") from None
-        return out
-
     def _list_memories(self) -> None:
-        """Fill the ``memories`` table of a directory written before it existed."""
-        rows = [(i, ns) for ns, ids in self._ids_from_chromadb().items() for i in ids]
+        """Fill the ``memories`` table of a directory written before it existed, from the
+        collections (once)."""
+        rows: list[tuple[str, str, str, bytes]] = []
+        for ns in self._registered_unlocked():
+            state = self._read_collection(ns)
+            rows.extend((i, ns, _record_json(record), _blob(state.vectors[i])) for i, record in state.nodes.items())
         self._db.execute("BEGIN")
         try:
             self._db.execute(_MEMORIES)
-            self._db.executemany("INSERT OR REPLACE INTO memories VALUES (?, ?)", rows)
+            self._db.executemany("INSERT OR REPLACE INTO memories VALUES (?, ?, ?, ?)", rows)
             self._db.execute("COMMIT")
         except BaseException:
             self._db.execute("ROLLBACK")
@@ -244,56 +243,91 @@ class Store:
         return kept
 
     def load_namespace(self, ns: str) -> NamespaceState:
-        """One namespace as of the last checkpoint (empty if none was checkpointed): its
-        collection, read in pages of `_PAGE` records with the embeddings as one numpy matrix,
-        and its edges; `CorruptFileError` if anything is missing or does not parse."""
+        """One namespace as of the last checkpoint (empty if none was checkpointed).
+
+        The records and embeddings are read from the store's own copy (the ``memories`` table:
+        one query, the embeddings joined into one numpy matrix), which the checkpoint writes in
+        the same transaction as the edges; the namespace's chromadb collection must exist and
+        hold as many records (one ``count``), else `CorruptFileError`, as for anything missing
+        or unparseable. A directory of the first format, opened read-only, is read from its
+        collections."""
         with self._lock:
             registered = self._registered_unlocked().get(ns)
-        state = NamespaceState()
-        if registered is None:
-            return state
-        name, state.turn = registered
-        client = self.client()
-        with self._lock:
+            if registered is None:
+                return NamespaceState()
+            if not self._listed:
+                state = self._read_collection(ns)
+                state.edges = self._edges(ns)
+                return state
+            name, turn = registered
+            state = NamespaceState(turn=turn)
             try:
-                col = client.get_collection(name)
-                total = col.count()
-                pages = []
-                for offset in range(0, max(total, 1), _PAGE):
-                    pages.append(col.get(include=["embeddings", "documents", "metadatas"], limit=_PAGE,
-                                         offset=offset))
-            except Exception as exc:
-                raise CorruptFileError(f"{str(self.path)!r}: the collection {name!r} of namespace {ns!r} "
-                                       f"cannot be read: {exc}") from None
-            try:
-                nodes, vectors = state.nodes, state.vectors
-                loads = json.loads
-                for got in pages:
-                    rows = got["embeddings"]
-                    matrix = np.asarray(rows if rows is not None and len(rows) else np.zeros((0, self.dim)),
-                                        dtype=np.float32).reshape(-1, self.dim)
-                    for k, (node_id, doc, meta) in enumerate(zip(got["ids"], got["documents"], got["metadatas"],
-                                                                 strict=True)):
-                        record = loads(meta["_atlas"])
-                        record["content"] = doc
-                        if record.get("id") != node_id or record.get("namespace") != ns or not isinstance(doc, str):
-                            raise ValueError(f"record {node_id!r} does not match its collection")
-                        nodes[node_id] = record
-                        vectors[node_id] = matrix[k]
-                if len(nodes) != total:
-                    raise ValueError(f"the collection holds {total} records, {len(nodes)} were read")
-                edge_rows = self._db.execute("SELECT source, target, relation, strength, created_at, metadata "
-                                             "FROM edges WHERE ns = ? ORDER BY rowid", (ns,)).fetchall()
-                edges = state.edges
-                for source, target, relation, strength, created_at, metadata in edge_rows:
-                    found = edges.get(source)
-                    if found is None:
-                        found = edges[source] = []
-                    found.append([target, relation, strength, created_at,
-                                  {} if metadata == "{}" else loads(metadata)])
+                rows = self._db.execute("SELECT id, record, vector FROM memories WHERE ns = ? ORDER BY rowid",
+                                        (ns,)).fetchall()
+                size = 4 * self.dim
+                if any(len(row[2]) != size for row in rows):
+                    raise ValueError(f"an embedding is not {self.dim} float32 values")
+                records = json.loads("[" + ",".join(row[1] for row in rows) + "]")
+                matrix = np.frombuffer(b"".join(row[2] for row in rows), dtype="<f4").reshape(-1, self.dim)
+                for (node_id, _, _), record, vector in zip(rows, records, matrix, strict=True):
+                    if not isinstance(record, dict) or record.get("id") != node_id or record.get("namespace") != ns:
+                        raise ValueError(f"record {node_id!r} does not match its namespace")
+                    state.nodes[node_id] = record
+                    state.vectors[node_id] = vector
+                state.edges = self._edges(ns)
             except (ValueError, KeyError, TypeError, sqlite3.DatabaseError) as exc:
                 raise CorruptFileError(f"{str(self.path)!r}: namespace {ns!r} holds unreadable data: "
                                        f"{exc}") from None
+            try:
+                held = self.client().get_collection(name).count()
+            except Exception as exc:
+                raise CorruptFileError(f"{str(self.path)!r}: the collection {name!r} of namespace {ns!r} "
+                                       f"cannot be read: {exc}") from None
+            if held != len(rows):
+                raise CorruptFileError(f"{str(self.path)!r}: the collection {name!r} of namespace {ns!r} holds "
+                                       f"{held} records; the store {len(rows)}")
+        return state
+
+    def _edges(self, ns: str) -> dict[str, list[list[Any]]]:
+        edges: dict[str, list[list[Any]]] = {}
+        try:
+            rows = self._db.execute("SELECT source, target, relation, strength, created_at, metadata "
+                                    "FROM edges WHERE ns = ? ORDER BY rowid", (ns,)).fetchall()
+            for source, target, relation, strength, created_at, metadata in rows:
+                found = edges.get(source)
+                if found is None:
+                    found = edges[source] = []
+                found.append([target, relation, strength, created_at, {} if metadata == "{}" else json.loads(metadata)])
+        except (ValueError, sqlite3.DatabaseError) as exc:
+            raise CorruptFileError(f"{str(self.path)!r}: the edges of namespace {ns!r} are unreadable: {exc}") from None
+        return edges
+
+    def _read_collection(self, ns: str) -> NamespaceState:
+        """A namespace's records and embeddings from its chromadb collection, in pages of
+        `_PAGE` records (a directory of the first format)."""
+        name, turn = self._registered_unlocked()[ns]
+        state = NamespaceState(turn=turn)
+        try:
+            col = self.client().get_collection(name)
+            total = col.count()
+            pages = [col.get(include=["embeddings", "documents", "metadatas"], limit=_PAGE, offset=offset)
+                     for offset in range(0, total, _PAGE)]
+        except Exception as exc:
+            raise CorruptFileError(f"{str(self.path)!r}: the collection {name!r} of namespace {ns!r} "
+                                   f"cannot be read: {exc}") from None
+        try:
+            for got in pages:
+                matrix = np.asarray(got["embeddings"], dtype=np.float32).reshape(-1, self.dim)
+                for k, (node_id, doc, meta) in enumerate(zip(got["ids"], got["documents"], got["metadatas"],
+                                                             strict=True)):
+                    record = json.loads(meta["_atlas"])
+                    record["content"] = doc
+                    if record.get("id") != node_id or record.get("namespace") != ns or not isinstance(doc, str):
+                        raise ValueError(f"record {node_id!r} does not match its collection")
+                    state.nodes[node_id] = record
+                    state.vectors[node_id] = matrix[k]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CorruptFileError(f"{str(self.path)!r}: namespace {ns!r} holds unreadable data: {exc}") from None
         return state
 
     # -- checkpoint ---------------------------------------------------------------------------
@@ -340,8 +374,14 @@ class Store:
                         self._db.execute("DELETE FROM memories WHERE ns = ?", (ns,))
                     self._db.executemany("DELETE FROM memories WHERE id = ?",
                                          [(i,) for i, r in d.nodes.items() if r is None])
-                    self._db.executemany("INSERT OR REPLACE INTO memories VALUES (?, ?)",
-                                         [(i, ns) for i, r in d.nodes.items() if r is not None])
+                    # an upsert keeps a memory's row (and so its place in the namespace's order)
+                    self._db.executemany("INSERT INTO memories VALUES (?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
+                                         "ns = excluded.ns, record = excluded.record, vector = excluded.vector",
+                                         [(i, ns, _record_json(r), _blob(d.vectors[i]))
+                                          for i, r in d.nodes.items() if r is not None and i in d.vectors])
+                    self._db.executemany("UPDATE memories SET record = ? WHERE id = ?",
+                                         [(_record_json(r), i) for i, r in d.nodes.items()
+                                          if r is not None and i not in d.vectors])
                     self._db.executemany("DELETE FROM edges WHERE ns = ? AND source = ?",
                                          [(ns, s) for s in d.edges])
                     self._db.executemany("INSERT OR REPLACE INTO edges VALUES (?, ?, ?, ?, ?, ?, ?)",
