@@ -85,7 +85,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews, Relations):
         self._life = Lifecycle(self._state, llm=llm, contradiction_detector=contradiction_detector,
                                write_filter=write_filter, summarizer=summarizer)
         reopened = None if given is None else given.lifecycle_state()
-        if given is not None and reopened is not None:  # a durable backend reopened: its bookkeeping, then expiries and bytes
+        if given is not None and reopened is not None:  # a durable backend reopened: bookkeeping, expiries, bytes
             from .engine.persistence import bookkeeping, restore_bookkeeping
 
             restore_bookkeeping(self._state, reopened, self._life.restore, where=repr(given))

@@ -124,6 +124,7 @@ class Store:
     def __init__(self, path: Path, *, dim: int, read_only: bool) -> None:
         self.path = path
         self.dim = dim
+        self.read_only = read_only
         self._lock = threading.Lock()
         self._client_lock = threading.Lock()
         self._client: Any = None
@@ -248,9 +249,9 @@ class Store:
         The records and embeddings are read from the store's own copy (the ``memories`` table:
         one query, the embeddings joined into one numpy matrix), which the checkpoint writes in
         the same transaction as the edges; the namespace's chromadb collection must exist and
-        hold as many records (one ``count``), else `CorruptFileError`, as for anything missing
-        or unparseable. A directory of the first format, opened read-only, is read from its
-        collections."""
+        hold as many records (one ``count``; not checked in a read-only directory, which
+        chromadb cannot open), else `CorruptFileError`, as for anything missing or unparseable.
+        A directory of the first format, opened read-only, is read from its collections."""
         with self._lock:
             registered = self._registered_unlocked().get(ns)
             if registered is None:
@@ -278,6 +279,8 @@ class Store:
             except (ValueError, KeyError, TypeError, sqlite3.DatabaseError) as exc:
                 raise CorruptFileError(f"{str(self.path)!r}: namespace {ns!r} holds unreadable data: "
                                        f"{exc}") from None
+            if self.read_only:  # chromadb cannot open a directory it may not write (its sqlite refuses)
+                return state
             try:
                 held = self.client().get_collection(name).count()
             except Exception as exc:
