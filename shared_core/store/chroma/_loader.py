@@ -115,16 +115,19 @@ def build_partition(part: ChromaPartition, state: NamespaceState) -> None:
     intern = sys.intern
     try:
         for node_id, raw in state.nodes.items():
-            record = {k: v for k, v in raw.items() if k not in _EXTRA}
-            # the records were written by `node_record` and are checksummed (log) or chromadb's: a
+            record = dict(raw)  # the state's records stay as they are (a failed load is tried again)
+            for key in _EXTRA:
+                record.pop(key, None)
+            # the records were written by `node_record` and are checksummed (log) or the store's: a
             # direct build with a few checks (`node_from_record`'s field-by-field checks cost more)
             record["metadata"] = record.get("metadata") or NO_METADATA
             record["namespace"] = ns
             if record.get("session_id") is not None:
                 record["session_id"] = intern(record["session_id"])
             node = MemoryNode(**record)
+            metadata = node.metadata
             if node.id != node_id or raw.get("namespace") != ns or not isinstance(node.content, str) \
-                    or not isinstance(node.metadata, Mapping):
+                    or not (type(metadata) is dict or isinstance(metadata, Mapping)):
                 raise CorruptFileError(f"memory {node_id!r} is stored under the wrong id or namespace, "
                                        "or malformed")
             nodes.append(node)

@@ -128,6 +128,7 @@ class Store:
         self._lock = threading.Lock()
         self._client_lock = threading.Lock()
         self._client: Any = None
+        self._warming: threading.Thread | None = None
         db = path / DB_NAME
         exists = db.exists()
         try:
@@ -163,6 +164,17 @@ class Store:
     def client(self) -> Any:
         with self._client_lock:
             return self._make_client()
+
+    def warm(self) -> None:
+        """Make the chromadb client in a background thread (importing chromadb takes about a
+        second of CPU), so that it is ready, or nearly, when a namespace's first load checks its
+        collection. A failure is left for that call to raise."""
+        def make() -> None:
+            with contextlib.suppress(Exception):
+                self.client()
+
+        self._warming = threading.Thread(target=make, name="atlas-chroma-client", daemon=True)
+        self._warming.start()
 
     def _make_client(self) -> Any:
         if self._client is None:
@@ -408,7 +420,9 @@ class Store:
     def close(self) -> None:
         """Close the sqlite file and release chromadb's shared system for this directory (so a
         later open in this process reads what another process wrote meanwhile)."""
-        with self._lock:
+        if self._warming is not None:
+            self._warming.join()
+        with self._lock, self._client_lock:
             self._db.close()
             close = getattr(self._client, "close", None)
             if callable(close):
