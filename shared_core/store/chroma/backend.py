@@ -2,9 +2,9 @@
 
 Reads stay in process: each namespace is an in-process partition (`ChromaPartition`). Opening
 reads only an index of the directory (the registry, the memory ids and the log:
-`shared_core.store.chroma._loader.read_index`); a namespace's partition is built from its
-collection and its log records on first use (`partition`), once, under the atlas's lock, so two
-threads touching it at once load it once. Every write is written through:
+`shared_core.store.chroma._loader.read_index`); a namespace's partition is built on first use
+(`partition`) from the store's copy of its memories and its log records, once, under the
+atlas's lock, so two threads touching it at once load it once. Every write is written through:
 
 1. the atlas's lock is the backend's `CommitLock`; when a write's outermost hold ends, the
    changes it made become **one log record** (`shared_core.store.chroma._records`), so a memory and its
@@ -14,16 +14,17 @@ threads touching it at once load it once. Every write is written through:
    returns; by default by a background flusher within ``flush_interval`` seconds (`flush` and
    `close` wait for it). Reinforcement and decay updates are records like any other;
 3. once the log holds ``checkpoint_bytes``, a checkpoint applies its closed segments to the
-   chromadb collections and the edge table (`shared_core.store.chroma._store`) in batches, then deletes
-   them. `close` checkpoints everything, so a closed directory is a plain chromadb directory.
+   chromadb collections and to the store's own tables (each memory's record and embedding, the
+   edges: `shared_core.store.chroma._store`) in batches, then deletes them. `close` checkpoints
+   everything, so a closed directory is a plain chromadb directory (plus the atlas's tables).
 
 A checkpoint (and `close`) also stores the atlas's bookkeeping (`keep`: event log, held turns,
 lifecycle counters, custom relation names), which `lifecycle_state` gives back on reopen.
 
-Reopening reads the log (dropping a torn last record). If the log
-cannot be written (disk full, read-only directory), the write fails with `BackendError` and the
-in-process state is rebuilt from what is durable; under the default mode the flusher finds the
-failure, logs it, and the next `flush` or `close` raises it. One process writes a directory:
+Reopening reads the log (dropping a torn last record). If the log cannot be written (disk
+full, read-only directory), the write fails with `BackendError` and the in-process state is
+rebuilt from what is durable; under the default mode the flusher finds the failure, logs it,
+and the next `flush` or `close` raises it. One process writes a directory:
 an OS lock (``fcntl.flock``) on ``elastic_atlas.lock`` makes a second writer fail with
 `BackendError`.
 
@@ -56,7 +57,7 @@ from typing import Any, Literal
 from urllib.parse import parse_qs
 
 from ...values.config import AtlasConfig
-from ...values.errors import BackendError, InvalidInputError
+from ...values.errors import BackendError, CorruptFileError, InvalidInputError
 from ..contract import Partition
 from ..memory.backend import InProcessBackend
 from ._loader import Stored, build_partition, load_namespace, read_index
@@ -299,7 +300,7 @@ class ChromaBackend(InProcessBackend):
             except OSError as exc:
                 raise BackendError(f"cannot open the log of {str(self.path)!r}: {exc}") from None
 
-    def _load_namespace(self, namespace: str) -> ChromaPartition | None:
+    def _load_namespace(self, namespace: str, *, adopt: bool = True) -> ChromaPartition | None:
         """Build a stored namespace's partition (`CorruptFileError` if its data is damaged: the
         namespace stays unloaded, and the next use raises again)."""
         with self.lock:
@@ -313,8 +314,8 @@ class ChromaBackend(InProcessBackend):
             part.note_changes(self._changes)
             self._partitions[namespace] = part
             del self._stored[namespace]
-            for adopt in self._watchers:
-                adopt(part)
+            for each in self._watchers if adopt else ():
+                each(part)
             return part
 
     def _new_partition(self, namespace: str) -> ChromaPartition:
@@ -448,14 +449,19 @@ class ChromaBackend(InProcessBackend):
         raise error from failure
 
     def _recover(self) -> None:
-        """After a failed commit: drop every queued record and rebuild the partitions from the
-        durable state (the store and the log up to its last synced byte)."""
+        """After a failed commit: drop every queued record and rebuild the loaded partitions from
+        the durable state (the store and the log up to its last synced byte); the lifecycle,
+        which accounted them when they first loaded, is not told again."""
         with self.lock, self._checkpoint_lock:
             with self._queue_lock:
                 self._queue.clear()
                 self._durable = self._seq
             limits = {self._wal.number: self._wal.synced} if self._wal is not None else None
+            loaded = list(self._partitions)
             self._load(limits=limits)
+            for ns in loaded:
+                with contextlib.suppress(CorruptFileError):  # raised again at its next use
+                    self._load_namespace(ns, adopt=False)
 
     def _flusher(self) -> None:
         while True:
