@@ -14,6 +14,7 @@ the first use of its namespace).
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -127,7 +128,7 @@ def build_partition(part: ChromaPartition, state: NamespaceState) -> None:
             node = MemoryNode(**record)
             metadata = node.metadata
             if node.id != node_id or raw.get("namespace") != ns or not isinstance(node.content, str) \
-                    or not (type(metadata) is dict or isinstance(metadata, Mapping)):
+                    or not (metadata is NO_METADATA or type(metadata) is dict or isinstance(metadata, Mapping)):
                 raise CorruptFileError(f"memory {node_id!r} is stored under the wrong id or namespace, "
                                        "or malformed")
             nodes.append(node)
@@ -142,22 +143,30 @@ def build_partition(part: ChromaPartition, state: NamespaceState) -> None:
         if missing:
             raise CorruptFileError(f"memory {missing[0]!r} has no embedding")
         if ids:
-            matrix = np.stack([state.vectors[i] for i in ids]).astype(np.float32)
+            matrix = np.stack([state.vectors[i] for i in ids]).astype(np.float32, copy=False)
             if matrix.shape[1] != part.vectors.dim or not np.isfinite(matrix).all():
                 raise CorruptFileError("embeddings of the wrong dimension or not finite")
         known = set(ids)
         edges = []  # with metadata: one by one
         links: dict[float, list[tuple[str, str, AnyRelation, float]]] = {}  # without: by creation time
+        relation_get = _RELATIONS.get
         for source, rows in state.edges.items():
+            if source not in known:
+                raise CorruptFileError(f"an edge from {source!r} starts outside the namespace")
+            # rows: the log's lists (metadata a dict) or the store's tuples (metadata as JSON)
             for target, relation, strength, created_at, metadata in rows:
-                if source not in known or target not in known:
+                if target not in known:
                     raise CorruptFileError(f"an edge {source!r} -> {target!r} points outside the namespace")
-                rel = _RELATIONS.get(relation) or relation_of(relation)
-                if metadata:
+                rel = relation_get(relation) or relation_of(relation)
+                if metadata and metadata != "{}":
                     edges.append(MemoryEdge(source=source, target=target, relation=rel, strength=float(strength),
-                                            created_at=float(created_at), metadata=metadata))
+                                            created_at=float(created_at),
+                                            metadata=json.loads(metadata) if isinstance(metadata, str) else metadata))
                 else:
-                    links.setdefault(float(created_at), []).append((source, target, rel, float(strength)))
+                    group = links.get(created_at)
+                    if group is None:
+                        group = links[created_at] = []
+                    group.append((source, target, rel, float(strength)))
     except CorruptFileError as exc:
         raise CorruptFileError(f"namespace {ns!r}: {exc}") from None
     except (ValueError, TypeError, KeyError) as exc:

@@ -38,7 +38,7 @@ _SAFE = re.compile(r"[A-Za-z0-9_-]*[A-Za-z0-9]")
 _READABLE = ("session_id", "kind", "weight", "importance", "timestamp", "pinned", "turn")
 _KEY = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
 _MEMORIES = ("CREATE TABLE IF NOT EXISTS memories (id TEXT PRIMARY KEY, ns TEXT NOT NULL, record TEXT NOT NULL,"
-             " vector BLOB NOT NULL)")
+             " vector BLOB NOT NULL); CREATE INDEX IF NOT EXISTS memories_ns ON memories (ns)")
 _PAGE = 20_000  # records per chromadb read when a collection is loaded
 
 
@@ -233,9 +233,9 @@ class Store:
         for ns in self._registered_unlocked():
             state = self._read_collection(ns)
             rows.extend((i, ns, _record_json(record), _blob(state.vectors[i])) for i, record in state.nodes.items())
+        self._db.executescript(f"{_MEMORIES};")
         self._db.execute("BEGIN")
         try:
-            self._db.execute(_MEMORIES)
             self._db.executemany("INSERT OR REPLACE INTO memories VALUES (?, ?, ?, ?)", rows)
             self._db.execute("COMMIT")
         except BaseException:
@@ -303,17 +303,22 @@ class Store:
                                        f"{held} records; the store {len(rows)}")
         return state
 
-    def _edges(self, ns: str) -> dict[str, list[list[Any]]]:
-        edges: dict[str, list[list[Any]]] = {}
+    def _edges(self, ns: str) -> dict[str, list[Any]]:
+        """A namespace's out-edges by source, each ``(target, relation, strength, created_at,
+        metadata as JSON)`` (`build_partition` parses the metadata of the few that have some)."""
+        edges: dict[str, list[Any]] = {}
         try:
             rows = self._db.execute("SELECT source, target, relation, strength, created_at, metadata "
                                     "FROM edges WHERE ns = ? ORDER BY rowid", (ns,)).fetchall()
-            for source, target, relation, strength, created_at, metadata in rows:
-                found = edges.get(source)
-                if found is None:
-                    found = edges[source] = []
-                found.append([target, relation, strength, created_at, {} if metadata == "{}" else json.loads(metadata)])
-        except (ValueError, sqlite3.DatabaseError) as exc:
+            last, found = None, None
+            for row in rows:  # a source's edges are stored together: one lookup per source
+                if row[0] != last:
+                    last = row[0]
+                    found = edges.get(last)
+                    if found is None:
+                        found = edges[last] = []
+                found.append(row[1:])  # type: ignore[union-attr]
+        except sqlite3.DatabaseError as exc:
             raise CorruptFileError(f"{str(self.path)!r}: the edges of namespace {ns!r} are unreadable: {exc}") from None
         return edges
 
