@@ -128,7 +128,6 @@ class Store:
         self._lock = threading.Lock()
         self._client_lock = threading.Lock()
         self._client: Any = None
-        self._warming: threading.Thread | None = None
         db = path / DB_NAME
         exists = db.exists()
         try:
@@ -164,17 +163,6 @@ class Store:
     def client(self) -> Any:
         with self._client_lock:
             return self._make_client()
-
-    def warm(self) -> None:
-        """Make the chromadb client in a background thread (importing chromadb takes about a
-        second of CPU), so that it is ready, or nearly, when a namespace's first load checks its
-        collection. A failure is left for that call to raise."""
-        def make() -> None:
-            with contextlib.suppress(Exception):
-                self.client()
-
-        self._warming = threading.Thread(target=make, name="atlas-chroma-client", daemon=True)
-        self._warming.start()
 
     def _make_client(self) -> Any:
         if self._client is None:
@@ -261,8 +249,9 @@ class Store:
         The records and embeddings are read from the store's own copy (the ``memories`` table:
         one query, the embeddings joined into one numpy matrix), which the checkpoint writes in
         the same transaction as the edges; the namespace's chromadb collection must exist and
-        hold as many records (one ``count``; not checked in a read-only directory, which
-        chromadb cannot open), else `CorruptFileError`, as for anything missing or unparseable.
+        hold as many records (`_counted`, else chromadb's ``count``; not checked in a read-only
+        directory, which chromadb cannot open), else `CorruptFileError`, as for anything
+        missing or unparseable.
         A directory of the first format, opened read-only, is read from its collections."""
         with self._lock:
             registered = self._registered_unlocked().get(ns)
@@ -293,6 +282,8 @@ class Store:
                                        f"{exc}") from None
             if self.read_only:  # chromadb cannot open a directory it may not write (its sqlite refuses)
                 return state
+            if self._counted(name) == len(rows):
+                return state
             try:
                 held = self.client().get_collection(name).count()
             except Exception as exc:
@@ -302,6 +293,21 @@ class Store:
                 raise CorruptFileError(f"{str(self.path)!r}: the collection {name!r} of namespace {ns!r} holds "
                                        f"{held} records; the store {len(rows)}")
         return state
+
+    def _counted(self, name: str) -> int | None:
+        """The records of a collection as chromadb's own sqlite file counts them (its metadata
+        segment), read directly: importing chromadb takes about a second of CPU. Only ever a
+        confirmation: any other answer (a schema of another chromadb version, a lock, records
+        still in chromadb's queue) sends the caller to chromadb's `count`."""
+        try:
+            with contextlib.closing(sqlite3.connect(f"file:{self.path / 'chroma.sqlite3'}?mode=ro", uri=True,
+                                                    timeout=0.5)) as db:
+                row = db.execute("SELECT count(*) FROM embeddings WHERE segment_id = (SELECT s.id FROM segments s "
+                                 "JOIN collections c ON s.collection = c.id WHERE c.name = ? AND s.scope = 'METADATA')",
+                                 (name,)).fetchone()
+        except sqlite3.Error:
+            return None
+        return int(row[0]) if row is not None else None
 
     def _edges(self, ns: str) -> dict[str, list[Any]]:
         """A namespace's out-edges by source, each ``(target, relation, strength, created_at,
@@ -425,8 +431,6 @@ class Store:
     def close(self) -> None:
         """Close the sqlite file and release chromadb's shared system for this directory (so a
         later open in this process reads what another process wrote meanwhile)."""
-        if self._warming is not None:
-            self._warming.join()
         with self._lock, self._client_lock:
             self._db.close()
             close = getattr(self._client, "close", None)

@@ -251,8 +251,6 @@ class ChromaBackend(InProcessBackend):
         try:
             self._store = Store(self.path, dim=dim, read_only=self._read_only)
             self._load()
-            if self._stored and not self._read_only and "chromadb" not in sys.modules:
-                self._store.warm()  # a namespace's first load checks its collection
         except BaseException:
             self._release_lock()
             raise
