@@ -178,3 +178,20 @@ def test_a_damaged_record_raises_at_first_use_and_loads_nothing(tmp_path: Path, 
     assert again.backend.loaded() == []  # type: ignore[attr-defined]
     assert [n.content for n in again.memories(namespace="bob")] == ["fine"]
     again.close()
+
+
+def test_an_exit_without_chromadb_still_stores_the_bookkeeping(tmp_path: Path, clock: ManualClock) -> None:
+    """At interpreter exit the backend closes with ``checkpoint=False`` when chromadb is not
+    loaded (it cannot be imported then): the log keeps the memories, the store the bookkeeping."""
+    atlas = open_atlas(tmp_path / "mem", clock)
+    atlas.register_relation("mentors")
+    first = atlas.add_memory("Alice mentors Bob", namespace="team")
+    second = atlas.add_memory("Bob writes the parser", namespace="team")
+    atlas.link(first.id, second.id, relation="mentors")
+    events = atlas.events.records()
+    atlas.backend.close(checkpoint=False)  # type: ignore[attr-defined]
+    assert list((tmp_path / "mem").glob("wal-*.log"))  # not checkpointed
+    again = open_atlas(tmp_path / "mem", clock)
+    assert again.events.records() == events
+    again.link(second.id, first.id, relation="mentors")  # registered again by the reopen
+    again.close()

@@ -484,11 +484,7 @@ class ChromaBackend(InProcessBackend):
     def checkpoint(self) -> None:
         """Apply the log's closed segments (after closing the current one) to the collections,
         with the atlas's bookkeeping (`keep`), then delete them."""
-        kept = None
-        if self._bookkeeping is not None:
-            with self.lock:
-                taken = self._bookkeeping()
-            kept = json.dumps(taken, separators=(",", ":"), allow_nan=False)
+        kept = self._taken()
         with self._checkpoint_lock:
             with self._io_lock:
                 if self._wal is None:
@@ -507,6 +503,14 @@ class ChromaBackend(InProcessBackend):
                 with contextlib.suppress(FileNotFoundError):
                     segment_path(self.path, number).unlink()
 
+    def _taken(self) -> str | None:
+        """The atlas's bookkeeping as JSON (taken under its lock), or None if it keeps none."""
+        if self._bookkeeping is None:
+            return None
+        with self.lock:
+            taken = self._bookkeeping()
+        return json.dumps(taken, separators=(",", ":"), allow_nan=False)
+
     # -- public ---------------------------------------------------------------------------------
     def flush(self) -> None:
         """Wait until every write made so far is durable; raises a pending commit error."""
@@ -521,7 +525,9 @@ class ChromaBackend(InProcessBackend):
         self.close(checkpoint="chromadb" in sys.modules)
 
     def close(self, *, checkpoint: bool = True) -> None:
-        """Flush, checkpoint into the collections, stop the flusher and release the directory."""
+        """Flush, checkpoint into the collections (with ``checkpoint=False``, as at interpreter
+        exit when chromadb is not loaded: store only the bookkeeping), stop the flusher and
+        release the directory."""
         if not self._opened or self._closing:
             return
         with self._queue_lock:
@@ -537,6 +543,11 @@ class ChromaBackend(InProcessBackend):
                 except Exception as exc:
                     logger.warning("checkpoint of %s at close failed (the log keeps the writes): %s",
                                    self.path, exc)
+            elif not self._read_only:  # the log keeps the writes; the bookkeeping is stored all the same
+                try:
+                    self._store.apply({}, bookkeeping=self._taken())
+                except Exception as exc:
+                    logger.warning("the bookkeeping of %s could not be stored at close: %s", self.path, exc)
         finally:
             if self._wal is not None:
                 self._wal.close()
