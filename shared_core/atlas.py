@@ -34,7 +34,6 @@ from .store.memory.backend import InProcessBackend
 from .text.embedding import Embedder, as_embedder, normalize_rows
 from .text.tokens import TokenCounter, as_token_counter
 from .values import _validate as check
-from .values._records import node_from_record
 from .values.clock import Clock, SystemClock
 from .values.config import AtlasConfig
 from .values.errors import (
@@ -85,9 +84,11 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews, Relations):
         self._life = Lifecycle(self._state, llm=llm, contradiction_detector=contradiction_detector,
                                write_filter=write_filter, summarizer=summarizer)
         reopened = None if given is None else given.lifecycle_state()
-        if reopened is not None and self._where:  # memories reopened from a durable backend: expiries, bytes
-            held = partial(node_from_record, kinds=frozenset({"working"}))
-            self._life.restore(reopened, held)
+        if given is not None and reopened is not None:  # a durable backend reopened: bookkeeping, expiries, bytes
+            from .engine.persistence import bookkeeping, restore_bookkeeping
+
+            restore_bookkeeping(self._state, reopened, self._life.restore, where=repr(given))
+            given.keep(partial(bookkeeping, self._state, self._life.state))
         every = None if given is None else given.maintenance_interval()
         self._maintenance = None if every is None else MaintenanceTimer(self.maintain, every=every)
 
@@ -492,13 +493,11 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews, Relations):
     def namespaces(self) -> list[str]:
         """Every namespace that holds memories (an administrative, cross-tenant listing)."""
         with self._lock:
-            return [ns for ns in self.backend.namespaces()
-                    if (p := self._part(ns)) is not None and p.graph.node_count() > 0]
+            return [ns for ns in self.backend.namespaces() if self.backend.memory_count(ns) > 0]
 
     def count(self, *, namespace: str) -> int:
         with self._lock:
-            part = self._part(check.namespace(namespace))
-            return 0 if part is None else part.graph.node_count()
+            return self.backend.memory_count(check.namespace(namespace))
 
     def __len__(self) -> int:
         return len(self._where)

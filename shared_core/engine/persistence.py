@@ -55,8 +55,8 @@ A = TypeVar("A")
 #: A lifecycle's ``restore(saved, node_from_record)``.
 Restore = Callable[[dict[str, Any], Callable[[dict[str, Any]], MemoryNode]], None]
 
-__all__ = ["FORMAT", "MAX_STATE_DEPTH", "VERSION", "export_graphml", "export_jsonl", "load_atlas", "node_record",
-           "save_atlas", "unpack_limit"]
+__all__ = ["FORMAT", "MAX_STATE_DEPTH", "VERSION", "bookkeeping", "export_graphml", "export_jsonl", "load_atlas",
+           "node_record", "restore_bookkeeping", "save_atlas", "unpack_limit"]
 
 FORMAT = "elastic-atlas"
 VERSION = 1
@@ -130,13 +130,39 @@ def _snapshot(state: EngineState, lifecycle: Callable[[], dict[str, Any]]
             "config": {f.name: getattr(state.config, f.name) for f in fields(AtlasConfig)},
             "embedder": {"type": type(state.embedder).__name__, "dim": dim},
             "library": __version__, "saved_at": state.clock.now(),
-            "events": {"maxlen": state.events.maxlen, "records": state.events.records(),
-                       "totals": state.events.totals()},
-            "lifecycle": lifecycle(),
-            "relations": sorted(state.relations),
+            **bookkeeping(state, lifecycle),
             "partitions": partitions,
         }
     return saved, arrays
+
+
+def bookkeeping(state: EngineState, lifecycle: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """What the atlas keeps besides its partitions, as `save_atlas` writes it (JSON-ready): the
+    event log, the lifecycle's ``lifecycle()`` and the custom relation names; the caller holds
+    the lock. A durable backend stores it too (`shared_core.store.contract.Backend.keep`)."""
+    return {"events": {"maxlen": state.events.maxlen, "records": state.events.records(),
+                       "totals": state.events.totals()},
+            "lifecycle": lifecycle(), "relations": sorted(state.relations)}
+
+
+def restore_bookkeeping(state: EngineState, kept: Mapping[str, Any], restore: Restore, *, where: str) -> None:
+    """Restore what `bookkeeping` gave (``events`` may be None: the log stays as it is) into a
+    fresh atlas's state; `CorruptFileError` naming ``where`` if it does not check."""
+    try:
+        log = None if kept.get("events") is None else _events(kept["events"])
+        registered = kept.get("relations", [])
+        _check(isinstance(registered, list), "relations is not a list")
+        custom = {name: rule("a relation name", custom_relation, name) for name in registered}
+        check_lifecycle(kept["lifecycle"])
+    except CorruptFileError as exc:
+        raise CorruptFileError(f"{where}: {exc}") from None
+    except (KeyError, TypeError, AttributeError, IndexError, InvalidInputError) as exc:
+        raise CorruptFileError(f"{where}: the bookkeeping is malformed: {exc!r}") from None
+    with state.lock:
+        if log is not None:
+            state.events = EventLog.from_records(log.records(), totals=log.totals(), maxlen=state.events.maxlen)
+        state.relations.update(custom)
+        restore(kept["lifecycle"], partial(node_from_record, kinds=frozenset({"working"})))
 
 
 def save_atlas(state: EngineState, path: PathLike, *, lifecycle: Callable[[], dict[str, Any]]) -> Path:

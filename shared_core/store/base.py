@@ -8,7 +8,7 @@ built from the protocol's basic operations only, so a new backend is correct bef
 from __future__ import annotations
 
 import itertools
-from collections.abc import Collection, Iterable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -161,7 +161,8 @@ class PartitionBase:
 
 class BackendBase:
     """Defaults of `Backend.directory` (the backend keeps none), `Backend.attach` (no lock of its
-    own), `Backend.lifecycle_state` (nothing to restore), `keeps_partitions_in_process` (no:
+    own), `Backend.lifecycle_state` and `keep` (nothing to restore or keep), `watch` (every
+    partition, now), `memory_count` (from the partition), `keeps_partitions_in_process` (no:
     another process may share them), `flush` and `close` (nothing to do)."""
 
     __slots__ = ()
@@ -177,6 +178,19 @@ class BackendBase:
 
     def lifecycle_state(self) -> dict[str, Any] | None:
         return None
+
+    def keep(self, bookkeeping: Callable[[], dict[str, Any]]) -> None:
+        return None
+
+    def watch(self, adopt: Callable[[Any], None]) -> None:
+        for ns in self.namespaces():  # type: ignore[attr-defined]
+            part = self.partition(ns)  # type: ignore[attr-defined]
+            if part is not None:
+                adopt(part)
+
+    def memory_count(self, namespace: str) -> int:
+        part = self.partition(namespace)  # type: ignore[attr-defined]
+        return 0 if part is None else int(part.graph.node_count())
 
     def maintenance_interval(self) -> float | None:
         return None

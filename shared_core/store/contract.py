@@ -352,8 +352,21 @@ class Backend(Protocol):
         re-entrant lock."""
 
     def lifecycle_state(self) -> dict[str, Any] | None:
-        """The lifecycle bookkeeping a durable backend reopened with its memories (the form of
-        ``Lifecycle.state``), or None: nothing to restore."""
+        """The bookkeeping a durable backend reopened with its memories, as `keep` stored it
+        (``lifecycle``: the form of ``Lifecycle.state``; ``events``: the event log's records,
+        totals and size, or None; ``relations``: custom relation names), or None: nothing to
+        restore."""
+
+    def keep(self, bookkeeping: Callable[[], dict[str, Any]]) -> None:
+        """A durable backend stores ``bookkeeping()`` (the atlas's, JSON-ready, taken under its
+        lock) when it checkpoints and closes; others ignore it."""
+
+    def watch(self, adopt: Callable[[Partition], None]) -> None:
+        """Call ``adopt`` with every partition the backend holds now and, for a backend that
+        loads namespaces lazily, with each it loads later (under the atlas's lock)."""
+
+    def memory_count(self, namespace: str) -> int:
+        """The memories stored in a namespace (a lazy backend answers without loading it)."""
 
     def maintenance_interval(self) -> float | None:
         """Seconds between the maintenance runs (`ElasticMemoryAtlas.maintain`: expiry, clean-up,

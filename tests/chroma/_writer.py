@@ -21,6 +21,8 @@ def main() -> None:
     mode = sys.argv[3] if len(sys.argv) > 3 else "write"
     backend = ChromaBackend(path, durability="sync", checkpoint_bytes=48 << 10)
     atlas = ElasticMemoryAtlas(embedder=HashingEmbedder(dim=64), backend=backend)
+    for ns in ("alice", "bob"):  # namespaces load on first use: load them now, so the kills hit writes
+        atlas.memories(namespace=ns)
     print("ready", flush=True)
     if mode == "hold":
         time.sleep(600)

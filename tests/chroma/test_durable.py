@@ -169,6 +169,15 @@ def test_a_damaged_directory_raises_and_loads_nothing(tmp_path: Path, clock: Man
         client.close()
     else:
         (path / "elastic_atlas.sqlite3").write_bytes(b"garbage" * 100)
+    if damage == "lost collection":  # found when the namespace is first used (opening reads only the index)
+        atlas = open_atlas(path, clock)
+        assert atlas.namespaces() == ["alice"] and atlas.count(namespace="alice") == 20
+        for _ in range(2):  # and again: never a half-loaded namespace
+            with pytest.raises(CorruptFileError, match="atlas-alice"):
+                atlas.retrieve("memory", namespace="alice")
+            assert atlas.backend.loaded() == []  # type: ignore[attr-defined]
+        atlas.close()
+        return
     with pytest.raises(CorruptFileError):
         open_atlas(path, clock)
     open_again = ChromaBackend(path)
@@ -342,3 +351,84 @@ def test_an_idle_durable_atlas_runs_maintenance_on_its_own_timer(tmp_path: Path,
     assert ChromaBackend(tmp_path / "other").maintenance_interval() == 600.0
     with pytest.raises(InvalidInputError):
         ChromaBackend(tmp_path / "bad", maintain_every=0)
+
+
+READ_ONLY = """
+import os, sys
+from shared_core import ElasticMemoryAtlas, HashingEmbedder
+from shared_core.store.chroma import ChromaBackend
+from shared_core.values.errors import BackendError
+from shared_core.engine.persistence import _snapshot
+def state(atlas):  # the partitions as save keeps them, memories by id
+    parts = _snapshot(atlas._state, atlas._life.state)[0]["partitions"]
+    for p in parts:
+        p["nodes"].sort(key=lambda n: n["id"])
+    return parts
+path, mode = sys.argv[1], sys.argv[2]
+print("uid", os.getuid(), "writable", os.access(path, os.W_OK))
+atlas = ElasticMemoryAtlas(embedder=HashingEmbedder(dim=64), backend=ChromaBackend(path, durability=mode))
+durable = state(atlas)
+print("count", atlas.count(namespace="alice"))
+try:
+    atlas.add_memory("a new memory", namespace="alice")
+    atlas.flush()
+except BackendError as exc:
+    print("error:", exc)
+else:
+    print("no error")
+print("state equals durable:", state(atlas) == durable)
+print("recall:", [h.node.content for h in atlas.retrieve("memory 3", namespace="alice", top_k=1, reinforce=False)])
+try:
+    atlas.close()
+except BackendError as exc:
+    print("close:", exc)
+"""
+
+
+def _without_write_override() -> None:
+    """In the child, before exec: drop CAP_DAC_OVERRIDE and CAP_FOWNER from the capability
+    bounding set, so that the root process is held to permission bits (exec recomputes the
+    capabilities from the bounding set, so dropping the effective ones would not last)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in (1, 3):  # CAP_DAC_OVERRIDE, CAP_FOWNER
+        if libc.prctl(24, cap, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+            os._exit(97)
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                    reason="needs root: the child drops its override of permission bits (CAP_DAC_OVERRIDE)")
+@pytest.mark.parametrize("mode", ["sync", "default"])
+def test_a_read_only_directory_fails_the_write_and_keeps_what_is_durable(mode: str) -> None:
+    """The directory belongs to ``nobody`` (uid 65534, mode 0o755 / 0o644) and the child is root
+    without CAP_DAC_OVERRIDE: the kernel refuses every write in it (chmod alone would not do:
+    root ignores permission bits)."""
+    import shutil
+    import tempfile
+
+    top = Path(tempfile.mkdtemp(prefix="atlas-ro-"))
+    try:
+        path = top / "mem"
+        atlas = open_atlas(path)
+        atlas.add_memories([f"memory {i}" for i in range(8)], namespace="alice")
+        atlas.close()
+        for p in [path, *path.rglob("*")]:
+            os.chown(p, 65534, 65534)
+            p.chmod(0o755 if p.is_dir() else 0o644)
+        files = {p: p.stat().st_mtime_ns for p in path.rglob("*")}
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
+        done = subprocess.run([sys.executable, "-c", READ_ONLY, str(path), mode], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=120, preexec_fn=_without_write_override)
+        lines = done.stdout.splitlines()
+        assert lines[:2] == ["uid 0 writable False", "count 8"], done.stdout + done.stderr
+        assert lines[2].startswith("error: cannot write the memory log"), done.stdout + done.stderr
+        assert "read-only" in lines[2]
+        assert "state equals durable: True" in lines
+        assert "recall: ['memory 3']" in lines
+        assert {p: p.stat().st_mtime_ns for p in path.rglob("*")} == files  # nothing was written
+        again = open_atlas(path)
+        assert sorted(n.content for n in again.memories(namespace="alice")) == [f"memory {i}" for i in range(8)]
+        again.close()
+    finally:
+        shutil.rmtree(top, ignore_errors=True)

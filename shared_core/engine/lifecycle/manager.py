@@ -536,7 +536,8 @@ class Lifecycle:
                 "indexed": dict(self.indexed)}
 
     def restore(self, state: dict[str, Any], nodes: Callable[[dict[str, Any]], MemoryNode]) -> None:
-        """Rebuild from a saved `state` and the partitions already loaded."""
+        """Rebuild from a saved `state` and the backend's partitions (`Backend.watch`: each one
+        loaded now, and each one a lazy backend loads later)."""
         for record in state["held"]:
             self.held.add(nodes(record))
         self._dirty = {str(ns): None if d is None else {str(i) for i in d} for ns, d in state["dirty"].items()}
@@ -546,12 +547,15 @@ class Lifecycle:
         self._node_bytes = 0
         self._expiry = []
         self.namespaces.touch_all()
-        for ns in self.engine.backend.namespaces():
-            part = self.engine.backend.partition(ns)
-            if part is not None and part.graph.node_count() == 0:
-                self.namespaces.removed(part)  # a saved empty namespace: dropped at the next write
-            for node in part.graph.nodes() if part is not None else ():
-                self.account(part, node)  # type: ignore[arg-type]
-                if node.expires_at is not None:
-                    self._expiry.append((node.expires_at, node.id))
-        heapq.heapify(self._expiry)
+        self.engine.backend.watch(self._adopt)  # a lazy backend calls it again for each namespace it loads
+
+    def _adopt(self, part: Partition) -> None:
+        """Account a partition's memories and schedule their expiries (after `restore`, for
+        each partition loaded)."""
+        self.namespaces.touch((part.namespace,))
+        if part.graph.node_count() == 0:
+            self.namespaces.removed(part)  # a saved empty namespace: dropped at the next write
+        for node in part.graph.nodes():
+            self.account(part, node)
+            if node.expires_at is not None:
+                heapq.heappush(self._expiry, (node.expires_at, node.id))

@@ -1,44 +1,110 @@
-"""Opening a chroma directory: the checkpointed store plus the log, into in-process partitions.
+"""Opening a chroma directory: an index of it at once, each namespace on first use.
 
-`read_state` reads and checks everything first (the store's collections and edges, every log
-record); `build_partition` then fills a fresh partition from plain data. A defect anywhere
-raises `CorruptFileError` before any partition is handed to the atlas: never a half-loaded one.
+`read_index` reads what opening needs and nothing more: the registry and the memory ids of
+the store (`Store.memory_ids`, one sqlite query) and every log record (checked, decoded and
+split by namespace). It gives the atlas's directory (memory id -> namespace), each namespace's
+memory count and the log records still to replay over each namespace's checkpointed state.
+
+`load_namespace` then reads one namespace's collection and edges (`Store.load_namespace`) and
+replays its log records over them; `build_partition` fills a fresh partition from that plain
+data. A defect raises `CorruptFileError` before the partition is handed to the atlas: never a
+half-loaded namespace (a damaged log, when the directory is opened; a damaged collection, at
+the first use of its namespace).
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from ...values.model import NO_METADATA, AnyRelation, MemoryEdge, MemoryNode, Relation
 from ...values.relations import relation_of
 from ..memory.backend import InProcessPartition
 from ..memory.graph_store import DictGraphStore
 from ._partition import ChromaPartition
-from ._records import NamespaceState, decode, replay
+from ._records import NamespaceState, Op, decode, replay
 from ._store import Store
 from ._wal import read_segments
 
-__all__ = ["build_partition", "read_state"]
+__all__ = ["Index", "Stored", "build_partition", "load_namespace", "read_index"]
 
 _EXTRA = ("_seq", "_inactive", "_kw")
 _RELATIONS = {r.value: r for r in Relation}
 
 
-def read_state(store: Store, path: Path, dim: int, *, limits: dict[int, int] | None = None
-               ) -> tuple[dict[str, NamespaceState], dict[int, list[bytes]], dict[int, int], list[int]]:
-    """The namespaces as the store and the log leave them; the log's records per segment (not
-    yet checkpointed); each segment's valid end; the segments' numbers."""
-    states = store.load()
+@dataclass(slots=True)
+class Stored:
+    """A namespace not loaded yet: its memory count, and its log records (operations, rows)
+    to replay over its checkpointed state."""
+
+    count: int = 0
+    records: list[tuple[list[Op], npt.NDArray[np.float32]]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Index:
+    """What opening reads: the namespaces (`Stored`), the directory, and the log's records per
+    segment (not yet checkpointed), each segment's valid end and the segments' numbers."""
+
+    namespaces: dict[str, Stored]
+    ids: dict[str, str]
+    segments: dict[int, list[bytes]]
+    ends: dict[int, int]
+    numbers: list[int]
+
+
+def read_index(store: Store, path: Path, dim: int, *, limits: dict[int, int] | None = None) -> Index:
+    """The directory's `Index`; `CorruptFileError` if the store or the log is damaged."""
+    turns = {ns: turn for ns, (_, turn) in store.registered().items()}
+    members: dict[str, dict[str, None]] = {ns: dict.fromkeys(ids) for ns, ids in store.memory_ids().items()}
+    present = dict.fromkeys(turns, True)
+    pending: dict[str, list[tuple[list[Op], npt.NDArray[np.float32]]]] = {}
     records, ends = read_segments(path, limits)
     segments: dict[int, list[bytes]] = {number: [] for number in ends}
     for number, payload in records:
-        replay(states, *decode(payload, dim))
+        ops, rows = decode(payload, dim)
         segments[number].append(payload)
-    return states, segments, ends, sorted(ends)
+        split: dict[str, list[Op]] = {}
+        # the same checks as `replay`, which these operations meet again when the namespace loads
+        replay({}, ops, rows)
+        for op in ops:
+            kind, ns = op[0], op[1]
+            split.setdefault(ns, []).append(op)
+            found = members.setdefault(ns, {})
+            if kind == "x":
+                found.clear()
+                turns[ns], present[ns] = 0, False
+                continue
+            present[ns] = True
+            if kind == "n":
+                found[op[2]["id"]] = None
+            elif kind == "d":
+                found.pop(op[2], None)
+            elif kind == "t":
+                turns[ns] = int(op[2])
+        for ns, ops_of in split.items():
+            pending.setdefault(ns, []).append((ops_of, rows))
+    namespaces: dict[str, Stored] = {}
+    ids: dict[str, str] = {}
+    for ns, found in members.items():
+        if present.get(ns) and (found or turns.get(ns)):
+            namespaces[ns] = Stored(len(found), pending.get(ns, []))
+            ids.update(dict.fromkeys(found, ns))
+    return Index(namespaces, ids, segments, ends, sorted(ends))
+
+
+def load_namespace(store: Store, namespace: str, stored: Stored) -> NamespaceState:
+    """A namespace's state: its checkpointed state with its log records replayed on top."""
+    states = {namespace: store.load_namespace(namespace)}
+    for ops, rows in stored.records:
+        replay(states, ops, rows)
+    return states.get(namespace) or NamespaceState()
 
 
 def build_partition(part: ChromaPartition, state: NamespaceState) -> None:
@@ -50,16 +116,19 @@ def build_partition(part: ChromaPartition, state: NamespaceState) -> None:
     intern = sys.intern
     try:
         for node_id, raw in state.nodes.items():
-            record = {k: v for k, v in raw.items() if k not in _EXTRA}
-            # the records were written by `node_record` and are checksummed (log) or chromadb's: a
+            record = dict(raw)  # the state's records stay as they are (a failed load is tried again)
+            for key in _EXTRA:
+                record.pop(key, None)
+            # the records were written by `node_record` and are checksummed (log) or the store's: a
             # direct build with a few checks (`node_from_record`'s field-by-field checks cost more)
             record["metadata"] = record.get("metadata") or NO_METADATA
             record["namespace"] = ns
             if record.get("session_id") is not None:
                 record["session_id"] = intern(record["session_id"])
             node = MemoryNode(**record)
+            metadata = node.metadata
             if node.id != node_id or raw.get("namespace") != ns or not isinstance(node.content, str) \
-                    or not isinstance(node.metadata, Mapping):
+                    or not (metadata is NO_METADATA or type(metadata) is dict or isinstance(metadata, Mapping)):
                 raise CorruptFileError(f"memory {node_id!r} is stored under the wrong id or namespace, "
                                        "or malformed")
             nodes.append(node)
@@ -74,22 +143,30 @@ def build_partition(part: ChromaPartition, state: NamespaceState) -> None:
         if missing:
             raise CorruptFileError(f"memory {missing[0]!r} has no embedding")
         if ids:
-            matrix = np.stack([state.vectors[i] for i in ids]).astype(np.float32)
+            matrix = np.stack([state.vectors[i] for i in ids]).astype(np.float32, copy=False)
             if matrix.shape[1] != part.vectors.dim or not np.isfinite(matrix).all():
                 raise CorruptFileError("embeddings of the wrong dimension or not finite")
         known = set(ids)
         edges = []  # with metadata: one by one
         links: dict[float, list[tuple[str, str, AnyRelation, float]]] = {}  # without: by creation time
+        relation_get = _RELATIONS.get
         for source, rows in state.edges.items():
+            if source not in known:
+                raise CorruptFileError(f"an edge from {source!r} starts outside the namespace")
+            # rows: the log's lists (metadata a dict) or the store's tuples (metadata as JSON)
             for target, relation, strength, created_at, metadata in rows:
-                if source not in known or target not in known:
+                if target not in known:
                     raise CorruptFileError(f"an edge {source!r} -> {target!r} points outside the namespace")
-                rel = _RELATIONS.get(relation) or relation_of(relation)
-                if metadata:
+                rel = relation_get(relation) or relation_of(relation)
+                if metadata and metadata != "{}":
                     edges.append(MemoryEdge(source=source, target=target, relation=rel, strength=float(strength),
-                                            created_at=float(created_at), metadata=metadata))
+                                            created_at=float(created_at),
+                                            metadata=json.loads(metadata) if isinstance(metadata, str) else metadata))
                 else:
-                    links.setdefault(float(created_at), []).append((source, target, rel, float(strength)))
+                    group = links.get(created_at)
+                    if group is None:
+                        group = links[created_at] = []
+                    group.append((source, target, rel, float(strength)))
     except CorruptFileError as exc:
         raise CorruptFileError(f"namespace {ns!r}: {exc}") from None
     except (ValueError, TypeError, KeyError) as exc:

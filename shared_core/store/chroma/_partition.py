@@ -179,6 +179,14 @@ class ChromaPartition(InProcessPartition):
     def sessions(self) -> SessionMap:
         return _Sessions(self._sessions, self)
 
+    def note_changes(self, changes: Changes) -> None:
+        """Note this partition's changes in ``changes`` from now on (a partition is built from
+        the directory with changes of its own, which the log does not need)."""
+        self.changes = changes
+        self.graph._changes = changes  # type: ignore[attr-defined]
+        self.vectors._changes = changes  # type: ignore[attr-defined]
+        self.inactive._changes = changes  # type: ignore[attr-defined]
+
     def _place(self, node_id: str) -> None:
         self.next_seq += 1.0
         self.order[node_id] = self.next_seq

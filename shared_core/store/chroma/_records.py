@@ -67,7 +67,7 @@ class NamespaceState:
 
     nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
     vectors: dict[str, npt.NDArray[np.float32]] = field(default_factory=dict)
-    edges: dict[str, list[list[Any]]] = field(default_factory=dict)
+    edges: dict[str, list[Any]] = field(default_factory=dict)  # rows: lists (the log) or tuples (the store)
     turn: int = 0
 
 

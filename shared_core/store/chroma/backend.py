@@ -1,7 +1,10 @@
 """`ChromaBackend`: the atlas's memory kept durably in a local chromadb directory.
 
-Reads stay in process: each namespace is an in-process partition (`ChromaPartition`), built
-from the directory when the atlas opens it. Every write is written through:
+Reads stay in process: each namespace is an in-process partition (`ChromaPartition`). Opening
+reads only an index of the directory (the registry, the memory ids and the log:
+`shared_core.store.chroma._loader.read_index`); a namespace's partition is built on first use
+(`partition`) from the store's copy of its memories and its log records, once, under the
+atlas's lock, so two threads touching it at once load it once. Every write is written through:
 
 1. the atlas's lock is the backend's `CommitLock`; when a write's outermost hold ends, the
    changes it made become **one log record** (`shared_core.store.chroma._records`), so a memory and its
@@ -11,13 +14,17 @@ from the directory when the atlas opens it. Every write is written through:
    returns; by default by a background flusher within ``flush_interval`` seconds (`flush` and
    `close` wait for it). Reinforcement and decay updates are records like any other;
 3. once the log holds ``checkpoint_bytes``, a checkpoint applies its closed segments to the
-   chromadb collections and the edge table (`shared_core.store.chroma._store`) in batches, then deletes
-   them. `close` checkpoints everything, so a closed directory is a plain chromadb directory.
+   chromadb collections and to the store's own tables (each memory's record and embedding, the
+   edges: `shared_core.store.chroma._store`) in batches, then deletes them. `close` checkpoints
+   everything, so a closed directory is a plain chromadb directory (plus the atlas's tables).
 
-Reopening loads the collections and replays the log (dropping a torn last record). If the log
-cannot be written (disk full, read-only directory), the write fails with `BackendError` and the
-in-process state is rebuilt from what is durable; under the default mode the flusher finds the
-failure, logs it, and the next `flush` or `close` raises it. One process writes a directory:
+A checkpoint (and `close`) also stores the atlas's bookkeeping (`keep`: event log, held turns,
+lifecycle counters, custom relation names), which `lifecycle_state` gives back on reopen.
+
+Reopening reads the log (dropping a torn last record). If the log cannot be written (disk
+full, read-only directory), the write fails with `BackendError` and the in-process state is
+rebuilt from what is durable; under the default mode the flusher finds the failure, logs it,
+and the next `flush` or `close` raises it. One process writes a directory:
 an OS lock (``fcntl.flock``) on ``elastic_atlas.lock`` makes a second writer fail with
 `BackendError`.
 
@@ -39,19 +46,21 @@ import atexit
 import contextlib
 import errno
 import fcntl
+import json
 import logging
 import os
 import sys
 import threading
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import parse_qs
 
 from ...values.config import AtlasConfig
-from ...values.errors import BackendError, InvalidInputError
+from ...values.errors import BackendError, CorruptFileError, InvalidInputError
+from ..contract import Partition
 from ..memory.backend import InProcessBackend
-from ._loader import build_partition, read_state
+from ._loader import Stored, build_partition, load_namespace, read_index
 from ._partition import Changes, ChromaPartition, snapshot, to_ops
 from ._records import decode, encode
 from ._store import Delta, Store, merge
@@ -153,6 +162,9 @@ class ChromaBackend(InProcessBackend):
         self._thread: threading.Thread | None = None
         self._lock_fd = -1
         self._attached = False
+        self._stored: dict[str, Stored] = {}  # namespaces not loaded yet
+        self._watchers: list[Callable[[Partition], None]] = []
+        self._bookkeeping: Callable[[], dict[str, Any]] | None = None
         if dim is not None:
             self.open(dim=dim, config=config)
 
@@ -271,54 +283,106 @@ class ChromaBackend(InProcessBackend):
             self._lock_fd = -1
 
     def _load(self, *, limits: dict[int, int] | None = None) -> None:
-        """Build every partition from the store and the log (up to ``limits`` per segment)."""
-        states, segments, ends, numbers = read_state(self._store, self.path, self.dim, limits=limits)
-        self._segments = segments  # segment number -> its records, not yet checkpointed
-        parts: dict[str, ChromaPartition] = {}
-        ids: dict[str, str] = {}
-        for ns, state in states.items():
-            part = self._new_partition(ns)
-            build_partition(part, state)
-            if part.graph.node_count() or state.turn:
-                parts[ns] = part
-                ids.update(dict.fromkeys(state.nodes, ns))
-        self._partitions = parts
+        """Read the directory's index (up to ``limits`` per log segment); every namespace is
+        left to load on first use."""
+        index = read_index(self._store, self.path, self.dim, limits=limits)
+        self._segments = index.segments  # segment number -> its records, not yet checkpointed
+        self._partitions = {}
+        self._stored = index.namespaces
         self._ids.clear()
-        self._ids.update(ids)
+        self._ids.update(index.ids)
         self._changes.clear()
         if self._wal is None and not self._read_only:
             try:
-                self._wal = WriteAheadLog(self.path, numbers, ends=ends)
+                self._wal = WriteAheadLog(self.path, index.numbers, ends=index.ends)
             except OSError as exc:
                 raise BackendError(f"cannot open the log of {str(self.path)!r}: {exc}") from None
+
+    def _load_namespace(self, namespace: str, *, adopt: bool = True) -> ChromaPartition | None:
+        """Build a stored namespace's partition (`CorruptFileError` if its data is damaged: the
+        namespace stays unloaded, and the next use raises again)."""
+        with self.lock:
+            part = self._partitions.get(namespace)
+            stored = self._stored.get(namespace)
+            if part is not None or stored is None:
+                return part
+            state = load_namespace(self._store, namespace, stored)
+            part = ChromaPartition(namespace, Changes(), dim=self.dim, vector_args=self._vector_args)
+            build_partition(part, state)  # its own `Changes`: loading is not a write
+            part.note_changes(self._changes)
+            self._partitions[namespace] = part
+            del self._stored[namespace]
+            for each in self._watchers if adopt else ():
+                each(part)
+            return part
 
     def _new_partition(self, namespace: str) -> ChromaPartition:
         return ChromaPartition(namespace, self._changes, dim=self.dim, vector_args=self._vector_args)
 
     # -- the Backend protocol -----------------------------------------------------------------
     def partition(self, namespace: str, *, create: bool = False) -> ChromaPartition | None:
+        """The namespace's partition, built from the directory on first use (see the module
+        docstring); with ``create``, a new empty one for a namespace the directory lacks."""
         part = self._partitions.get(namespace)
+        if part is None and namespace in self._stored:
+            part = self._load_namespace(namespace)
         if part is None and create:
-            part = self._partitions[namespace] = self._new_partition(namespace)
+            with self.lock:
+                part = self._partitions.get(namespace)
+                if part is None:
+                    part = self._partitions[namespace] = self._new_partition(namespace)
         return part
 
     def namespaces(self) -> Iterator[str]:
-        return iter(list(self._partitions))
+        """Every namespace, loaded or not (listing loads nothing)."""
+        return iter(dict.fromkeys([*self._partitions, *self._stored]))
+
+    def memory_count(self, namespace: str) -> int:
+        """The namespace's memories, from the index while it is not loaded."""
+        stored = self._stored.get(namespace)
+        if stored is not None:
+            return stored.count
+        part = self._partitions.get(namespace)
+        return 0 if part is None else part.graph.node_count()
+
+    def loaded(self) -> list[str]:
+        """The namespaces whose partitions are built (in this process's memory)."""
+        return list(self._partitions)
 
     def drop(self, namespace: str) -> None:
+        stored = self._stored.pop(namespace, None)
         part = self._partitions.pop(namespace, None)
         if part is not None:
             part.keywords.drop()
+        if part is not None or stored is not None:
             self._changes.dropped.append(namespace)
             for ids in (self._changes.nodes, self._changes.vectors, self._changes.edges):
                 ids.pop(namespace, None)
+        if stored is not None:
+            for node_id in [i for i, ns in self._ids.items() if ns == namespace]:
+                del self._ids[node_id]
+
+    def watch(self, adopt: Callable[[Partition], None]) -> None:
+        """Call ``adopt`` (under the atlas's lock) with each partition built so far and with each
+        namespace loaded from now on (the lifecycle accounts its memories and expiries then)."""
+        with self.lock:
+            self._watchers.append(adopt)
+            for part in list(self._partitions.values()):
+                adopt(part)
+
+    def keep(self, bookkeeping: Callable[[], dict[str, Any]]) -> None:
+        """``bookkeeping()`` (called under the atlas's lock; JSON-ready) is stored at each
+        checkpoint and on `close`; `lifecycle_state` gives the last one back on reopen."""
+        self._bookkeeping = bookkeeping
 
     def lifecycle_state(self) -> dict[str, Any]:
-        """What the atlas's lifecycle restores from (`Lifecycle.restore`) after a reopen: no
-        held turns or counters (not kept), the keyword text of merged memories."""
-        indexed = {i: t for part in self._partitions.values() for i, t in part.kw_texts.items()
-                   if (node := part.graph.get_node(i)) is not None and node.content != t}
-        return {"held": [], "dirty": {}, "since_compress": {}, "since_prune": 0, "indexed": indexed}
+        """The bookkeeping stored by the last checkpoint or `close` (the form `keep` takes:
+        ``lifecycle``, ``events``, ``relations``), or an empty lifecycle for a new directory."""
+        kept = self._store.bookkeeping()
+        if kept is not None:
+            return kept
+        empty = {"held": [], "dirty": {}, "since_compress": {}, "since_prune": 0, "indexed": {}}
+        return {"lifecycle": empty, "events": None, "relations": []}
 
     def directory(self) -> MutableMapping[str, str]:
         """Memory id -> namespace for every stored memory (the atlas's lookup by id)."""
@@ -383,14 +447,19 @@ class ChromaBackend(InProcessBackend):
         raise error from failure
 
     def _recover(self) -> None:
-        """After a failed commit: drop every queued record and rebuild the partitions from the
-        durable state (the store and the log up to its last synced byte)."""
+        """After a failed commit: drop every queued record and rebuild the loaded partitions from
+        the durable state (the store and the log up to its last synced byte); the lifecycle,
+        which accounted them when they first loaded, is not told again."""
         with self.lock, self._checkpoint_lock:
             with self._queue_lock:
                 self._queue.clear()
                 self._durable = self._seq
             limits = {self._wal.number: self._wal.synced} if self._wal is not None else None
+            loaded = list(self._partitions)
             self._load(limits=limits)
+            for ns in loaded:
+                with contextlib.suppress(CorruptFileError):  # raised again at its next use
+                    self._load_namespace(ns, adopt=False)
 
     def _flusher(self) -> None:
         while True:
@@ -414,7 +483,8 @@ class ChromaBackend(InProcessBackend):
 
     def checkpoint(self) -> None:
         """Apply the log's closed segments (after closing the current one) to the collections,
-        then delete them."""
+        with the atlas's bookkeeping (`keep`), then delete them."""
+        kept = self._taken()
         with self._checkpoint_lock:
             with self._io_lock:
                 if self._wal is None:
@@ -427,11 +497,19 @@ class ChromaBackend(InProcessBackend):
             for number in numbers:
                 for payload in self._segments[number]:
                     merge(deltas, *decode(payload, self.dim))
-            self._store.apply(deltas)
+            self._store.apply(deltas, bookkeeping=kept)
             for number in numbers:
                 del self._segments[number]
                 with contextlib.suppress(FileNotFoundError):
                     segment_path(self.path, number).unlink()
+
+    def _taken(self) -> str | None:
+        """The atlas's bookkeeping as JSON (taken under its lock), or None if it keeps none."""
+        if self._bookkeeping is None:
+            return None
+        with self.lock:
+            taken = self._bookkeeping()
+        return json.dumps(taken, separators=(",", ":"), allow_nan=False)
 
     # -- public ---------------------------------------------------------------------------------
     def flush(self) -> None:
@@ -447,7 +525,9 @@ class ChromaBackend(InProcessBackend):
         self.close(checkpoint="chromadb" in sys.modules)
 
     def close(self, *, checkpoint: bool = True) -> None:
-        """Flush, checkpoint into the collections, stop the flusher and release the directory."""
+        """Flush, checkpoint into the collections (with ``checkpoint=False``, as at interpreter
+        exit when chromadb is not loaded: store only the bookkeeping), stop the flusher and
+        release the directory."""
         if not self._opened or self._closing:
             return
         with self._queue_lock:
@@ -463,6 +543,11 @@ class ChromaBackend(InProcessBackend):
                 except Exception as exc:
                     logger.warning("checkpoint of %s at close failed (the log keeps the writes): %s",
                                    self.path, exc)
+            elif not self._read_only:  # the log keeps the writes; the bookkeeping is stored all the same
+                try:
+                    self._store.apply({}, bookkeeping=self._taken())
+                except Exception as exc:
+                    logger.warning("the bookkeeping of %s could not be stored at close: %s", self.path, exc)
         finally:
             if self._wal is not None:
                 self._wal.close()
