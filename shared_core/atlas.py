@@ -216,6 +216,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews, Relations):
         if missing:  # the model runs with the collector on: it is process-wide, and a model call can be long
             embedded = self._embed([specs[i].content for i in missing], progress=progress)
             vectors = dict(zip(missing, embedded, strict=True))
+        mentions = writes.entity_keys([s.content for s in specs], self.config, llm=self._life.llm)  # outside the lock
         with writes.collector_paused(), self._lock:  # no cycles to find; the scans cost 19% of a bulk write
             self._check_links(specs)
             self._life.namespaces.check_limit((s.namespace for s in specs), self.config.max_namespaces)
@@ -227,7 +228,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews, Relations):
                          for i, spec in enumerate(specs)]
                 where = self._state.where
                 for part, nodes in insert_batches(self.backend, specs, batch, now, self.config,
-                                                  on_rollback=self._life.remove):
+                                                  on_rollback=self._life.remove, mentions=mentions):
                     for node in nodes:  # each group is all-or-nothing; earlier groups are undone below
                         where[node.id] = part.namespace
                         if node.expires_at is not None:

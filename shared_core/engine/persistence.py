@@ -47,6 +47,7 @@ from ..values.model import CustomRelation, MemoryEdge, MemoryNode
 from ..values.relations import custom_relation
 from ..values.version import __version__
 from .events import EventLog
+from .writes import entity_keys
 
 if TYPE_CHECKING:
     from .state import EngineState
@@ -431,6 +432,9 @@ def _build_partition(state: EngineState, record: Mapping[str, Any], nodes: list[
             part.track(nid, session, by_id[nid].timestamp)
     for node_id in record["inactive"]:
         part.inactive.add(node_id)
+    mentions = entity_keys([n.content for n in nodes], state.config)  # derived data: extracted again
+    if mentions is not None:
+        part.entities.add_many([(n.id, keys) for n, keys in zip(nodes, mentions, strict=True) if keys])
     part.turn = record["turn"]
 
 
