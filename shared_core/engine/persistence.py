@@ -39,6 +39,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from ..text.embedding import HashingEmbedder
+from ..text.entities import entity_keys
 from ..values import _validate as check
 from ..values._records import MAX_STATE_DEPTH, check_edge, check_lifecycle, node_from_record, node_record, rule
 from ..values.config import AtlasConfig
@@ -47,7 +48,6 @@ from ..values.model import CustomRelation, MemoryEdge, MemoryNode
 from ..values.relations import custom_relation
 from ..values.version import __version__
 from .events import EventLog
-from .writes import entity_keys
 
 if TYPE_CHECKING:
     from .state import EngineState

@@ -19,9 +19,10 @@
 
 Only relevant memories are ranked (and so returned and reinforced): with ``relevance_floor``
 set, a candidate counts if its cosine with the query is at least the floor, or it shares a query
-word (keyword path), or it names an entity the query names, or it lies in the time range the query names, or it is one of the session's
-latest turns (recent path: the query continues the conversation); only those seed the graph
-walk, and a memory the walk reaches from them counts too. The fused relevance is relative to the
+word (keyword path), or it mentions an entity the query names (entity path), or it lies in the
+time range the query names, or it is one of the session's latest turns (recent path: the query
+continues the conversation); only those seed the graph walk, and a memory the walk reaches from
+them counts too. The fused relevance is relative to the
 candidates (the best one scores 1 however weak it is), so the floor is on the cosine: a query
 unrelated to every memory returns nothing.
 
@@ -53,10 +54,10 @@ from ..formulas.scoring import (
 )
 from ..formulas.timecues import TimeCue, parse_time_cue
 from ..store.contract import CandidateQuery, Partition, WalkSpec
-from .entities import entity_path, entity_walk
 from ..values.config import AtlasConfig
 from ..values.model import MemoryNode, Relation, ScoredMemory, scored_of
 from ..values.relations import RELATIONS
+from .entities import entity_path, entity_walk
 
 __all__ = ["RecallRequest", "breadth", "recall", "resolve_time_cue"]
 

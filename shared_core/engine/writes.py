@@ -21,7 +21,7 @@ import numpy.typing as npt
 from ..store.contract import Backend, Partition, WriteBatch
 from ..store.memory._ints import number
 from ..text.embedding import normalize_rows
-from ..text.entities import extract_entities, llm_entities
+from ..text.entities import entity_keys
 from ..values import _validate as check
 from ..values.config import AtlasConfig
 from ..values.errors import InvalidInputError, InvalidMemoryError
@@ -87,19 +87,6 @@ def build_spec(config: AtlasConfig, dim: int, content: object, *, namespace: obj
                      check.flag(pinned, "pinned"), ttl_value if ttl_value is not None else config.default_ttl,
                      tuple(links), vector, kind, check.flag(keep, "keep") or importance is not None,
                      check.timestamp(valid_from, "valid_from"))
-
-
-def entity_keys(texts: Sequence[str], cfg: AtlasConfig, *, llm: Any = None) -> list[tuple[str, ...]] | None:
-    """The entity keys of each text for the entity layer (`shared_core.text.entities`), or None
-    when ``cfg.entity_extraction`` is ``"off"``: key phrases and names by YAKE, or the ``llm``'s
-    list with ``"llm"`` (YAKE when there is no llm or it fails)."""
-    mode = cfg.entity_extraction
-    if mode == "off":
-        return None
-    phrases = cfg.entity_phrases
-    if mode == "llm" and llm is not None:
-        return [llm_entities(llm, text, phrases=phrases) for text in texts]
-    return [extract_entities(text, phrases=phrases) for text in texts]
 
 
 def insert_memory(part: Partition, spec: MemorySpec, vec: npt.NDArray[np.float32], now: float,

@@ -10,13 +10,18 @@ without stopwords at their ends. A text yields
   form of a transcript turn (YAKE sees it at the start of a sentence, where case says nothing);
 - its best ``phrases`` **key phrases** by YAKE's score (lower is better), names excluded.
 
+A part of a longer name ("tahoe" of "Lake Tahoe") is no entity of its own, nor is a phrase
+inside or around a name or a better phrase ("support" of "support group"). Case is the only
+cue for names: a name that only ever opens a sentence is not found, and a capitalised label
+that is no name ("Yesterday: ...") is taken for a speaker.
+
 Each is returned as a key: lower case, whitespace collapsed, so "Lake  Tahoe" and "lake tahoe"
 are one entity. `llm_entities` asks a model instead (the optional hook,
 ``AtlasConfig.entity_extraction="llm"``) and falls back to `extract_entities` when the model
 fails or answers nothing usable.
 
 >>> extract_entities("Caroline: I went to a LGBTQ support group near Lake Tahoe yesterday.")
-('caroline', 'lgbtq', 'lake tahoe', 'lgbtq support group', 'support group')
+('caroline', 'lake tahoe', 'lgbtq', 'support group')
 >>> extract_entities("")
 ()
 """
@@ -28,9 +33,10 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..values.config import AtlasConfig
 from .llm import call_llm
 
-__all__ = ["MAX_ENTITY_CHARS", "entity_key", "extract_entities", "llm_entities"]
+__all__ = ["MAX_ENTITY_CHARS", "entity_key", "entity_keys", "extract_entities", "llm_entities"]
 
 logger = logging.getLogger("shared_core")
 
@@ -101,15 +107,14 @@ def extract_entities(text: str, *, phrases: int = 3) -> tuple[str, ...]:
             others.append(key)
     # a name inside a longer one of the text ("tahoe" in "lake tahoe") and a phrase around a
     # name ("lake tahoe yesterday") add no entity of their own
-    spaced = [f" {n} " for n in names]
+    spaced = [f" {n} " for n in (*keys, *names)]  # the speaker too: "lee" of "Ann Lee:" is no name
     for key in names:
         if not any(f" {key} " in other and other != f" {key} " for other in spaced):
             keys.setdefault(key, None)
-    kept: list[str] = []  # a phrase inside or around a kept one ("support" of "support group") adds nothing
+    kept: list[str] = []  # a phrase inside or around a name or a kept phrase ("support" of "support group")
     for key in others:
         padded = f" {key} "
-        if len(kept) < phrases and not any(name in padded for name in spaced) \
-                and not any(padded in k or k in padded for k in kept):
+        if len(kept) < phrases and not any(padded in k or k in padded for k in (*spaced, *kept)):
             kept.append(padded)
             keys.setdefault(key, None)
     return tuple(keys)
@@ -136,3 +141,16 @@ def llm_entities(llm: Any, text: str, *, phrases: int = 3,
         if len(keys) == 32:
             break
     return tuple(keys) if keys else tuple(fallback(text, phrases=phrases))
+
+
+def entity_keys(texts: Sequence[str], cfg: AtlasConfig, *, llm: Any = None) -> list[tuple[str, ...]] | None:
+    """The entity keys of each text for the entity layer (`shared_core.text.entities`), or None
+    when ``cfg.entity_extraction`` is ``"off"``: key phrases and names by YAKE, or the ``llm``'s
+    list with ``"llm"`` (YAKE when there is no llm or it fails)."""
+    mode = cfg.entity_extraction
+    if mode == "off":
+        return None
+    phrases = cfg.entity_phrases
+    if mode == "llm" and llm is not None:
+        return [llm_entities(llm, text, phrases=phrases) for text in texts]
+    return [extract_entities(text, phrases=phrases) for text in texts]
