@@ -5,8 +5,9 @@ Both read the partition's `EntityIndex` (entities and their ``mentions`` edges, 
 
 - `entity_path`: the query's entity keys (`shared_core.text.entities.extract_entities`: names,
   a speaker, key phrases) that name entities of the namespace; each memory mentioning one of
-  them gets ``sum(idf of the keys it mentions) / sum(idf of the matched keys)`` with
-  ``idf = ln(1 + n / mentions)`` (``n``: memories in the namespace), so a memory naming the rare
+  them gets ``min(1, sum(idf of the keys it mentions) / ln(1 + n))`` with
+  ``idf = ln(1 + n / mentions)`` (``n``: memories in the namespace): 1 for an entity that one
+  memory names, little for a speaker who says half of the turns, so a memory naming the rare
   entity of the query outranks one naming only the speaker; the ``k`` best by (that value,
   cosine) form the path. An entity named by very many memories still helps: among its memories
   the cosine ranks.
@@ -47,13 +48,13 @@ def entity_path(part: Partition, query: str, vector: Vector, k: int, allowed: Ca
     found = part.entities.mentions(keys, limit=PATH_LIMIT)
     if not found:
         return {}, {}
-    n = max(part.graph.node_count(), 1)
-    idf = {key: math.log1p(n / max(count, 1)) for key, (count, _) in found.items()}
-    total = sum(idf.values())
+    n = max(part.graph.node_count(), 2)
+    top = math.log1p(n)  # the idf of an entity one memory mentions
     value: dict[str, float] = {}
-    for key, (_, ids) in found.items():
+    for count, ids in found.values():
+        share = math.log1p(n / max(count, 1)) / top
         for node_id in ids:
-            value[node_id] = value.get(node_id, 0.0) + idf[key] / total
+            value[node_id] = value.get(node_id, 0.0) + share
     ids = [i for i in value if allowed(i)]
     if not ids:
         return {}, {}
