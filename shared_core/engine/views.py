@@ -195,7 +195,7 @@ def _payload(view: GraphView, color_by: str, now: float | None = None) -> dict[s
                         color={"background": "#ffffff", "border": colour}, borderWidth=2,
                         shapeProperties={"borderDashes": [4, 3]}, font={"color": "#999999"}, superseded=True)
         nodes.append(item)
-    mentions = []
+    mentions: list[dict[str, Any]] = []
     for entity in view.entities:
         nodes.append({"id": entity.id, "label": entity.key, "shape": "diamond", "color": ENTITY_COLOUR,
                       "value": round(6 + 3 * math.sqrt(len(entity.mentions)), 2), "entity": True,

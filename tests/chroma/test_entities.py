@@ -11,7 +11,7 @@ from shared_core import ElasticMemoryAtlas, HashingEmbedder, ManualClock
 
 pytest.importorskip("chromadb")
 
-from shared_core.store.chroma import ChromaBackend  # noqa: E402
+from shared_core.store.chroma import ChromaBackend
 
 
 def _open(path: Path) -> ElasticMemoryAtlas:
