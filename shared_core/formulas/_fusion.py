@@ -40,8 +40,8 @@ def fuse(raw: Mapping[str, Mapping[str, float]], cosine: Mapping[str, float],
     """Fuse the paths' signals into a relevance in [0, 1] for every candidate.
 
     Convex fusion scales each path to [0, 1]: cosine against the pool's scale (computed for
-    every candidate, not only those the vector path returned), BM25 by the best score, the time
-    and recent paths as given. Returns the relevances and the share of the vector path in them
+    every candidate, not only those the vector path returned), BM25 by the best score, the time,
+    recent and entity paths as given. Returns the relevances and the share of the vector path in them
     (what a memory found by no path but the graph can get from its cosine alone).
 
     The usual case (the vector path found something and counts) is computed on arrays, with
