@@ -1,7 +1,9 @@
 """The entity layer's recall levers on LoCoMo dev, per conversation, with a leave-one-out choice.
 
     .venv/bin/python benchmarks/entity_ablation.py --out runs.json \\
-        --variant base= --variant w0.25=entity_weight=0.25 --variant walk0.5=entity_walk=0.5
+        --variant base=entity_extraction=keyphrases \\
+        --variant w0.25=entity_extraction=keyphrases,entity_weight=0.25 \\
+        --variant walk0.5=entity_extraction=keyphrases,entity_walk=0.5
     .venv/bin/python benchmarks/entity_ablation.py --report runs.json
 
 Each variant is `AtlasConfig.archive()` with its overrides, run by `locomo_recall.run_benchmark` on
@@ -130,7 +132,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         overrides = {}
         for pair in filter(None, rest.split(",")):
             field, _, value = pair.partition("=")
-            overrides[field.strip()] = ast.literal_eval(value.strip())
+            try:
+                overrides[field.strip()] = ast.literal_eval(value.strip())
+            except (ValueError, SyntaxError):  # a bare word: a string
+                overrides[field.strip()] = value.strip()
         variants[name] = overrides
     run(args.data, variants, args.cache, args.out)
 

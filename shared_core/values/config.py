@@ -53,14 +53,15 @@ class AtlasConfig:
     turns, or the graph reaches it from such a memory; a query unrelated to every memory returns
     nothing (None: no floor).
 
-    Entities (`shared_core.text.entities`): with ``entity_extraction="keyphrases"`` each new
-    memory's names, speaker and best ``entity_phrases`` key phrases (YAKE, no model) become
-    entity nodes linked to it by ``mentions`` edges (``"llm"``: the atlas's ``llm`` lists them,
-    YAKE when it fails; ``"off"``: none). Recall then adds an ``entity`` path, weighted
-    ``entity_weight``: the memories that mention an entity the query names, best cosine first;
-    and walks seed -> entity -> memory with the factor ``entity_walk`` (times
-    ``graph_hop_decay``) through entities that at most ``entity_max_mentions`` memories mention
-    (0 for either: not used).
+    Entities (`shared_core.text.entities`; off by default: on LoCoMo they did not pay for their
+    write cost): with ``entity_extraction="keyphrases"`` each new memory's names, speaker and
+    best ``entity_phrases`` key phrases (YAKE, no model) become entity nodes linked to it by
+    ``mentions`` edges (``"llm"``: the atlas's ``llm`` lists them, YAKE when it fails). Recall
+    can then add an ``entity`` path, weighted ``entity_weight``: the memories that mention an
+    entity the query names, best cosine first; and walk seed -> entity -> memory with the factor
+    ``entity_walk`` (times ``graph_hop_decay``) through entities that at most
+    ``entity_max_mentions`` memories mention (0 for either: not used; either above 0 needs an
+    extraction).
 
     Limits: a memory holds at most ``max_content_chars`` characters and a query at most
     ``max_query_chars``; longer ones are refused with `InvalidInputError`, never cut.
@@ -143,7 +144,7 @@ class AtlasConfig:
     cross_session: bool = False
     cross_session_penalty: float = 0.85
     # entities (shared_core.text.entities; recall's entity path and walk: shared_core.engine.recall)
-    entity_extraction: Literal["off", "keyphrases", "llm"] = "keyphrases"
+    entity_extraction: Literal["off", "keyphrases", "llm"] = "off"
     entity_phrases: int = 3
     entity_weight: float = 0.0
     entity_walk: float = 0.0
@@ -252,6 +253,9 @@ class AtlasConfig:
         if self.entity_extraction not in ("off", "keyphrases", "llm"):
             raise InvalidInputError(
                 f"entity_extraction must be 'off', 'keyphrases' or 'llm', got {self.entity_extraction!r}")
+        if self.entity_extraction == "off" and (self.entity_weight > 0 or self.entity_walk > 0):
+            raise InvalidInputError("entity_weight and entity_walk need entity_extraction 'keyphrases' or 'llm' "
+                                    "(with 'off' no memory has entities)")
         if self.time_reference not in ("clock", "latest"):
             raise InvalidInputError(f"time_reference must be 'clock' or 'latest', got {self.time_reference!r}")
         known = {r.value for r in Relation}

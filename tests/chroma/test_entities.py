@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from shared_core import ElasticMemoryAtlas, HashingEmbedder, ManualClock
+from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, ManualClock
 
 pytest.importorskip("chromadb")
 
@@ -16,7 +16,8 @@ from shared_core.store.chroma import ChromaBackend
 
 def _open(path: Path) -> ElasticMemoryAtlas:
     return ElasticMemoryAtlas(embedder=HashingEmbedder(dim=32), clock=ManualClock(1_700_000_000.0),
-                              backend=ChromaBackend(path, durability="sync"))
+                              backend=ChromaBackend(path, durability="sync"),
+                              config=AtlasConfig(entity_extraction="keyphrases"))
 
 
 def _entities(atlas: ElasticMemoryAtlas) -> list[tuple[str, int]]:

@@ -58,8 +58,11 @@ def _keys(atlas: ElasticMemoryAtlas, namespace: str) -> dict[str, int]:
     return {} if part is None else dict(part.entities.entities())
 
 
+ON = {"entity_extraction": "keyphrases"}
+
+
 def test_memories_mention_their_entities_until_forgotten(make_atlas: Make) -> None:
-    atlas = make_atlas()
+    atlas = make_atlas(**ON)
     first, second = atlas.add_memories(["Caroline: I went to a support group near Lake Tahoe.",
                                         "Melanie: we camped at Lake Tahoe with the kids."], namespace="a")
     atlas.add_memory("Melanie: Lake Tahoe again, with Caroline.", namespace="b")
@@ -74,14 +77,14 @@ def test_memories_mention_their_entities_until_forgotten(make_atlas: Make) -> No
     assert _keys(atlas, "b")["caroline"] == 1
 
 
-def test_extraction_off_writes_no_entity(make_atlas: Make) -> None:
-    atlas = make_atlas(entity_extraction="off")
+def test_extraction_is_off_by_default(make_atlas: Make) -> None:
+    atlas = make_atlas()
     atlas.add_memory("Caroline went to Lake Tahoe.", namespace="a")
     assert _keys(atlas, "a") == {}
 
 
 def test_a_failed_write_leaves_no_entity(make_atlas: Make, monkeypatch: pytest.MonkeyPatch) -> None:
-    atlas = make_atlas()
+    atlas = make_atlas(**ON)
     atlas.add_memory("Melanie paints at Lake Tahoe.", namespace="a")
     before = _keys(atlas, "a")
     part = atlas.backend.partition("a")
@@ -101,7 +104,7 @@ def test_a_failed_write_leaves_no_entity(make_atlas: Make, monkeypatch: pytest.M
 
 
 def test_a_query_naming_an_entity_finds_its_memories(make_atlas: Make) -> None:
-    atlas = make_atlas(entity_weight=1.0, similar_top=0, link_temporal=False, keyword_weight=0.0,
+    atlas = make_atlas(**ON, entity_weight=1.0, similar_top=0, link_temporal=False, keyword_weight=0.0,
                        relevance_floor=None)
     target = atlas.add_memory("Yesterday Jolene adopted two cats.", namespace="a")
     atlas.add_memories([f"a note about weather number {i}" for i in range(30)], namespace="a")
@@ -110,7 +113,7 @@ def test_a_query_naming_an_entity_finds_its_memories(make_atlas: Make) -> None:
 
 
 def test_the_walk_goes_through_shared_entities(make_atlas: Make) -> None:
-    common = {"similar_top": 0, "link_temporal": False, "relevance_floor": None, "graph_seeds": 1}
+    common = {**ON, "similar_top": 0, "link_temporal": False, "relevance_floor": None, "graph_seeds": 1}
     memories = [{"content": "At dawn Jolene fed the cats.", "session_id": "s1"},
                 {"content": "Later on Jolene drove north to Portland.", "session_id": "s2"}]
     with_walk = make_atlas(entity_walk=1.0, **common)

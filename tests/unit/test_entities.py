@@ -11,6 +11,8 @@ import pytest
 from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, InvalidInputError, ManualClock
 from shared_core.text.entities import entity_key, entity_keys, extract_entities, llm_entities
 
+ON = AtlasConfig(entity_extraction="keyphrases")
+
 
 def test_names_speaker_and_phrases() -> None:
     keys = extract_entities("Caroline: I went to a LGBTQ support group near Lake Tahoe yesterday.")
@@ -53,8 +55,8 @@ def test_the_llm_hook_and_its_fallback() -> None:
 
 def test_entity_keys_follow_the_config() -> None:
     texts = ["Caroline: we camped near Lake Tahoe."]
-    assert entity_keys(texts, AtlasConfig(entity_extraction="off")) is None
-    assert entity_keys(texts, AtlasConfig()) == [extract_entities(texts[0], phrases=3)]
+    assert entity_keys(texts, AtlasConfig()) is None  # off by default
+    assert entity_keys(texts, AtlasConfig(entity_extraction="keyphrases")) == [extract_entities(texts[0], phrases=3)]
     llm_config = AtlasConfig(entity_extraction="llm")
     assert entity_keys(texts, llm_config, llm=lambda p: "Tahoe") == [("tahoe",)]
     assert entity_keys(texts, llm_config) == [extract_entities(texts[0])]  # no llm: key phrases
@@ -65,7 +67,14 @@ def test_entity_keys_follow_the_config() -> None:
                                           ("entity_max_mentions", 2.5)])
 def test_bad_entity_settings_are_refused(field: str, value: Any) -> None:
     with pytest.raises(InvalidInputError, match=field):
-        AtlasConfig(**{field: value})
+        AtlasConfig(**{"entity_extraction": "keyphrases", field: value})
+
+
+@pytest.mark.parametrize("field", ["entity_weight", "entity_walk"])
+def test_recall_through_entities_needs_an_extraction(field: str) -> None:
+    with pytest.raises(InvalidInputError, match="entity_extraction"):
+        AtlasConfig(**{field: 0.5})
+    assert getattr(AtlasConfig(entity_extraction="llm", **{field: 0.5}), field) == 0.5
 
 
 def test_the_atlas_asks_its_llm_when_configured() -> None:
@@ -77,7 +86,7 @@ def test_the_atlas_asks_its_llm_when_configured() -> None:
 
 
 def test_save_and_load_keep_the_entities(tmp_path: Path) -> None:
-    atlas = ElasticMemoryAtlas(embedder=HashingEmbedder(dim=32), clock=ManualClock(1_700_000_000.0))
+    atlas = ElasticMemoryAtlas(embedder=HashingEmbedder(dim=32), clock=ManualClock(1_700_000_000.0), config=ON)
     atlas.add_memories(["Caroline: we camped near Lake Tahoe.", "Melanie: Lake Tahoe was cold."], namespace="a")
     before = sorted(atlas.backend.partition("a").entities.entities())  # type: ignore[union-attr]
     atlas.save(tmp_path / "atlas.zip")
@@ -92,7 +101,7 @@ def test_the_graph_view_draws_entities_with_a_legend() -> None:
     matplotlib.use("Agg")
     from shared_core.apps.visual import graph_view, plot_graph
 
-    atlas = ElasticMemoryAtlas(embedder=HashingEmbedder(dim=32))
+    atlas = ElasticMemoryAtlas(embedder=HashingEmbedder(dim=32), config=ON)
     atlas.add_memories(["Caroline: we camped near Lake Tahoe.", "Melanie: Lake Tahoe was cold.",
                         "Melanie: the kids loved pottery."], namespace="a")
     view = graph_view(atlas, namespace="a")
