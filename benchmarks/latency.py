@@ -4,6 +4,7 @@ would pick instead, on the same vectors and queries.
     .venv/bin/python benchmarks/latency.py                       # 1k, 10k, 100k (~6 min on 2 cores)
     .venv/bin/python benchmarks/latency.py --sizes 1000,10000 --plot benchmarks/latency.png
     .venv/bin/python benchmarks/latency.py --sizes 100000 --profile   # pyinstrument of the read path
+    .venv/bin/python benchmarks/latency.py --entities ../shared/data/locomo/locomo_dev.json  # entity layer cost
 
 For each size it prints p50 / p95 / p99 (ms) of ``add_memory``, ``add_memories`` (per memory, per
 batch of 1,000), ``retrieve`` (top 10) and ``build_context`` (400 tokens), with precomputed
@@ -31,6 +32,7 @@ import gc
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -611,6 +613,49 @@ def blas() -> str:
     return ", ".join(info) or "no BLAS"
 
 
+def entity_rows(path: str, *, turns: int = 400, rounds: int = 3) -> str:
+    """The entity layer's write cost on the first ``turns`` distinct LoCoMo dev turns: YAKE
+    extraction alone (`shared_core.text.entities.extract_entities`, ms per memory), and
+    ``add_memories`` end to end with the default MiniLM model (embedding included; a fresh,
+    warmed embedder per run, so no vector is cached), ``entity_extraction="keyphrases"`` against
+    ``"off"`` (the default), interleaved per round; medians over ``rounds``."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _locomo import load_locomo
+
+    from shared_core import MiniLMEmbedder
+    from shared_core.text.entities import extract_entities
+
+    texts = list(dict.fromkeys(t.content for c in load_locomo(path) for t in c.turns))[:turns]
+    extract_entities(texts[0])  # imports yake and loads its stopwords
+    per: list[float] = []
+    for text in texts:
+        start = time.perf_counter()
+        extract_entities(text)
+        per.append(1000 * (time.perf_counter() - start))
+    rates: dict[str, list[float]] = {"on": [], "off": []}
+    for _ in range(rounds):
+        for mode in ("on", "off"):
+            embedder = MiniLMEmbedder()
+            embedder.embed(["warm up the model"])
+            atlas = ElasticMemoryAtlas(config=AtlasConfig(entity_extraction="keyphrases" if mode == "on" else "off"),
+                                       embedder=embedder, clock=ManualClock(1_700_000_000.0))
+            start = time.perf_counter()
+            atlas.add_memories(texts, namespace="bench", progress=False)
+            rates[mode].append(len(texts) / (time.perf_counter() - start))
+    p50, p95, p99 = np.percentile(per, [50, 95, 99])
+    on, off = statistics.median(rates["on"]), statistics.median(rates["off"])
+    return "\n".join([
+        f"\n## Entity extraction ({len(texts)} LoCoMo dev turns, {rounds} interleaved rounds)\n",
+        "| row | value |", "|---|---:|",
+        f"| YAKE extraction per memory, p50 / p95 / p99 ms | {p50:.2f} / {p95:.2f} / {p99:.2f} |",
+        f"| YAKE extraction alone, memories/s | {1000 * len(per) / sum(per):,.0f} |",
+        f"| `add_memories` MiniLM end to end, extraction off (default), memories/s | {off:,.1f} |",
+        f"| `add_memories` MiniLM end to end, extraction on, memories/s | {on:,.1f} |",
+        f"| throughput kept with extraction on | {on / off:.2f} |",
+        f"(per round, on: {', '.join(f'{r:.1f}' for r in rates['on'])}; "
+        f"off: {', '.join(f'{r:.1f}' for r in rates['off'])})"])
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000,10000,100000", help="comma-separated atlas sizes")
@@ -621,6 +666,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--no-memory", action="store_true", help="skip the memory probes")
     parser.add_argument("--locomo", metavar="LOCOMO.json",
                         help="also time the default embedder end to end on the LoCoMo dev turns (embedder_ab.py)")
+    parser.add_argument("--entities", metavar="LOCOMO.json",
+                        help="only the entity layer's write cost: YAKE extraction and add_memories on/off")
+    parser.add_argument("--entity-turns", type=int, default=400, help="LoCoMo turns for --entities")
     parser.add_argument("--peers", default=",".join(PEERS))
     parser.add_argument("--profile", action="store_true", help="pyinstrument the read path at the largest size")
     parser.add_argument("--sweep", action="store_true",
@@ -669,6 +717,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     if args.real_recall:
         print(real_recall(args.real_recall, [10_000, 100_000]))
+        return
+    if args.entities:
+        print(entity_rows(args.entities, turns=args.entity_turns))
         return
     if args.chroma:
         from chroma_durable import bench as bench_chroma

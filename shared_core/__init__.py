@@ -18,7 +18,7 @@ from .engine.lifecycle.maintenance import MaintenanceReport
 from .engine.lifecycle.manager import AtlasStats
 from .engine.lifecycle.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from .engine.lifecycle.write_filter import HeuristicWriteFilter, LLMWriteFilter, WriteFilter, importance_score
-from .store.contract import Backend, GraphStore, KeywordIndex, Partition, VectorIndex
+from .store.contract import Backend, EntityIndex, GraphStore, KeywordIndex, Partition, VectorIndex
 from .store.memory.backend import InProcessBackend
 from .store.memory.graph_store import NetworkXGraphStore
 from .store.memory.inverted_index import InvertedKeywordIndex
@@ -62,6 +62,7 @@ __all__ = [
     "CorruptFileError",
     "ElasticMemoryAtlas",
     "Embedder",
+    "EntityIndex",
     "EventLog",
     "ExtractiveSummarizer",
     "FTS5KeywordIndex",

@@ -216,6 +216,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews, Relations):
         if missing:  # the model runs with the collector on: it is process-wide, and a model call can be long
             embedded = self._embed([specs[i].content for i in missing], progress=progress)
             vectors = dict(zip(missing, embedded, strict=True))
+        mentions = writes.entity_keys([s.content for s in specs], self.config, llm=self._life.llm)  # outside the lock
         with writes.collector_paused(), self._lock:  # no cycles to find; the scans cost 19% of a bulk write
             self._check_links(specs)
             self._life.namespaces.check_limit((s.namespace for s in specs), self.config.max_namespaces)
@@ -227,7 +228,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews, Relations):
                          for i, spec in enumerate(specs)]
                 where = self._state.where
                 for part, nodes in insert_batches(self.backend, specs, batch, now, self.config,
-                                                  on_rollback=self._life.remove):
+                                                  on_rollback=self._life.remove, mentions=mentions):
                     for node in nodes:  # each group is all-or-nothing; earlier groups are undone below
                         where[node.id] = part.namespace
                         if node.expires_at is not None:
@@ -249,10 +250,11 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews, Relations):
         self._life.settle(kept)  # the contradiction check and due compression, outside the lock
         return out
 
-    def _insert(self, spec: MemorySpec, vec: npt.NDArray[np.float32], now: float) -> tuple[Partition, MemoryNode]:
+    def _insert(self, spec: MemorySpec, vec: npt.NDArray[np.float32], now: float, *,
+                mentions: Sequence[Sequence[str]] | None = None) -> tuple[Partition, MemoryNode]:
         part = self.backend.partition(spec.namespace, create=True)
         assert part is not None
-        node = insert_memory(part, spec, vec, now, self.config, on_rollback=self._life.remove)
+        node = insert_memory(part, spec, vec, now, self.config, on_rollback=self._life.remove, mentions=mentions)
         self._where[node.id] = spec.namespace
         if node.expires_at is not None:
             self._life.schedule_expiry(node)
@@ -337,13 +339,14 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews, Relations):
                 raise InvalidMemoryError(f"valid_from {spec.valid_from!r} is before the old version's "
                                          f"valid_from {old.valid_from!r}")
         vec = spec.embedding if spec.embedding is not None else self._embed([spec.content])[0]
+        mentions = writes.entity_keys([spec.content], self.config, llm=self._life.llm)  # outside the lock
         with self._lock:
             part, old = self._locate(node_id, namespace)
             if old.valid_to is not None:
                 raise InvalidInputError(f"memory {node_id!r} was already superseded; update its newest version")
             now = self.clock.now()
             turn = part.turn
-            new_part, new = self._insert(spec, vec, now)
+            new_part, new = self._insert(spec, vec, now, mentions=mentions)
             ends = new.valid_from if spec.valid_from is not None else now
             marked = False
             try:  # all or nothing: a failure below removes the new version and restores the old

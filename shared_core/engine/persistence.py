@@ -39,6 +39,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from ..text.embedding import HashingEmbedder
+from ..text.entities import entity_keys
 from ..values import _validate as check
 from ..values._records import MAX_STATE_DEPTH, check_edge, check_lifecycle, node_from_record, node_record, rule
 from ..values.config import AtlasConfig
@@ -457,6 +458,9 @@ def _build_partition(state: EngineState, record: Mapping[str, Any], nodes: list[
             part.track(nid, session, by_id[nid].timestamp)
     for node_id in record["inactive"]:
         part.inactive.add(node_id)
+    mentions = entity_keys([n.content for n in nodes], state.config)  # derived data: extracted again
+    if mentions is not None:
+        part.entities.add_many([(n.id, keys) for n, keys in zip(nodes, mentions, strict=True) if keys])
     part.turn = record["turn"]
 
 

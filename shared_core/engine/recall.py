@@ -7,18 +7,22 @@
 3. **time**: if the query names a time ("on 9 May", "last week", "in May"), the memories in
    that range, best cosine first;
 4. **recent**: the latest ``recency_window`` memories of the current session;
+   **entity** (``entity_weight`` > 0): the memories that mention an entity the query names
+   (`shared_core.engine.entities.entity_path`);
 5. **fusion**: each path's signal scaled to [0, 1] and summed with the path weights
    (`scoring.convex_fusion`), or weighted reciprocal rank fusion (``fusion="rrf"``);
 6. **graph**: relevance flows along the edges of the best candidates (`scoring.spread_max`,
    weighted by relation and strength, decaying per hop), so the turns around a match, its
-   causes, parts and summaries come along;
+   causes, parts and summaries come along; with ``entity_walk`` > 0 also from a seed to the
+   entities it mentions and on to their other memories (`shared_core.engine.entities.entity_walk`);
 7. rank by relevance x weight x recency (or the linear preset), session penalty applied.
 
 Only relevant memories are ranked (and so returned and reinforced): with ``relevance_floor``
 set, a candidate counts if its cosine with the query is at least the floor, or it shares a query
-word (keyword path), or it lies in the time range the query names, or it is one of the session's
-latest turns (recent path: the query continues the conversation); only those seed the graph
-walk, and a memory the walk reaches from them counts too. The fused relevance is relative to the
+word (keyword path), or it mentions an entity the query names (entity path), or it lies in the
+time range the query names, or it is one of the session's latest turns (recent path: the query
+continues the conversation); only those seed the graph walk, and a memory the walk reaches from
+them counts too. The fused relevance is relative to the
 candidates (the best one scores 1 however weak it is), so the floor is on the cosine: a query
 unrelated to every memory returns nothing.
 
@@ -53,10 +57,11 @@ from ..store.contract import CandidateQuery, Partition, WalkSpec
 from ..values.config import AtlasConfig
 from ..values.model import MemoryNode, Relation, ScoredMemory, scored_of
 from ..values.relations import RELATIONS
+from .entities import entity_path, entity_walk
 
 __all__ = ["RecallRequest", "breadth", "recall", "resolve_time_cue"]
 
-_PATHS = ("vector", "keyword", "time", "recent")
+_PATHS = ("vector", "keyword", "time", "recent", "entity")
 _MAX_YEARS_BACK = 30
 
 
@@ -185,8 +190,14 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
         recent_session=req.session_id if recent else None, recent_n=config.recency_window + 8,
         recent_k=config.recency_window, every_admissible=every), allowed)
     raw, found_sims, cosine = found.paths, found.vector_sims, found.cosine  # path -> node id -> the path's value
+    if config.entity_weight > 0:
+        entity_hits, entity_cosines = entity_path(part, req.query, req.vector, k, allowed)
+        if entity_hits:
+            raw["entity"] = entity_hits
+            for node_id, c in entity_cosines.items():
+                cosine.setdefault(node_id, c)
     weights = {"vector": config.vector_weight, "keyword": config.keyword_weight,
-               "time": config.time_weight, "recent": config.recent_weight}
+               "time": config.time_weight, "recent": config.recent_weight, "entity": config.entity_weight}
     if not cosine:
         return []
     # The cosine of the candidate_k-th best memory is the floor of the scale ("how close to the
@@ -210,6 +221,11 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
                         decay=config.graph_hop_decay, fanout=config.graph_fanout, min_activation=floor_act,
                         beam=_beam(n_seeds, config))
         boost = part.expand(seeds, walk, allowed)
+        if config.entity_walk > 0:  # seed -> entity -> memory, as one more hop of the walk
+            for node_id, act in entity_walk(part, seeds, allowed, factor=config.entity_walk * config.graph_hop_decay,
+                                            max_mentions=config.entity_max_mentions).items():
+                if act >= floor_act and act > boost.get(node_id, 0.0):
+                    boost[node_id] = act
     spread_max_total = sum(config.graph_hop_decay ** h for h in range(1, config.graph_hops + 1))
     norm = 1.0 + config.graph_weight * spread_max_total if boost else 1.0
     gw = config.graph_weight
@@ -274,6 +290,7 @@ def _evidence(cosine: Mapping[str, float], raw: Mapping[str, Mapping[str, float]
     out.update(i for i, v in raw.get("keyword", {}).items() if v > 0)
     out.update(raw.get("time", ()))
     out.update(raw.get("recent", ()))
+    out.update(raw.get("entity", ()))
     return out
 
 

@@ -3,7 +3,9 @@
 `to_html` writes one self-contained page (no network): vis-network's JavaScript is read from the
 ``pyvis`` wheel (installed by the ``notebooks`` extra) and inlined, nodes are coloured by session
 or type and sized by weight, edges are coloured by relation (with a legend), and hovering a node
-shows its text, weight and timestamps. A memory replaced by a newer version (``valid_to`` passed)
+shows its text, weight and timestamps. Entities (`shared_core.text.entities`) that two or more of
+the drawn memories mention are drawn as dark diamonds, linked to those memories by dotted
+``mentions`` edges (both in the legend). A memory replaced by a newer version (``valid_to`` passed)
 is drawn hollow and dashed, labelled "superseded". Edges between the same two memories (a new
 version's ``supersedes`` and ``similar_to``, say) curve apart instead of lying on top of each
 other. The graph fills the window below a one-line header.
@@ -24,7 +26,7 @@ import json
 import math
 import zlib
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +38,7 @@ from ..values.model import AnyRelation, MemoryEdge, MemoryNode, Relation, iso
 if TYPE_CHECKING:
     from .state import EngineState
 
-__all__ = ["GraphView", "graph_view", "plot_graph", "plot_weights", "render_html"]
+__all__ = ["EntityNode", "GraphView", "graph_view", "plot_graph", "plot_weights", "render_html"]
 
 PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
            "#9c755f", "#bab0ac")
@@ -47,6 +49,10 @@ RELATION_COLOURS = {
     Relation.RESPONDS_TO: "#9c755f",
 }
 
+
+#: How entity nodes and their ``mentions`` edges are drawn.
+ENTITY_COLOUR = "#3b3b3b"
+MENTIONS_COLOUR = "#9e9e9e"
 
 #: Colours of custom relations (`CustomRelation`), chosen by a stable hash of the name.
 CUSTOM_COLOURS = ("#4e79a7", "#f28e2b", "#17becf", "#bcbd22", "#ff9da7", "#1f77b4")
@@ -60,23 +66,43 @@ def relation_colour(relation: AnyRelation) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class EntityNode:
+    """An entity of the view: its key, its namespace and the drawn memories that mention it."""
+
+    key: str
+    namespace: str
+    mentions: tuple[str, ...]
+
+    @property
+    def id(self) -> str:
+        """The node id in a drawing (no memory id has a colon)."""
+        return f"entity:{self.namespace}:{self.key}"
+
+
+@dataclass(frozen=True, slots=True)
 class GraphView:
-    """A consistent snapshot of (part of) the graph, with each memory's current weight."""
+    """A consistent snapshot of (part of) the graph, with each memory's current weight, and the
+    entities that link two or more of its memories."""
 
     nodes: tuple[MemoryNode, ...]
     edges: tuple[MemoryEdge, ...]
     weights: dict[str, float]
     truncated: int
+    entities: tuple[EntityNode, ...] = field(default=())
 
 
-def graph_view(state: EngineState, *, namespace: str | None = None, max_nodes: int = 400) -> GraphView:
-    """The heaviest ``max_nodes`` memories of one namespace (or all, with None) and the edges among
-    them. A namespace that is not a non-empty string raises `InvalidInputError` (an empty one is
-    not "all namespaces")."""
+def graph_view(state: EngineState, *, namespace: str | None = None, max_nodes: int = 400,
+               max_entities: int = 100) -> GraphView:
+    """The heaviest ``max_nodes`` memories of one namespace (or all, with None), the edges among
+    them, and the ``max_entities`` entities that most of them mention (at least two each). A
+    namespace that is not a non-empty string raises `InvalidInputError` (an empty one is not "all
+    namespaces")."""
     if namespace is not None:
         namespace = check.namespace(namespace)
     if isinstance(max_nodes, bool) or not isinstance(max_nodes, int) or max_nodes < 1:
         raise InvalidInputError(f"max_nodes must be >= 1, got {max_nodes!r}")
+    if isinstance(max_entities, bool) or not isinstance(max_entities, int) or max_entities < 0:
+        raise InvalidInputError(f"max_entities must be >= 0, got {max_entities!r}")
     with state.lock:
         now = state.clock.now()
         names = [namespace] if namespace is not None else list(state.backend.namespaces())
@@ -93,8 +119,26 @@ def graph_view(state: EngineState, *, namespace: str | None = None, max_nodes: i
         ids = {node.id for _, node, _ in kept}
         edges = [e for _, node, part in kept for e in part.graph.edges(node.id)
                  if e.source == node.id and e.target in ids]
+        entities = _entities(kept, max_entities) if max_entities else ()
         return GraphView(tuple(n for _, n, _ in kept), tuple(edges), {n.id: w for w, n, _ in kept},
-                         len(scored) - len(kept))
+                         len(scored) - len(kept), entities)
+
+
+def _entities(kept: list[tuple[float, MemoryNode, Any]], limit: int) -> tuple[EntityNode, ...]:
+    """The entities two or more of the kept memories mention, the most mentioned ``limit``
+    first (ties by key), from each partition's `EntityIndex` (one call per namespace)."""
+    by_part: dict[str, tuple[Any, list[str]]] = {}
+    for _, node, part in kept:
+        by_part.setdefault(node.namespace, (part, []))[1].append(node.id)
+    found: list[EntityNode] = []
+    for ns, (part, ids) in by_part.items():
+        mentions: dict[str, list[str]] = {}
+        for node_id, keys in part.entities.entities_of(ids).items():
+            for key in keys:
+                mentions.setdefault(key, []).append(node_id)
+        found.extend(EntityNode(key, ns, tuple(m)) for key, m in mentions.items() if len(m) >= 2)
+    found.sort(key=lambda e: (-len(e.mentions), e.namespace, e.key))
+    return tuple(found[:limit])
 
 
 @functools.cache
@@ -151,7 +195,16 @@ def _payload(view: GraphView, color_by: str, now: float | None = None) -> dict[s
                         color={"background": "#ffffff", "border": colour}, borderWidth=2,
                         shapeProperties={"borderDashes": [4, 3]}, font={"color": "#999999"}, superseded=True)
         nodes.append(item)
-    return {"nodes": nodes, "edges": _edges(view.edges), "groups": groups,
+    mentions: list[dict[str, Any]] = []
+    for entity in view.entities:
+        nodes.append({"id": entity.id, "label": entity.key, "shape": "diamond", "color": ENTITY_COLOUR,
+                      "value": round(6 + 3 * math.sqrt(len(entity.mentions)), 2), "entity": True,
+                      "title": f"entity '{entity.key}' · {entity.namespace}\nmentioned by "
+                               f"{len(entity.mentions)} of the memories shown"})
+        mentions.extend({"from": entity.id, "to": node_id, "title": "mentions", "relation": "mentions",
+                         "color": {"color": MENTIONS_COLOUR}, "width": 0.8, "dashes": [2, 3], "arrows": "to",
+                         "smooth": False} for node_id in entity.mentions)
+    return {"nodes": nodes, "edges": _edges(view.edges) + mentions, "groups": groups,
             "relations": {r.value: relation_colour(r)
                           for r in sorted({e.relation for e in view.edges}, key=lambda r: r.value)}}
 
@@ -197,7 +250,12 @@ def render_html(view: GraphView, *, color_by: str = "session", title: str = "Ela
     superseded = sum(1 for n in payload["nodes"] if n.get("superseded"))
     if superseded:
         edge_legend += '<span class="key"><i class="old"></i>superseded version</span>'
+    if view.entities:
+        edge_legend += (f'<span class="key"><i class="entity" style="background:{ENTITY_COLOUR}"></i>entity</span>'
+                        f'<span class="key"><b class="mentions" style="border-color:{MENTIONS_COLOUR}"></b>'
+                        'mentions</span>')
     note = f" · {view.truncated} lighter memories not shown" if view.truncated else ""
+    entity_note = f", {len(view.entities)} entities" if view.entities else ""
     if compressed:
         library = f"""<script>
 const packed = "{_vis_js_packed()}";
@@ -222,9 +280,11 @@ header {{ flex: none; padding: 6px 10px; border-bottom: 1px solid #ddd; line-hei
 .key i {{ display: inline-block; width: 10px; height: 10px; border-radius: 5px; margin-right: 4px; }}
 .key i.old {{ background: #fff; border: 1px dashed #666; width: 8px; height: 8px; }}
 .key b {{ display: inline-block; width: 18px; border-top: 3px solid; margin: 0 4px 3px 0; }}
+.key i.entity {{ border-radius: 0; transform: rotate(45deg); width: 8px; height: 8px; }}
+.key b.mentions {{ border-top-style: dotted; }}
 div.vis-tooltip {{ white-space: pre-wrap; max-width: 420px; }}
 </style></head>
-<body><header><b>{html.escape(title)}</b> · {len(view.nodes)} memories, {len(view.edges)} edges{note}
+<body><header><b>{html.escape(title)}</b> · {len(view.nodes)} memories, {len(view.edges)} edges{entity_note}{note}
 <br>colour by {html.escape(color_by)}: {legend}
 {f"<br>edges: {edge_legend}" if edge_legend else ""}</header>
 <div id="graph"></div>
@@ -265,7 +325,10 @@ def plot_graph(view: GraphView, *, ax: Any = None, color_by: str = "session", se
 
     g = nx.DiGraph()
     g.add_nodes_from(n.id for n in view.nodes)
+    g.add_nodes_from(e.id for e in view.entities)
     g.add_edges_from((e.source, e.target) for e in view.edges)
+    mention_pairs = [(e.id, node_id) for e in view.entities for node_id in e.mentions]
+    g.add_edges_from(mention_pairs)
     from matplotlib.lines import Line2D
 
     pos = nx.spring_layout(g, seed=seed, k=1.5 / math.sqrt(max(1, len(view.nodes))))
@@ -286,6 +349,13 @@ def plot_graph(view: GraphView, *, ax: Any = None, color_by: str = "session", se
                                    node_size=sizes)
     nx.draw_networkx_nodes(g, pos, ax=ax, nodelist=[n.id for n in view.nodes], node_color=colours,
                            node_size=sizes, linewidths=0.5, edgecolors="#333")
+    if view.entities:
+        nx.draw_networkx_edges(g, pos, ax=ax, edgelist=mention_pairs, edge_color=MENTIONS_COLOUR, style="dotted",
+                               alpha=0.7, arrows=False)
+        nx.draw_networkx_nodes(g, pos, ax=ax, nodelist=[e.id for e in view.entities], node_color=ENTITY_COLOUR,
+                               node_shape="D", node_size=30 * shrink + 10)
+        nx.draw_networkx_labels(g, pos, labels={e.id: e.key for e in view.entities}, ax=ax, font_size=7,
+                                font_color=ENTITY_COLOUR, verticalalignment="bottom")
     if labels if labels is not None else len(view.nodes) <= 24:
         short = {n.id: n.content if len(n.content) <= 24 else n.content[:23] + "…" for n in view.nodes}
         nx.draw_networkx_labels(g, {k: (x, y - 0.045) for k, (x, y) in pos.items()}, labels=short, ax=ax,
@@ -294,12 +364,16 @@ def plot_graph(view: GraphView, *, ax: Any = None, color_by: str = "session", se
         handles = [Line2D([], [], marker="o", ls="", color=c, label=k) for k, c in groups.items()]
         ax.add_artist(ax.legend(handles=handles, title=color_by, loc="upper left", fontsize=8, title_fontsize=8))
     relations = sorted({e.relation for e in view.edges}, key=lambda r: r.value)
-    if relations:
-        handles = [Line2D([], [], color=relation_colour(r), label=r.value,
-                          ls="--" if r in (Relation.BEFORE, Relation.AFTER) else "-") for r in relations]
+    handles = [Line2D([], [], color=relation_colour(r), label=r.value,
+                      ls="--" if r in (Relation.BEFORE, Relation.AFTER) else "-") for r in relations]
+    if view.entities:
+        handles += [Line2D([], [], marker="D", ls="", color=ENTITY_COLOUR, label="entity"),
+                    Line2D([], [], color=MENTIONS_COLOUR, ls=":", label="mentions")]
+    if handles:
         ax.legend(handles=handles, title="edges", loc="upper right", fontsize=8, title_fontsize=8)
     coloured = f"colour = {color_by}" + (f", {len(groups)} groups" if len(groups) > len(PALETTE) else "")
-    ax.set_title(f"{len(view.nodes)} memories, {len(view.edges)} edges (size = weight, {coloured})")
+    entities = f", {len(view.entities)} entities" if view.entities else ""
+    ax.set_title(f"{len(view.nodes)} memories, {len(view.edges)} edges{entities} (size = weight, {coloured})")
     ax.margins(0.1)
     ax.set_axis_off()
     return ax

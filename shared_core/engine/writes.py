@@ -21,13 +21,16 @@ import numpy.typing as npt
 from ..store.contract import Backend, Partition, WriteBatch
 from ..store.memory._ints import number
 from ..text.embedding import normalize_rows
+from ..text.entities import entity_keys
 from ..values import _validate as check
 from ..values.config import AtlasConfig
 from ..values.errors import InvalidInputError, InvalidMemoryError
 from ..values.model import MemoryNode, Relation, new_ids, node_of, with_embedding
 
-__all__ = ["MemorySpec", "build_spec", "collector_paused", "insert_batches", "insert_memories", "insert_memory",
-           "returned_nodes", "specs_from_items"]
+__all__ = ["MemorySpec", "build_spec", "collector_paused", "entity_keys", "insert_batches", "insert_memories",
+           "insert_memory", "returned_nodes", "specs_from_items"]
+
+Mentions = Sequence[Sequence[str]]
 
 ITEM_FIELDS = frozenset({"content", "namespace", "session_id", "timestamp", "metadata", "importance",
                          "pinned", "ttl", "links_to", "embedding", "keep", "valid_from"})
@@ -87,34 +90,41 @@ def build_spec(config: AtlasConfig, dim: int, content: object, *, namespace: obj
 
 
 def insert_memory(part: Partition, spec: MemorySpec, vec: npt.NDArray[np.float32], now: float,
-                  cfg: AtlasConfig, *, on_rollback: Callable[..., None]) -> MemoryNode:
+                  cfg: AtlasConfig, *, on_rollback: Callable[..., None], mentions: Mentions | None = None
+                  ) -> MemoryNode:
     """Insert one validated memory into its partition and link it; undo everything on failure.
 
     Links: ``before`` from the session's previous memory, ``similar_to`` to the ``similar_top``
     closest current memories above ``similar_threshold``, and the caller's ``links_to``.
     """
     check_expiry([spec], now)
-    return insert_memories(part, [spec], vec[None, :], now, cfg, on_rollback=on_rollback)[0]
+    return insert_memories(part, [spec], vec[None, :], now, cfg, on_rollback=on_rollback, mentions=mentions)[0]
 
 
 def insert_memories(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDArray[np.float32], now: float,
-                    cfg: AtlasConfig, *, on_rollback: Callable[..., None]) -> list[MemoryNode]:
+                    cfg: AtlasConfig, *, on_rollback: Callable[..., None], mentions: Mentions | None = None
+                    ) -> list[MemoryNode]:
     """Insert a batch of memories into one partition, linked as if inserted one by one; all or
     nothing. (`insert_batches` and `insert_memory` check the specs' expiry times first.)
 
     The batch goes in by chunks of `CHUNK` rows: each chunk's ``similar_to`` candidates come from
     one batched search of the partition (which holds the earlier chunks) plus one product of the
     chunk with itself (the earlier rows of the chunk), and its text goes into the keyword index in
-    one transaction. If any store fails, every memory of the batch is removed again and the
-    partition's write counter restored.
+    one transaction. ``mentions`` (each memory's entity keys, see `entity_keys`; extracted here
+    when None and ``cfg.entity_extraction`` is on) go into the partition's `EntityIndex` after
+    each chunk's write. If any store fails, every memory of the batch is removed again (its
+    mentions with it) and the partition's write counter restored.
     """
+    if mentions is None:
+        mentions = entity_keys([spec.content for spec in specs], cfg)
     first_turn = part.turn
     done: list[MemoryNode] = []
     try:
         with collector_paused():
             for start in range(0, len(specs), CHUNK):
                 chunk = specs[start:start + CHUNK]
-                _insert_chunk(part, chunk, vecs[start:start + len(chunk)], now, cfg, done)
+                _insert_chunk(part, chunk, vecs[start:start + len(chunk)], now, cfg, done,
+                              None if mentions is None else mentions[start:start + len(chunk)])
     except BaseException:
         for node in reversed(done):
             on_rollback(part, node, kind=None, reason="rollback")
@@ -146,8 +156,8 @@ def collector_paused() -> Iterator[None]:
 
 
 def insert_batches(backend: Backend, specs: Sequence[MemorySpec], vecs: Sequence[npt.NDArray[np.float32]],
-                   now: float, cfg: AtlasConfig, *, on_rollback: Callable[..., None]
-                   ) -> Iterator[tuple[Partition, list[MemoryNode]]]:
+                   now: float, cfg: AtlasConfig, *, on_rollback: Callable[..., None],
+                   mentions: Mentions | None = None) -> Iterator[tuple[Partition, list[MemoryNode]]]:
     """`insert_memories` for each run of consecutive specs of one namespace, yielding each
     partition with its new nodes as soon as they are in (so the caller can undo earlier runs if
     a later one fails). Every spec's expiry time is checked before the first insert."""
@@ -161,7 +171,8 @@ def insert_batches(backend: Backend, specs: Sequence[MemorySpec], vecs: Sequence
         part = backend.partition(ns, create=True)
         assert part is not None
         matrix = np.array(vecs[start:end], dtype=np.float32)  # (faster than np.stack)
-        yield part, insert_memories(part, specs[start:end], matrix, now, cfg, on_rollback=on_rollback)
+        yield part, insert_memories(part, specs[start:end], matrix, now, cfg, on_rollback=on_rollback,
+                                    mentions=None if mentions is None else mentions[start:end])
         start = end
 
 
@@ -196,7 +207,7 @@ def returned_nodes(written: Sequence[tuple[Partition, MemoryNode]], vectors: Seq
 
 
 def _insert_chunk(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDArray[np.float32], now: float,
-                  cfg: AtlasConfig, done: list[MemoryNode]) -> None:
+                  cfg: AtlasConfig, done: list[MemoryNode], mentions: Mentions | None) -> None:
     """Insert one chunk, appending its nodes to ``done`` before the first change to a store."""
     fresh_ids = new_ids(len(specs))
     first_turn = part.next_turn(len(specs))  # one atomic reservation: a shared counter never interleaves
@@ -218,6 +229,8 @@ def _insert_chunk(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDArra
     part.write_batch(WriteBatch(nodes=nodes, vectors=vecs, similar_top=cfg.similar_top,
                                 min_similarity=cfg.similar_threshold, link_temporal=cfg.link_temporal,
                                 links=[spec.links for spec in specs], created_at=now))
+    if mentions is not None:
+        part.entities.add_many([(node.id, keys) for node, keys in zip(nodes, mentions, strict=True) if keys])
 
 
 def specs_from_items(config: AtlasConfig, dim: int, items: object, *, namespace: str,

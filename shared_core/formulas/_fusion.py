@@ -40,8 +40,8 @@ def fuse(raw: Mapping[str, Mapping[str, float]], cosine: Mapping[str, float],
     """Fuse the paths' signals into a relevance in [0, 1] for every candidate.
 
     Convex fusion scales each path to [0, 1]: cosine against the pool's scale (computed for
-    every candidate, not only those the vector path returned), BM25 by the best score, the time
-    and recent paths as given. Returns the relevances and the share of the vector path in them
+    every candidate, not only those the vector path returned), BM25 by the best score, the time,
+    recent and entity paths as given. Returns the relevances and the share of the vector path in them
     (what a memory found by no path but the graph can get from its cosine alone).
 
     The usual case (the vector path found something and counts) is computed on arrays, with
@@ -52,7 +52,7 @@ def fuse(raw: Mapping[str, Mapping[str, float]], cosine: Mapping[str, float],
     if config.fusion == "rrf" or not raw.get("vector") or best <= low or weights["vector"] <= 0:
         return _fuse_signals(raw, cosine, vector_scale, weights, config)
     keyword = raw.get("keyword") or {}
-    extra = [(weights[p], raw[p]) for p in ("time", "recent") if raw.get(p)]
+    extra = [(weights[p], raw[p]) for p in ("time", "recent", "entity") if raw.get(p)]
     total = sum(w for w in [weights["vector"], weights["keyword"] if keyword else 0.0, *(w for w, _ in extra)]
                 if w > 0)
     ids = list(cosine)
@@ -108,7 +108,7 @@ def _fuse_signals(raw: Mapping[str, Mapping[str, float]], cosine: Mapping[str, f
         "vector": _scale_cosines(cosine, vector_scale),
         "keyword": max_normalize(dict(raw["keyword"])) if raw.get("keyword") else {},
     }
-    for p in ("time", "recent"):
+    for p in ("time", "recent", "entity"):
         if raw.get(p):
             signals[p] = dict(raw[p])
     fused = convex_fusion(signals, weights)

@@ -35,7 +35,7 @@ from ..values.config import AtlasConfig
 from ..values.model import AnyRelation, MemoryEdge, MemoryNode
 from .vector_math import Hits, Links, Ranked, Vector
 
-__all__ = ["AtlasLock", "Backend", "CandidateQuery", "Candidates", "GraphStore", "Hits",
+__all__ = ["AtlasLock", "Backend", "CandidateQuery", "Candidates", "EntityIndex", "GraphStore", "Hits",
            "KeywordIndex", "Link", "Links", "Partition", "Ranked",
            "Vector", "VectorIndex", "WalkSpec", "WriteBatch"]
 
@@ -157,6 +157,36 @@ class KeywordIndex(Protocol):
         (higher is better)."""
 
 
+# -- entities ---------------------------------------------------------------------------------
+@runtime_checkable
+class EntityIndex(Protocol):
+    """The entity layer of one namespace: entity nodes (people, places, key phrases, by key:
+    `shared_core.text.entities.entity_key`) and their ``mentions`` edges to the memories that
+    name them. An entity exists while a memory mentions it: removing a memory's mentions removes
+    the entities left with none. Keys are compared exactly (the caller normalises them)."""
+
+    def add_many(self, rows: Sequence[tuple[str, Sequence[str]]]) -> None:
+        """Mentions: each (memory id, its entity keys) adds the memory's edges to those
+        entities, creating the entities not seen before (the engine adds a memory's mentions
+        right after writing it, in the same atlas write)."""
+
+    def remove(self, node_id: str) -> None:
+        """Drop a memory's mentions, and every entity that no memory mentions any more."""
+
+    def entities_of(self, node_ids: Sequence[str]) -> dict[str, list[str]]:
+        """The entity keys each memory mentions (memories that mention none left out)."""
+
+    def mentions(self, keys: Sequence[str], *, limit: int) -> dict[str, tuple[int, list[str]]]:
+        """For each key that names an entity: how many memories mention it, and up to ``limit``
+        of them (in no particular order)."""
+
+    def entities(self) -> list[tuple[str, int]]:
+        """Every entity with its number of mentions."""
+
+    def __len__(self) -> int:
+        """The number of entities."""
+
+
 # -- partitions and backends ----------------------------------------------------------------
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CandidateQuery:
@@ -238,7 +268,7 @@ Predicate = Callable[[str], bool]
 class Partition(Protocol):
     """Everything kept for one namespace: three stores and the bookkeeping.
 
-    Besides the graph, vector and keyword stores, a partition answers what the read path needs
+    Besides the graph, vector, keyword and entity stores, a partition answers what the read path needs
     without scanning the namespace: the ids of each session in write order (``sessions``), the
     superseded ids (``inactive``), the memories' timestamps for time ranges (`between`) and the
     namespace's write counter (``turn``). `shared_core.store.memory.backend.InProcessPartition`
@@ -259,6 +289,9 @@ class Partition(Protocol):
 
     @property
     def keywords(self) -> KeywordIndex: ...
+
+    @property
+    def entities(self) -> EntityIndex: ...
 
     @property
     def sessions(self) -> MutableMapping[str | None, Collection[str]]:

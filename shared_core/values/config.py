@@ -53,6 +53,16 @@ class AtlasConfig:
     turns, or the graph reaches it from such a memory; a query unrelated to every memory returns
     nothing (None: no floor).
 
+    Entities (`shared_core.text.entities`; off by default: on LoCoMo they did not pay for their
+    write cost): with ``entity_extraction="keyphrases"`` each new memory's names, speaker and
+    best ``entity_phrases`` key phrases (YAKE, no model) become entity nodes linked to it by
+    ``mentions`` edges (``"llm"``: the atlas's ``llm`` lists them, YAKE when it fails). Recall
+    can then add an ``entity`` path, weighted ``entity_weight``: the memories that mention an
+    entity the query names, best cosine first; and walk seed -> entity -> memory with the factor
+    ``entity_walk`` (times ``graph_hop_decay``) through entities that at most
+    ``entity_max_mentions`` memories mention (0 for either: not used; either above 0 needs an
+    extraction).
+
     Limits: a memory holds at most ``max_content_chars`` characters and a query at most
     ``max_query_chars``; longer ones are refused with `InvalidInputError`, never cut.
 
@@ -140,6 +150,12 @@ class AtlasConfig:
     recency_window: int = 5
     cross_session: bool = False
     cross_session_penalty: float = 0.85
+    # entities (shared_core.text.entities; recall's entity path and walk: shared_core.engine.recall)
+    entity_extraction: Literal["off", "keyphrases", "llm"] = "off"
+    entity_phrases: int = 3
+    entity_weight: float = 0.0
+    entity_walk: float = 0.0
+    entity_max_mentions: int = 50
     # context
     working_memory: int = 10
     context_candidates: float = 0.05
@@ -193,7 +209,7 @@ class AtlasConfig:
                 raise InvalidInputError(f"AtlasConfig.{name} must be a positive number, got {value!r}")
         non_negative = ("weight_floor", "weight_exponent", "recency_exponent", "vector_weight",
                         "keyword_weight", "graph_weight", "recent_weight", "time_weight",
-                        "graph_hop_decay", "similar_threshold")
+                        "graph_hop_decay", "similar_threshold", "entity_weight", "entity_walk")
         for name in non_negative:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not value >= 0 or not math.isfinite(value):
@@ -202,7 +218,7 @@ class AtlasConfig:
                 or self.max_query_chars < 1:
             raise InvalidInputError(f"AtlasConfig.max_query_chars must be an int >= 1, got {self.max_query_chars!r}")
         counts = ("similar_top", "candidate_k", "candidate_min", "graph_hops", "graph_seeds", "graph_fanout",
-                  "recency_window", "working_memory")
+                  "recency_window", "working_memory", "entity_phrases", "entity_max_mentions")
         for name in counts:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
@@ -252,6 +268,12 @@ class AtlasConfig:
             raise InvalidInputError(f"weight_model must be 'simple' or 'rich', got {self.weight_model!r}")
         if self.fusion not in ("convex", "rrf"):
             raise InvalidInputError(f"fusion must be 'convex' or 'rrf', got {self.fusion!r}")
+        if self.entity_extraction not in ("off", "keyphrases", "llm"):
+            raise InvalidInputError(
+                f"entity_extraction must be 'off', 'keyphrases' or 'llm', got {self.entity_extraction!r}")
+        if self.entity_extraction == "off" and (self.entity_weight > 0 or self.entity_walk > 0):
+            raise InvalidInputError("entity_weight and entity_walk need entity_extraction 'keyphrases' or 'llm' "
+                                    "(with 'off' no memory has entities)")
         if self.time_reference not in ("clock", "latest"):
             raise InvalidInputError(f"time_reference must be 'clock' or 'latest', got {self.time_reference!r}")
         known = {r.value for r in Relation}

@@ -10,7 +10,7 @@ import shared_core
 
 EXPECTED = [
     "AtlasConfig", "AtlasError", "AtlasEvent", "AtlasStats", "Backend", "BackendError", "Clock", "Context",
-    "CorruptFileError", "ElasticMemoryAtlas", "Embedder", "EventLog", "FTS5KeywordIndex", "GraphStore",
+    "CorruptFileError", "ElasticMemoryAtlas", "Embedder", "EntityIndex", "EventLog", "FTS5KeywordIndex", "GraphStore",
     "HashingEmbedder", "InProcessBackend", "InvalidEmbeddingError", "InvalidInputError", "InvalidMemoryError",
     "InvalidRelationError", "InvertedKeywordIndex", "KeywordIndex", "ManualClock", "MemoryEdge", "MemoryNode",
     "HeldInWorkingMemoryError", "MemoryNotFoundError", "UnknownFieldError",

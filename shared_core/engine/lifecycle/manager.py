@@ -351,6 +351,7 @@ class Lifecycle:
         ``"rollback"`` removes a memory of a failed write, which was never accounted."""
         if reason != "rollback":
             self._node_bytes -= self.size(part, part.graph.get_node(node.id) or node)
+        part.entities.remove(node.id)  # before the node: its mentions and the entities left with none
         part.graph.remove_node(node.id)
         part.vectors.remove([node.id])
         part.keywords.remove(node.id)

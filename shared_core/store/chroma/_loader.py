@@ -26,6 +26,7 @@ import numpy.typing as npt
 from ...values.model import NO_METADATA, AnyRelation, MemoryEdge, MemoryNode, Relation
 from ...values.relations import relation_of
 from ..memory.backend import InProcessPartition
+from ..memory.entity_index import DictEntityIndex
 from ..memory.graph_store import DictGraphStore
 from ._partition import ChromaPartition
 from ._records import NamespaceState, Op, decode, replay
@@ -34,7 +35,7 @@ from ._wal import read_segments
 
 __all__ = ["Index", "Stored", "build_partition", "load_namespace", "read_index"]
 
-_EXTRA = ("_seq", "_inactive", "_kw")
+_EXTRA = ("_seq", "_inactive", "_kw", "_ent")
 _RELATIONS = {r.value: r for r in Relation}
 
 
@@ -113,6 +114,7 @@ def build_partition(part: ChromaPartition, state: NamespaceState) -> None:
 
     ns = part.namespace
     nodes, seqs, inactive, texts = [], {}, [], {}
+    mentions: list[tuple[str, list[str]]] = []
     intern = sys.intern
     try:
         for node_id, raw in state.nodes.items():
@@ -138,6 +140,11 @@ def build_partition(part: ChromaPartition, state: NamespaceState) -> None:
                 inactive.append(node_id)
             if isinstance(raw.get("_kw"), str):
                 texts[node_id] = raw["_kw"]
+            keys = raw.get("_ent")
+            if keys:
+                if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+                    raise CorruptFileError(f"memory {node_id!r} has malformed entity mentions")
+                mentions.append((node_id, keys))
         ids = [n.id for n in nodes]
         missing = [i for i in ids if i not in state.vectors]
         if missing:
@@ -189,4 +196,5 @@ def build_partition(part: ChromaPartition, state: NamespaceState) -> None:
     part.order.update(seqs)
     part.next_seq = max(seqs.values(), default=0.0)
     set.update(part.inactive, inactive)
+    DictEntityIndex.add_many(part.entities, mentions)
     part.turn = state.turn

@@ -24,6 +24,7 @@ from ...values._records import node_record
 from ...values.model import AnyRelation, MemoryEdge
 from ..memory._sessions import SessionIds, SessionMap
 from ..memory.backend import InProcessPartition, TieredVectorIndex
+from ..memory.entity_index import DictEntityIndex
 from ..memory.graph_store import DictGraphStore
 from ..memory.inverted_index import InvertedKeywordIndex
 from ..vector_math import Links
@@ -151,6 +152,24 @@ class _Inactive(set[str]):
             self._changes.node(self._ns, node_id)
 
 
+class _Entities(DictEntityIndex):
+    """Marks each memory whose mentions change: its record carries them (``_ent``)."""
+
+    __slots__ = ("_changes", "_ns")
+
+    def __init__(self, changes: Changes, ns: str) -> None:
+        super().__init__()
+        self._changes, self._ns = changes, ns
+
+    def add_many(self, rows: Sequence[tuple[str, Sequence[str]]]) -> None:
+        super().add_many(rows)
+        self._changes.many(self._changes.nodes, self._ns, (node_id for node_id, keys in rows if keys))
+
+    def remove(self, node_id: str) -> None:
+        super().remove(node_id)
+        self._changes.node(self._ns, node_id)
+
+
 class _Sessions(SessionMap):
     def __init__(self, store: dict[str | None, SessionIds], part: ChromaPartition) -> None:
         super().__init__(store)
@@ -169,7 +188,8 @@ class ChromaPartition(InProcessPartition):
     def __init__(self, namespace: str, changes: Changes, *, dim: int, vector_args: Mapping[str, Any]) -> None:
         texts: dict[str, str] = {}
         super().__init__(namespace, _Graph(changes, namespace), _Vectors(changes, namespace, dim, **vector_args),
-                         _Keywords(texts), inactive=_Inactive(changes, namespace))
+                         _Keywords(texts), inactive=_Inactive(changes, namespace),
+                         entities=_Entities(changes, namespace))
         self.changes = changes
         self.kw_texts = texts
         self.order: dict[str, float] = {}
@@ -253,6 +273,7 @@ def snapshot(parts: Mapping[str, ChromaPartition], changes: Changes) -> list[tup
         wanted = [i for i in ids if i in new_vectors]
         vectors = dict(zip(wanted, part.vectors.get_many(wanted), strict=True))
         order, inactive, texts = part.order, part.inactive, part.kw_texts
+        mentioned = part.entities.entities_of(ids)
         for node_id in ids:
             node = graph.get_node(node_id)
             if node is None:
@@ -260,7 +281,7 @@ def snapshot(parts: Mapping[str, ChromaPartition], changes: Changes) -> list[tup
                 continue
             vec = vectors.get(node_id)
             out.append(("n", ns, node, order.get(node_id), node_id in inactive, texts.get(node_id),
-                        None if vec is None else np.array(vec, dtype=np.float32)))
+                        None if vec is None else np.array(vec, dtype=np.float32), mentioned.get(node_id)))
         for source in changes.edges.get(ns, ()):
             if graph.get_node(source) is not None:
                 out.append(("e", ns, source, [e for e in graph.edges(source) if e.source == source]))
@@ -275,10 +296,12 @@ def to_ops(items: list[tuple[Any, ...]], dim: int) -> tuple[list[list[Any]], npt
     for item in items:
         kind = item[0]
         if kind == "n":
-            _, ns, node, seq, inactive, text, vec = item
+            _, ns, node, seq, inactive, text, vec, keys = item
             record = node_record(node)
             record["_seq"] = seq
             record["_inactive"] = inactive
+            if keys:
+                record["_ent"] = keys
             if text is not None and text != node.content:
                 record["_kw"] = text
             if vec is not None:

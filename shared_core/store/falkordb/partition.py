@@ -28,6 +28,7 @@ from ..contract import CandidateQuery, Candidates, Predicate, Vector, WalkSpec
 from . import cypher as q
 from . import paths
 from .client import GraphKey
+from .entities import FalkorEntityIndex
 from .graph import FalkorGraphStore, ReadCache, next_seq, node_from_row
 from .indexes import CosineCache, FalkorKeywordIndex, FalkorVectorIndex
 
@@ -156,6 +157,7 @@ class FalkorPartition(PartitionBase):
         self.graph.snapshot = self._snapshot
         self.vectors = FalkorVectorIndex(graph, dim, prefetch=self.graph.prefetch, cosines=self._cosines)
         self.keywords = FalkorKeywordIndex(graph, prefetch=self.graph.prefetch)
+        self.entities = FalkorEntityIndex(graph)
         self.sessions = _Sessions(graph)
         self.inactive = _Inactive(graph, self._cache, self._snapshot)
         self._last_turn = 0  # the counter as this process last moved or read it

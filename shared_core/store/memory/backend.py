@@ -30,6 +30,7 @@ from ._directory import Directory
 from ._sessions import SessionIds, SessionMap
 from ._time_index import TimeIndex
 from .ann_index import IVFVectorIndex, VectorDtype, ann_available
+from .entity_index import DictEntityIndex
 from .graph_store import DictGraphStore
 from .inverted_index import InvertedKeywordIndex
 from .keyword_index import FTS5KeywordIndex
@@ -51,6 +52,7 @@ class InProcessPartition(PartitionBase):
     keywords: InvertedKeywordIndex | FTS5KeywordIndex
     turn: int = 0
     inactive: set[str] = field(default_factory=set)
+    entities: DictEntityIndex = field(default_factory=DictEntityIndex)
     _times: TimeIndex = field(default_factory=TimeIndex)  # ids by timestamp, for `between`
     # each session's ids in write order, sessions in first-write order: lists, not id-dicts
     # (`shared_core.store.memory._sessions`)
