@@ -17,7 +17,8 @@ cache carries over between rounds):
 
 Configurations: ``before`` is the embedder as it was (texts sorted by characters, each batch padded
 by the tokenizer, no cache); ``after`` is today's `MiniLMEmbedder`; ``after-1t`` the same with one
-intra-op thread; ``after-bNN`` with batch size NN.
+intra-op thread; ``after-bNN`` with batch size NN; ``after-int8`` / ``after-fp32`` with that
+``compute``; the parts combine: ``after-int8-1t-b16``.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class BeforeEmbedder(MiniLMEmbedder):
     """The embedder before issue 27: sorted by characters, tokenizer padding, no cache."""
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(cache_size=0, **kwargs)
+        super().__init__(cache_size=0, compute="fp32", **kwargs)
 
     def embed(self, texts: Sequence[str]) -> Matrix:
         if self._session is None:
@@ -78,9 +79,11 @@ def make(name: str) -> MiniLMEmbedder:
     """The configuration called ``name`` (see the module docstring)."""
     if name == "before":
         return BeforeEmbedder()
-    kwargs: dict[str, int] = {}
+    kwargs: dict[str, Any] = {}
     for part in name.split("-")[1:]:
-        if part.endswith("t"):
+        if part in ("int8", "fp32"):
+            kwargs["compute"] = part
+        elif part.endswith("t"):
             kwargs["threads"] = int(part[:-1])
         elif part.startswith("b"):
             kwargs["batch_size"] = int(part[1:])
