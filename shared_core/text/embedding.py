@@ -135,7 +135,7 @@ class MiniLMEmbedder:
     dim = 384
     max_length = 256
 
-    def __init__(self, *, batch_size: int = 32, threads: int | None = None, cache_size: int = 1024,
+    def __init__(self, *, batch_size: int = 8, threads: int | None = None, cache_size: int = 1024,
                  cache_chars: int = 1000, compute: str = "int8") -> None:
         for name, value, low in (("batch_size", batch_size, 1), ("cache_size", cache_size, 0),
                                  ("cache_chars", cache_chars, 0)):
