@@ -118,8 +118,8 @@ class MiniLMEmbedder:
     ``compute`` picks the kernels of the 36 weight matmuls (the model and its weights are the same):
 
     - ``"int8"`` (default): integer matmuls on the shipped int8 weights, each token's activations
-      quantized to int8 on its own scale at run time (`shared_core.text._int8_graph`: the graph is
-      rewritten in memory at load, with protobuf; no extra package). Vectors differ slightly from
+      quantized to 8 bits on their own range at run time (`shared_core.text._int8_graph`: the graph
+      is rewritten in memory at load, with protobuf; no extra package). Vectors differ slightly from
       ``"fp32"``'s, are deterministic, and do not depend on the batch a text is in;
     - ``"fp32"``: the graph as shipped; onnxruntime folds the int8 weights back to fp32.
 
