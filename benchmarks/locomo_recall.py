@@ -290,6 +290,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "_cv.GRID: the fitted and the cross-validated tables, and the ablations (timeline style)")
     parser.add_argument("--json", metavar="FILE", help="also write every mean to a JSON file")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--compute", default="int8", choices=["fp32", "int8"],
+                        help="MiniLMEmbedder(compute=...): the model's matmuls (default: %(default)s)")
     parser.add_argument("--backend", metavar="URL", help="the atlas on a FalkorDB server, e.g. "
                         "falkordb://127.0.0.1:6379?prefix=locomo: (its namespaces under the prefix are dropped)")
     args = parser.parse_args(argv)
@@ -318,9 +320,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     plot_budgets = PLOT_BUDGETS if args.plot else ()
     started = time.perf_counter()
     results = run_benchmark(conversations, config=config, styles=styles, plot_budgets=plot_budgets,
-                            baselines=names, progress=not args.quiet, backend=args.backend)
+                            baselines=names, progress=not args.quiet, backend=args.backend,
+                            embedder=MiniLMEmbedder(compute=args.compute))
     print(markdown(results, styles=styles))
-    print(f"\n(config preset: {args.config}{''.join(' --set ' + x for x in args.set)}; "
+    print(f"\n(config preset: {args.config}{''.join(' --set ' + x for x in args.set)}; compute {args.compute}; "
           f"total run time {time.perf_counter() - started:.0f} s)")
     if args.plot:
         plot(results, PLOT_BUDGETS, args.plot)

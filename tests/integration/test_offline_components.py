@@ -65,6 +65,18 @@ def test_batched_vectors_match_each_text_alone() -> None:
     assert np.abs(again - alone[shuffled]).max() < 1e-5  # rows follow the caller's order
 
 
+def test_int8_compute_keeps_the_vectors_and_their_batch_independence() -> None:
+    """compute="int8" (integer matmuls): close to the fp32 kernels' vectors, the same in any batch."""
+    fp32 = MiniLMEmbedder(cache_size=0, compute="fp32").embed(_VARIED)
+    model = MiniLMEmbedder(cache_size=0, compute="int8")
+    alone = np.concatenate([model.embed([t]) for t in _VARIED])
+    assert np.allclose(np.linalg.norm(alone, axis=1), 1.0, atol=1e-4)
+    assert float(np.einsum("ij,ij->i", alone, fp32).min()) > 0.99
+    for batch_size in (3, 32):
+        batched = MiniLMEmbedder(cache_size=0, compute="int8", batch_size=batch_size).embed(_VARIED)
+        assert np.abs(batched - alone).max() < 1e-5, batch_size
+
+
 def test_the_cache_answers_repeats_with_the_models_vectors() -> None:
     e = MiniLMEmbedder(cache_size=4)
     first = e.embed(["What milk does the user like?", "The quarterly report is due on Friday"])
