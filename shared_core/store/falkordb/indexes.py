@@ -1,4 +1,4 @@
-"""`FalkorVectorIndex` and `FalkorKeywordIndex`: the vector and full-text indexes of one graph.
+"""`FalkorVectorIndex` and `FalkorKeywordIndex`: the vector and keyword (BM25) indexes of one graph.
 
 Vectors are ``(:Embedding {id, embedding})`` nodes (``vecf32``) beside the memories (see
 `shared_core.store.falkordb.cypher` for why), searched through FalkorDB's HNSW index with cosine
@@ -6,9 +6,11 @@ distance: the index answers *distances*, best first, so similarity is ``1 - dist
 filters apply after the k-nearest search, so a search restricted to a subset of ids (a session,
 a filter) is computed exactly over that subset with ``vec.cosineDistance`` instead.
 
-Text is the ``text`` property (the memory's content, or a merged memory's combined text), in
-FalkorDB's full-text index (RediSearch: English stemming, TF-IDF scores, higher is better). The
-query is the OR of the query's distinct words, stopwords removed, as for the in-process index.
+Keywords are ranked by BM25 computed by the server exactly as the in-process index
+(`shared_core.store.memory.inverted_index`) computes it, over the same terms
+(`shared_core.store.terms`): each memory's terms are stored in ``n.terms`` under a range index
+(each element indexed), and the namespace's document and token counts sit on its ``(:Atlas)``
+node (see `cypher.bm25`), so both backends give the same ids with the same scores.
 """
 
 from __future__ import annotations
@@ -19,10 +21,10 @@ from collections.abc import Callable, Collection, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from ...values.errors import InvalidEmbeddingError
+from ...values.errors import InvalidEmbeddingError, InvalidInputError
 from ..base import KeywordIndexBase, VectorIndexBase
 from ..contract import Hits, Vector
-from ..terms import query_terms
+from ..terms import index_terms, query_stems
 from . import cypher as q
 from .client import GraphKey, Literal
 
@@ -179,42 +181,56 @@ def quote(text: str) -> str:
 
 
 class FalkorKeywordIndex(KeywordIndexBase):
-    """Full-text search over one namespace's memories, on the server."""
+    """BM25 over one namespace's memories, on the server (see the module docstring)."""
+
+    K1 = 1.2  # `InvertedKeywordIndex`'s defaults, FTS5's
+    B = 0.75
 
     def __init__(self, graph: GraphKey, *, prefetch: Prefetch = _no_prefetch) -> None:
         self._g = graph
         self._prefetch = prefetch
 
     def __len__(self) -> int:
-        rows = self._g.read(q.TEXT_COUNT)
+        rows = self._g.read(q.TERMS_COUNT)
         return int(rows[0][0]) if rows else 0
 
     def add(self, node_id: str, text: str, *, session_id: str | None = None) -> None:
         self.add_many([(node_id, text, session_id)])
 
     def add_many(self, rows: Sequence[tuple[str, str, str | None]]) -> None:
-        """Index many (id, text, session) rows, a few hundred per statement."""
-        for start in range(0, len(rows), _ROWS_PER_WRITE):
-            chunk = [[node_id, text] for node_id, text, _ in rows[start:start + _ROWS_PER_WRITE]]
-            self._g.write(q.SET_TEXTS, {"rows": chunk})
+        """Index many (id, text, session) rows (a later row of an id replaces an earlier one), a
+        few hundred per statement."""
+        last = {node_id: text for node_id, text, _ in rows}
+        for node_id, text in last.items():
+            if not isinstance(text, str):
+                raise InvalidInputError(f"keyword text must be a string, got {type(text).__name__} for {node_id!r}")
+        items = [[node_id, index_terms(text)] for node_id, text in last.items()]
+        for start in range(0, len(items), _ROWS_PER_WRITE):
+            self._g.write(q.SET_TERMS, {"rows": items[start:start + _ROWS_PER_WRITE]})
 
     def remove(self, node_id: str) -> None:
-        self._g.write(q.REMOVE_TEXT, {"id": node_id})
+        self._g.write(q.REMOVE_TERMS, {"id": node_id})
+
+    def params(self, query: str, k: int) -> dict[str, object] | None:
+        """The parameters of `cypher.bm25` for a query (None: it has no term)."""
+        stems = query_stems(query)
+        if not stems or k <= 0:
+            return None
+        return {"terms": stems, "k": int(k), "k1": self.K1, "b": self.B}
 
     def search(self, query: str, k: int, *, session_id: str | None = None,
                subset: Collection[str] | None = None) -> list[tuple[str, float]]:
-        terms = query_terms(query)
-        if not terms or k <= 0:
+        params = self.params(query, k if subset is None or len(subset) <= AMONG_IN_QUERY
+                             else max(4 * k, k + len(subset)))
+        if params is None:
             return []
         among = subset is not None and len(subset) <= AMONG_IN_QUERY
-        params: dict[str, object] = {"query": "|".join(terms),
-                                     "k": k if subset is None or among else max(4 * k, k + len(subset))}
         if session_id is not None:
             params["session"] = session_id
         if among:
             assert subset is not None
             params["ids"] = list(subset)
-        rows = self._g.read(q.text_search(session=session_id is not None, among=among), params)
+        rows = self._g.read(q.bm25(session=session_id is not None, among=among), params)
         out = [(str(i), float(s)) for i, s in rows]
         if subset is not None and not among:
             out = [(i, s) for i, s in out if i in subset]

@@ -28,7 +28,7 @@ from ..contract import CandidateQuery, Candidates, Predicate, Vector, WalkSpec
 from . import cypher as q
 from . import paths
 from .client import GraphKey
-from .graph import FalkorGraphStore, ReadCache, next_seq, node_from_row
+from .graph import FalkorGraphStore, ReadCache, node_from_row
 from .indexes import CosineCache, FalkorKeywordIndex, FalkorVectorIndex
 
 __all__ = ["FalkorPartition"]
@@ -195,19 +195,6 @@ class FalkorPartition(PartitionBase):
     def remember_cosines(self, query: Vector, values: dict[str, float]) -> None:
         self._cosines.add(query, values)
 
-    def written(self, nodes: Sequence[MemoryNode], edges: Iterable[Sequence[str]]) -> None:
-        """Update this call's caches after a batch write."""
-        cache = self._cache  # new memories are not superseded; the bounded count grows by those that may expire
-        if cache.bounded is not None:
-            cache.bounded += sum(1 for n in nodes if n.expires_at is not None or n.valid_to is not None)
-        self._cosines.clear()
-        for node in nodes:
-            cache.nodes[node.id] = node
-            cache.superseded[node.id] = False
-        for pair in edges:
-            for i in pair:
-                cache.edges.pop(i, None)
-
     def _snapshot(self) -> None:
         """The write counter, the superseded count and `bounded_nodes`, in one round trip (a recall
         asks for all three)."""
@@ -216,10 +203,6 @@ class FalkorPartition(PartitionBase):
         self._last_turn = self._cache.turn = int(turn[0][0]) if turn and turn[0][0] is not None else 0
         self._cache.superseded_count = int(superseded[0][0]) if superseded else 0
         self._cache.bounded = int(bounded[0][0]) if bounded else 0
-
-    def next_seq(self) -> int:
-        """An edge's sequence number (its place in `GraphStore.edges`'s order)."""
-        return next_seq()
 
     @property
     def turn(self) -> int:
