@@ -235,6 +235,28 @@ def bm25(*, session: bool, among: bool, tail: str = "RETURN n.id, score") -> str
             f"WITH n, score ORDER BY score DESC, n.kwseq LIMIT $k {tail}")
 
 
+# -- a batch write in one round trip (`shared_core.store.falkordb.writes`) -----------------------
+CREATE_NODES = "UNWIND $rows AS row MERGE (n:Memory {id: row[0]}) SET n += row[1]"
+# `TRACK` of each id, in order
+TRACK_MANY = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0 WITH c, c.seq AS base "
+              "UNWIND range(0, size($ids) - 1) AS j MATCH (n:Memory {id: $ids[j]}) "
+              "SET n.tracked = true, n.pos = coalesce(n.pos, base + j + 1) "
+              "WITH DISTINCT c, base SET c.seq = base + size($ids)")
+# `VECTOR_SEARCH` with each hit's superseded flag
+VECTOR_SEARCH_FLAGGED = VECTOR_SEARCH.replace(
+    "RETURN node.id, score ORDER BY score, node.id LIMIT $k",
+    "WITH node, score ORDER BY score, node.id LIMIT $k OPTIONAL MATCH (n:Memory {id: node.id}) "
+    "RETURN node.id, score, n.superseded")
+
+
+def create_edges(kind: str) -> str:
+    """`put_edge` of each row ``[source, target, strength, seq]`` of type ``kind`` (no metadata)."""
+    return (f"UNWIND $rows AS r MATCH (a:Memory {{id: r[0]}}), (b:Memory {{id: r[1]}}) "
+            f"OPTIONAL MATCH (a)-[old:{kind}]->(b) DELETE old "
+            f"WITH DISTINCT a, b, r "
+            f"CREATE (a)-[:{kind} {{strength: r[2], created_at: $created_at, metadata: null, seq: r[3]}}]->(b)")
+
+
 # -- one-round-trip forms of recall (`shared_core.store.falkordb.paths`) ----------------------
 def batch_rescale(decay_unit: str, weight_model: str, *, reinforce: bool) -> str:
     """`rescale` of every id of ``$ids`` in one statement (one row per memory still there)."""

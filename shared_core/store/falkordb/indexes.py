@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Collection, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -29,7 +30,7 @@ from . import cypher as q
 from .client import GraphKey, Literal
 
 __all__ = ["AMONG_IN_QUERY", "CosineCache", "FalkorKeywordIndex", "FalkorVectorIndex", "query_literal", "quote",
-           "vector_literal"]
+           "term_statements", "vector_literal", "vector_statements"]
 
 _ROWS_PER_WRITE = 256
 AMONG_IN_QUERY = 5000  # a subset up to this size is filtered in the query, larger ones after it
@@ -113,11 +114,8 @@ class FalkorVectorIndex(VectorIndexBase):
             raise InvalidEmbeddingError(f"expected {len(ids)} vectors of dimension {self._dim}, got {vectors.shape}")
         if self._cosines is not None:
             self._cosines.clear()
-        for start in range(0, len(ids), _ROWS_PER_WRITE):
-            rows = ", ".join(f"[{Literal(quote(i))}, {vector_literal(v)}]"
-                             for i, v in zip(ids[start:start + _ROWS_PER_WRITE],
-                                             vectors[start:start + _ROWS_PER_WRITE], strict=True))
-            self._g.write(q.SET_VECTORS, {"rows": Literal(f"[{rows}]")})
+        for query, params in vector_statements(ids, vectors):
+            self._g.write(query, params)
 
     def remove(self, ids: Sequence[str]) -> None:
         if self._cosines is not None:
@@ -172,6 +170,29 @@ class FalkorVectorIndex(VectorIndexBase):
         return out
 
 
+def vector_statements(ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> list[tuple[str, dict[str, Any]]]:
+    """The statements of `FalkorVectorIndex.add` (a few hundred rows each)."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    for start in range(0, len(ids), _ROWS_PER_WRITE):
+        rows = ", ".join(f"[{Literal(quote(i))}, {vector_literal(v)}]"
+                         for i, v in zip(ids[start:start + _ROWS_PER_WRITE], vectors[start:start + _ROWS_PER_WRITE],
+                                         strict=True))
+        out.append((q.SET_VECTORS, {"rows": Literal(f"[{rows}]")}))
+    return out
+
+
+def term_statements(rows: Sequence[tuple[str, str]]) -> list[tuple[str, dict[str, Any]]]:
+    """The statements of `FalkorKeywordIndex.add_many` for (id, text) rows (a later row of an id
+    replaces an earlier one), a few hundred rows each."""
+    last = dict(rows)
+    for node_id, text in last.items():
+        if not isinstance(text, str):
+            raise InvalidInputError(f"keyword text must be a string, got {type(text).__name__} for {node_id!r}")
+    items = [[node_id, index_terms(text)] for node_id, text in last.items()]
+    return [(q.SET_TERMS, {"rows": items[start:start + _ROWS_PER_WRITE]})
+            for start in range(0, len(items), _ROWS_PER_WRITE)]
+
+
 def quote(text: str) -> str:
     """A string as a Cypher literal."""
     from falkordb.helpers import quote_string
@@ -200,13 +221,8 @@ class FalkorKeywordIndex(KeywordIndexBase):
     def add_many(self, rows: Sequence[tuple[str, str, str | None]]) -> None:
         """Index many (id, text, session) rows (a later row of an id replaces an earlier one), a
         few hundred per statement."""
-        last = {node_id: text for node_id, text, _ in rows}
-        for node_id, text in last.items():
-            if not isinstance(text, str):
-                raise InvalidInputError(f"keyword text must be a string, got {type(text).__name__} for {node_id!r}")
-        items = [[node_id, index_terms(text)] for node_id, text in last.items()]
-        for start in range(0, len(items), _ROWS_PER_WRITE):
-            self._g.write(q.SET_TERMS, {"rows": items[start:start + _ROWS_PER_WRITE]})
+        for query, params in term_statements([(node_id, text) for node_id, text, _ in rows]):
+            self._g.write(query, params)
 
     def remove(self, node_id: str) -> None:
         self._g.write(q.REMOVE_TERMS, {"id": node_id})

@@ -24,9 +24,9 @@ import numpy as np
 from ...values.config import AtlasConfig
 from ...values.model import MemoryNode
 from ..base import PartitionBase
-from ..contract import CandidateQuery, Candidates, Predicate, Vector, WalkSpec
+from ..contract import CandidateQuery, Candidates, Predicate, Vector, WalkSpec, WriteBatch
 from . import cypher as q
-from . import paths
+from . import paths, writes
 from .client import GraphKey
 from .graph import FalkorGraphStore, ReadCache, node_from_row
 from .indexes import CosineCache, FalkorKeywordIndex, FalkorVectorIndex
@@ -183,6 +183,22 @@ class FalkorPartition(PartitionBase):
 
     def expand(self, seeds: dict[str, float], walk: WalkSpec, walkable: Predicate | None) -> dict[str, float]:
         return paths.walk(self, seeds, walk, walkable)
+
+    def write_batch(self, batch: WriteBatch) -> None:
+        writes.write_batch(self, batch)
+
+    def written(self, nodes: Sequence[MemoryNode], touched: Iterable[str]) -> None:
+        """Update this call's caches after a batch write: the new nodes as written, the edges of
+        the ``touched`` ids to be read again."""
+        cache = self._cache  # new memories are not superseded; the bounded count grows by those that may expire
+        if cache.bounded is not None:
+            cache.bounded += sum(1 for n in nodes if n.expires_at is not None or n.valid_to is not None)
+        self._cosines.clear()
+        for node in nodes:
+            cache.nodes[node.id] = node
+            cache.superseded[node.id] = False
+        for i in touched:
+            cache.edges.pop(i, None)
 
     @property
     def cosine_query(self) -> Vector:
