@@ -174,15 +174,19 @@ SUPERSEDED = "MATCH (n:Memory) WHERE n.superseded = true RETURN n.id"  # `= true
 SUPERSEDED_AMONG = "UNWIND $ids AS id MATCH (n:Memory {id: id}) WHERE n.superseded RETURN n.id"
 
 # -- vectors (FalkorDB: vecf32, db.idx.vector.queryNodes, vec.cosineDistance) ------------------
-# adding a vector for an id that has one replaces it (a new node; the old one counts as stale)
+# adding a vector for an id that has one replaces it (a new node; the old one counts as stale);
+# rows are [id, vector, raw]: ``raw`` the float32 bytes in base64, which a read decodes at once
+# (a vector comes back as one decimal string per element, which costs a millisecond to parse)
 SET_VECTORS = ("UNWIND $rows AS row OPTIONAL MATCH (old:Embedding {id: row[0]}) "
                "WITH row, old, CASE WHEN old IS NULL THEN 0 ELSE 1 END AS replaced DELETE old "
-               "WITH row, replaced CREATE (:Embedding {id: row[0], embedding: vecf32(row[1])}) "
+               "WITH row, replaced CREATE (:Embedding {id: row[0], embedding: vecf32(row[1]), raw: row[2]}) "
                "WITH toInteger(sum(replaced)) AS gone MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0 "
                "SET c.stale = c.stale + gone")
 REMOVE_VECTORS = ("UNWIND $ids AS id MATCH (e:Embedding {id: id}) DELETE e WITH count(*) AS gone "
                   "MATCH (c:Atlas) SET c.stale = c.stale + gone")
-GET_VECTOR = "MATCH (e:Embedding {id: $id}) RETURN e.embedding"
+# the raw bytes, or the vector itself where a vector was written without them (an older version)
+_VECTOR = "e.raw, CASE WHEN e.raw IS NULL THEN e.embedding ELSE null END"
+GET_VECTOR = f"MATCH (e:Embedding {{id: $id}}) RETURN {_VECTOR}"
 VECTOR_COUNT = "MATCH (e:Embedding) RETURN count(e)"
 # the index answers cosine *distances*, best first; filters apply after the k-nearest search, and
 # stale entries (see above) take places among the k: ask for k + stale
@@ -259,15 +263,18 @@ def create_edges(kind: str) -> str:
 
 # -- one-round-trip forms of recall (`shared_core.store.falkordb.paths`) ----------------------
 def batch_rescale(decay_unit: str, weight_model: str, *, reinforce: bool) -> str:
-    """`rescale` of every id of ``$ids`` in one statement (one row per memory still there)."""
-    single = rescale(decay_unit, weight_model, reinforce=reinforce)
-    return "UNWIND $ids AS id " + single.replace("{id: $id}", "{id: id}")
+    """`rescale` of every id of ``$ids`` in one statement (one row per memory still there), each
+    row followed by the memory's raw vector (see `SET_VECTORS`)."""
+    single = rescale(decay_unit, weight_model, reinforce=reinforce).replace("{id: $id}", "{id: id}")
+    head, _, _ = single.rpartition(" RETURN ")  # each memory's vector rides along (a recall returns them)
+    return (f"UNWIND $ids AS id {head} WITH n OPTIONAL MATCH (e:Embedding {{id: n.id}}) "
+            f"RETURN {NODE_COLUMNS}, e.raw")
 
 
 _COSINE = "vec.cosineDistance(e.embedding, vecf32($vector))"
 SUPERSEDED_COUNT = "MATCH (n:Memory) WHERE n.superseded = true RETURN count(n)"
 BOUNDED_COUNT = "MATCH (n:Memory) WHERE n.bounded = true RETURN count(n)"
-VECTORS_AMONG = "UNWIND $ids AS id MATCH (e:Embedding {id: id}) RETURN e.id, e.embedding"
+VECTORS_AMONG = f"UNWIND $ids AS id MATCH (e:Embedding {{id: id}}) RETURN e.id, {_VECTOR}"
 BETWEEN_COSINE = ("MATCH (n:Memory) WHERE n.tracked AND n.timestamp >= $start AND n.timestamp < $end "
                   f"OPTIONAL MATCH (e:Embedding {{id: n.id}}) RETURN n.id, {_COSINE} ORDER BY n.timestamp, n.id")
 # one hop of recall's walk: every edge of each id (self-loops aside), its direction and order,

@@ -15,6 +15,7 @@ node (see `cypher.bm25`), so both backends give the same ids with the same score
 
 from __future__ import annotations
 
+import base64
 import threading
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
@@ -100,6 +101,16 @@ class FalkorVectorIndex(VectorIndexBase):
         self._dim = dim
         self._prefetch = prefetch  # what a search finds is read next: fetch it in one go
         self._cosines = cosines  # the current call's cosines with its query, read beside other rows
+        self._read: dict[str, Vector] = {}  # vectors the current call read beside other rows
+
+    def remember(self, node_id: str, raw: str | None) -> None:
+        """Keep a vector read beside other rows (its raw bytes) for `get_many` in this call."""
+        if raw is not None:
+            self._read[node_id] = np.frombuffer(base64.b64decode(raw), dtype="<f4").astype(np.float32)
+
+    def forget(self) -> None:
+        """A new call, or a change of the vectors: forget what was read."""
+        self._read.clear()
 
     @property
     def dim(self) -> int:
@@ -114,20 +125,20 @@ class FalkorVectorIndex(VectorIndexBase):
             raise InvalidEmbeddingError(f"expected {len(ids)} vectors of dimension {self._dim}, got {vectors.shape}")
         if self._cosines is not None:
             self._cosines.clear()
+        self._read.clear()
         for query, params in vector_statements(ids, vectors):
             self._g.write(query, params)
 
     def remove(self, ids: Sequence[str]) -> None:
         if self._cosines is not None:
             self._cosines.clear()
+        self._read.clear()
         if ids:
             self._g.write(q.REMOVE_VECTORS, {"ids": list(ids)})
 
     def get(self, node_id: str) -> Vector | None:
         rows = self._g.read(q.GET_VECTOR, {"id": node_id})
-        if not rows or rows[0][0] is None:
-            return None
-        return np.asarray(rows[0][0], dtype=np.float32)
+        return _vector(*rows[0]) if rows else None
 
     def search(self, query: Vector, k: int, *, subset: Collection[str] | None = None) -> Hits:
         """The k most similar ids, best first (exact over ``subset`` when given)."""
@@ -147,8 +158,11 @@ class FalkorVectorIndex(VectorIndexBase):
         """`get` of each id, in one statement."""
         if not ids:
             return []
-        found = {str(i): v for i, v in self._g.read(q.VECTORS_AMONG, {"ids": list(dict.fromkeys(ids))})}
-        return [None if (v := found.get(i)) is None else np.asarray(v, dtype=np.float32) for i in ids]
+        found: dict[str, Vector | None] = {i: self._read[i] for i in ids if i in self._read}
+        missing = [i for i in dict.fromkeys(ids) if i not in found]
+        if missing:
+            found.update((str(i), _vector(raw, v)) for i, raw, v in self._g.read(q.VECTORS_AMONG, {"ids": missing}))
+        return [found.get(i) for i in ids]
 
     def similarities(self, query: Vector, ids: Sequence[str]) -> npt.NDArray[np.float32]:
         """Cosine of ``query`` with each id (0 for an unknown id)."""
@@ -174,9 +188,8 @@ def vector_statements(ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> l
     """The statements of `FalkorVectorIndex.add` (a few hundred rows each)."""
     out: list[tuple[str, dict[str, Any]]] = []
     for start in range(0, len(ids), _ROWS_PER_WRITE):
-        rows = ", ".join(f"[{Literal(quote(i))}, {vector_literal(v)}]"
-                         for i, v in zip(ids[start:start + _ROWS_PER_WRITE], vectors[start:start + _ROWS_PER_WRITE],
-                                         strict=True))
+        chunk = zip(ids[start:start + _ROWS_PER_WRITE], vectors[start:start + _ROWS_PER_WRITE], strict=True)
+        rows = ", ".join(f"[{quote(i)}, {vector_literal(v)}, '{_raw(v)}']" for i, v in chunk)
         out.append((q.SET_VECTORS, {"rows": Literal(f"[{rows}]")}))
     return out
 
@@ -191,6 +204,18 @@ def term_statements(rows: Sequence[tuple[str, str]]) -> list[tuple[str, dict[str
     items = [[node_id, index_terms(text)] for node_id, text in last.items()]
     return [(q.SET_TERMS, {"rows": items[start:start + _ROWS_PER_WRITE]})
             for start in range(0, len(items), _ROWS_PER_WRITE)]
+
+
+def _raw(vector: Vector) -> str:
+    """A vector's float32 bytes in base64 (see `cypher.SET_VECTORS`)."""
+    return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode()
+
+
+def _vector(raw: str | None, values: object) -> Vector | None:
+    """A stored vector: its raw float32 bytes (base64) or, lacking them, its elements."""
+    if raw is not None:
+        return np.frombuffer(base64.b64decode(raw), dtype="<f4").astype(np.float32)
+    return None if values is None else np.asarray(values, dtype=np.float32)
 
 
 def quote(text: str) -> str:

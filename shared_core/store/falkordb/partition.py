@@ -164,6 +164,7 @@ class FalkorPartition(PartitionBase):
         """A new atlas call: forget what the previous one read (see `ReadCache`)."""
         self._cache.clear()
         self._cosines.clear()
+        self.vectors.forget()
 
     @property
     def key(self) -> str:
@@ -194,6 +195,7 @@ class FalkorPartition(PartitionBase):
         if cache.bounded is not None:
             cache.bounded += sum(1 for n in nodes if n.expires_at is not None or n.valid_to is not None)
         self._cosines.clear()
+        self.vectors.forget()
         for node in nodes:
             cache.nodes[node.id] = node
             cache.superseded[node.id] = False
@@ -284,8 +286,9 @@ class FalkorPartition(PartitionBase):
         self._cache.turn = None
         rows = self._g.write(q.batch_rescale(config.decay_unit, config.weight_model, reinforce=True), params)
         for row in rows:
-            node = node_from_row(row, self.namespace)
+            node = node_from_row(row[:-1], self.namespace)
             self._cache.nodes[node.id] = node
+            self.vectors.remember(node.id, row[-1])
         return [self._cache.nodes.get(i) for i in node_ids]
 
     def fade(self, node_id: str, factor: float, *, now: float, config: AtlasConfig) -> MemoryNode | None:
