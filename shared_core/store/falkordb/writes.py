@@ -7,9 +7,9 @@ order), with the server asked twice instead of several times per memory:
 1. one pipelined read: each new vector's nearest stored memories (with their superseded flag,
    so superseded ones are dropped without asking again), and each session's newest tracked
    memory (the ``before`` edge's source);
-2. one pipelined write, in the default's order: the nodes, their vectors, their terms, their
-   tracking (session order and time index), then the edges, one ``UNWIND`` statement per
-   relation, each edge numbered as `put_edge` would number it.
+2. one pipelined write: the nodes with their BM25 terms and their tracking (session order and
+   time index; each node written once), their vectors, then the edges, one ``UNWIND``
+   statement per relation, each edge numbered as `put_edge` would number it.
 
 Each statement is atomic; a failure part-way leaves what the default would leave after the same
 step, and the engine removes the batch's memories (as after any failed write).
@@ -25,10 +25,11 @@ import numpy as np
 from ...values.errors import NamespaceViolationError
 from ...values.model import AnyRelation, Relation
 from ..contract import WriteBatch
+from ..terms import index_terms
 from ..vector_math import batch_pairs, merge_links
 from . import cypher as q
 from .graph import next_seq, node_props
-from .indexes import query_literal, term_statements, vector_statements
+from .indexes import query_literal, vector_statements
 
 if TYPE_CHECKING:
     from .partition import FalkorPartition
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["write_batch"]
 
 Statement = tuple[str, dict[str, Any]]
+_ROWS = 512  # memories per node statement
 
 
 def _sim(distance: Any) -> float:
@@ -90,10 +92,10 @@ def write_batch(part: FalkorPartition, batch: WriteBatch) -> None:
         if extra:
             links.extend((node_id, target, relation, strength) for target, relation, strength in extra)
     # -- 2. the writes ----------------------------------------------------------------------
-    writes: list[Statement] = [(q.CREATE_NODES, {"rows": [[n.id, node_props(n)] for n in nodes]})]
+    rows = [[n.id, node_props(n), index_terms(n.content)] for n in nodes]
+    writes: list[Statement] = [(q.CREATE_NODES, {"rows": rows[start:start + _ROWS]})
+                               for start in range(0, len(rows), _ROWS)]
     writes += vector_statements(ids, vectors)
-    writes += term_statements([(n.id, n.content) for n in nodes])
-    writes.append((q.TRACK_MANY, {"ids": ids}))
     writes += _edge_statements(links, batch.created_at)
     part.graph_key.write_many(writes)
     part.written(nodes, {i for source, target, _, _ in links for i in (source, target)})
