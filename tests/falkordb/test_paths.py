@@ -7,6 +7,7 @@ import dataclasses
 from collections.abc import Callable
 
 import numpy as np
+import pytest
 
 from shared_core import ElasticMemoryAtlas, ManualClock
 from shared_core.store.base import PartitionBase
@@ -118,3 +119,26 @@ def test_a_batch_write_stores_what_the_default_stores(prefixed_url: str) -> None
     fast.begin()
     default.begin()
     assert _store(fast) == _store(default)
+
+
+def test_a_batch_write_refused_half_way_leaves_nothing(shared_atlas: Callable[..., ElasticMemoryAtlas],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server refuses a statement of the write pipeline after the nodes' one ran: the write
+    raises and the atlas removes what the statements before it wrote (BM25's counts too)."""
+    from shared_core.store.falkordb import indexes
+    from shared_core.values.errors import BackendError
+
+    atlas = shared_atlas()
+    atlas.add_memories([f"note {i} about {t}" for i, t in enumerate(TOPICS)], namespace="p", session_id="s")
+    before = _state(_partition(atlas))
+    monkeypatch.setattr(indexes, "vector_statements", lambda ids, vectors: [("RETURN nonexistent_function(1)", {})])
+    with pytest.raises(BackendError):
+        atlas.add_memories(["coffee again", "trains again"], namespace="p", session_id="s")
+    monkeypatch.undo()
+    assert _state(_partition(atlas)) == before
+
+
+def _state(part: FalkorPartition) -> tuple[object, ...]:
+    return (sorted((n.id, n.content) for n in part.graph.nodes()), part.graph.edge_count(), len(part.keywords),
+            part.graph_key.read("MATCH (c:Atlas) RETURN c.docs, c.tokens"),
+            {s: list(i) for s, i in part.sessions.items()})

@@ -240,18 +240,12 @@ def bm25(*, session: bool, among: bool, tail: str = "RETURN n.id, score") -> str
 
 
 # -- a batch write in one round trip (`shared_core.store.falkordb.writes`) -----------------------
-# rows [id, props, terms]: `PUT_NODE`, `SET_TERMS` and `TRACK` of each, in order, in one
-# statement (each node written once: FalkorDB re-indexes a node on every update)
-CREATE_NODES = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0 "
-                "WITH c, coalesce(c.seq, 0) AS seq, coalesce(c.kwseq, 0) AS kw "
-                "UNWIND range(0, size($rows) - 1) AS j WITH c, seq, kw, j, $rows[j] AS row "
-                "MERGE (n:Memory {id: row[0]}) WITH c, seq, kw, j, row, n, n.terms AS old "
-                "SET n += row[1], n.terms = row[2], n.kwseq = kw + j + 1, n.tracked = true, "
-                "n.pos = coalesce(n.pos, seq + j + 1) "
-                "WITH c, seq, kw, toInteger(sum(CASE WHEN old IS NULL THEN 1 ELSE 0 END)) AS docs, "
-                "toInteger(sum(size(row[2]) - coalesce(size(old), 0))) AS tokens "
-                "SET c.docs = coalesce(c.docs, 0) + docs, c.tokens = coalesce(c.tokens, 0) + tokens, "
-                "c.kwseq = kw + size($rows), c.seq = seq + size($rows)")
+# rows [id, props]: `PUT_NODE` and `TRACK` of each, in order, in one statement
+CREATE_NODES = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0 WITH c, coalesce(c.seq, 0) AS seq "
+                "UNWIND range(0, size($rows) - 1) AS j WITH c, seq, j, $rows[j] AS row "
+                "MERGE (n:Memory {id: row[0]}) "
+                "SET n += row[1], n.tracked = true, n.pos = coalesce(n.pos, seq + j + 1) "
+                "WITH DISTINCT c, seq SET c.seq = seq + size($rows)")
 # `VECTOR_SEARCH` with each hit's superseded flag
 VECTOR_SEARCH_FLAGGED = VECTOR_SEARCH.replace(
     "RETURN node.id, score ORDER BY score, node.id LIMIT $k",

@@ -36,6 +36,7 @@ __all__ = ["AMONG_IN_QUERY", "CosineCache", "FalkorKeywordIndex", "FalkorVectorI
 _ROWS_PER_WRITE = 256
 AMONG_IN_QUERY = 5000  # a subset up to this size is filtered in the query, larger ones after it
 Prefetch = Callable[..., None]
+Statements = list[tuple[str, dict[str, Any]]]
 _WALK = 16  # a search for more hits than this is a recall's, whose graph walk reads their edges next
 
 
@@ -120,13 +121,19 @@ class FalkorVectorIndex(VectorIndexBase):
         rows = self._g.read(q.VECTOR_COUNT)
         return int(rows[0][0]) if rows else 0
 
-    def add(self, ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> None:
+    def add(self, ids: Sequence[str], vectors: npt.NDArray[np.float32], *, into: Statements | None = None) -> None:
+        """Store the vectors; with ``into``, append the statements to it instead (a batch write
+        sends them with its others)."""
         if vectors.shape != (len(ids), self._dim):
             raise InvalidEmbeddingError(f"expected {len(ids)} vectors of dimension {self._dim}, got {vectors.shape}")
         if self._cosines is not None:
             self._cosines.clear()
         self._read.clear()
-        for query, params in vector_statements(ids, vectors):
+        statements = vector_statements(ids, vectors)
+        if into is not None:
+            into.extend(statements)
+            return
+        for query, params in statements:
             self._g.write(query, params)
 
     def remove(self, ids: Sequence[str]) -> None:
@@ -243,10 +250,14 @@ class FalkorKeywordIndex(KeywordIndexBase):
     def add(self, node_id: str, text: str, *, session_id: str | None = None) -> None:
         self.add_many([(node_id, text, session_id)])
 
-    def add_many(self, rows: Sequence[tuple[str, str, str | None]]) -> None:
+    def add_many(self, rows: Sequence[tuple[str, str, str | None]], *, into: Statements | None = None) -> None:
         """Index many (id, text, session) rows (a later row of an id replaces an earlier one), a
-        few hundred per statement."""
-        for query, params in term_statements([(node_id, text) for node_id, text, _ in rows]):
+        few hundred per statement; with ``into``, append the statements to it instead."""
+        statements = term_statements([(node_id, text) for node_id, text, _ in rows])
+        if into is not None:
+            into.extend(statements)
+            return
+        for query, params in statements:
             self._g.write(query, params)
 
     def remove(self, node_id: str) -> None:

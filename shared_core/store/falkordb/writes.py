@@ -7,9 +7,10 @@ order), with the server asked twice instead of several times per memory:
 1. one pipelined read: each new vector's nearest stored memories (with their superseded flag,
    so superseded ones are dropped without asking again), and each session's newest tracked
    memory (the ``before`` edge's source);
-2. one pipelined write: the nodes with their BM25 terms and their tracking (session order and
-   time index; each node written once), their vectors, then the edges, one ``UNWIND``
-   statement per relation, each edge numbered as `put_edge` would number it.
+2. one pipelined write: the nodes with their tracking (session order and time index), their
+   vectors and BM25 terms (the statements of `FalkorVectorIndex.add` and
+   `FalkorKeywordIndex.add_many`), then the edges, one ``UNWIND`` statement per relation,
+   each edge numbered as `put_edge` would number it.
 
 Each statement is atomic; a failure part-way leaves what the default would leave after the same
 step, and the engine removes the batch's memories (as after any failed write).
@@ -25,11 +26,10 @@ import numpy as np
 from ...values.errors import NamespaceViolationError
 from ...values.model import AnyRelation, Relation
 from ..contract import WriteBatch
-from ..terms import index_terms
 from ..vector_math import batch_pairs, merge_links
 from . import cypher as q
 from .graph import next_seq, node_props
-from .indexes import query_literal, vector_statements
+from .indexes import query_literal
 
 if TYPE_CHECKING:
     from .partition import FalkorPartition
@@ -92,10 +92,11 @@ def write_batch(part: FalkorPartition, batch: WriteBatch) -> None:
         if extra:
             links.extend((node_id, target, relation, strength) for target, relation, strength in extra)
     # -- 2. the writes ----------------------------------------------------------------------
-    rows = [[n.id, node_props(n), index_terms(n.content)] for n in nodes]
+    rows = [[n.id, node_props(n)] for n in nodes]
     writes: list[Statement] = [(q.CREATE_NODES, {"rows": rows[start:start + _ROWS]})
                                for start in range(0, len(rows), _ROWS)]
-    writes += vector_statements(ids, vectors)
+    part.vectors.add(ids, vectors, into=writes)
+    part.keywords.add_many([(n.id, n.content, n.session_id) for n in nodes], into=writes)
     writes += _edge_statements(links, batch.created_at)
     part.graph_key.write_many(writes)
     part.written(nodes, {i for source, target, _, _ in links for i in (source, target)})
