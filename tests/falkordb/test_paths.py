@@ -3,9 +3,11 @@ what the contract's portable defaults (`PartitionBase`) give over the same serve
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import numpy as np
+import pytest
 
 from shared_core import ElasticMemoryAtlas, ManualClock
 from shared_core.store.base import PartitionBase
@@ -59,3 +61,84 @@ def test_candidates_and_walk_match_the_defaults(shared_atlas: Callable[..., Elas
             expected = PartitionBase.expand(part, seeds, spec, lambda i: not i.endswith("1"))
             assert walked == expected
             assert list(walked) == list(expected)
+
+
+def _store(part: FalkorPartition) -> tuple[object, ...]:
+    """Everything a batch write leaves: nodes, edges in `edges()` order, session order, BM25
+    hits, vectors."""
+    nodes = sorted((dataclasses.replace(n, namespace="x") for n in part.graph.nodes()), key=lambda n: n.id)
+    edges = {n.id: [(e.source, e.target, e.relation, e.strength, e.created_at) for e in part.graph.edges(n.id)]
+             for n in nodes}
+    sessions = {s: list(ids) for s, ids in part.sessions.items()}
+    keywords = [part.keywords.search(text, 20) for text in TOPICS]
+    vectors = [v.tolist() for v in part.vectors.get_many([n.id for n in nodes]) if v is not None]
+    return nodes, edges, sessions, keywords, vectors, sorted(part.inactive)
+
+
+def test_a_batch_write_stores_what_the_default_stores(prefixed_url: str) -> None:
+    """`FalkorPartition.write_batch` (two round trips) against `PartitionBase.write_batch` (the
+    contract's default, a statement per step) over the same server: batches whose sessions run
+    on from earlier batches, neighbours among stored and same-batch memories, superseded
+    memories among the neighbours, extra links (one given twice)."""
+    from shared_core.store.contract import WriteBatch
+    from shared_core.store.falkordb import FalkorDBBackend
+    from shared_core.values.model import MemoryNode
+
+    rng = np.random.default_rng(7)
+    backend = FalkorDBBackend.from_url(prefixed_url, dim=16)
+    fast, default = backend.partition("fast", create=True), backend.partition("default", create=True)
+    assert isinstance(fast, FalkorPartition) and isinstance(default, FalkorPartition)
+    base = rng.normal(size=(4, 16)).astype(np.float32)
+    turn = 0
+    for b, size in enumerate((5, 1, 7, 3)):
+        nodes, vectors = [], []
+        for j in range(size):
+            turn += 1
+            nodes.append(MemoryNode(id=f"m{turn:03d}", content=f"{TOPICS[turn % 5]} note {turn}", namespace="x",
+                                    session_id=None if turn % 4 == 0 else f"s{turn % 3}", timestamp=1000.0 + turn,
+                                    created_at=2000.0, last_accessed_at=2000.0, turn=turn, accessed_turn=turn,
+                                    metadata={"n": turn} if j == 0 else {}, expires_at=9e9 if j == 1 else None))
+            v = base[turn % 4] + 0.3 * rng.normal(size=16).astype(np.float32)
+            vectors.append(v / np.linalg.norm(v))
+        links: list[list[tuple[str, Relation, float]]] = [[] for _ in nodes]
+        if b > 0:
+            links[0] = [("m001", Relation.RELATED_TO, 0.7), ("m002", Relation.CAUSED_BY, 0.5),
+                        ("m001", Relation.RELATED_TO, 0.9)]
+        for part in (fast, default):
+            batch = WriteBatch(nodes=[dataclasses.replace(n, namespace=part.namespace) for n in nodes],
+                               vectors=np.array(vectors, dtype=np.float32), similar_top=3, min_similarity=0.2,
+                               link_temporal=True, links=links, created_at=2000.0 + b)
+            part.begin()
+            if part is fast:
+                part.write_batch(batch)
+            else:
+                PartitionBase.write_batch(part, batch)
+        if b == 1:
+            for part in (fast, default):
+                part.inactive.add("m002")
+    fast.begin()
+    default.begin()
+    assert _store(fast) == _store(default)
+
+
+def test_a_batch_write_refused_half_way_leaves_nothing(shared_atlas: Callable[..., ElasticMemoryAtlas],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server refuses a statement of the write pipeline after the nodes' one ran: the write
+    raises and the atlas removes what the statements before it wrote (BM25's counts too)."""
+    from shared_core.store.falkordb import indexes
+    from shared_core.values.errors import BackendError
+
+    atlas = shared_atlas()
+    atlas.add_memories([f"note {i} about {t}" for i, t in enumerate(TOPICS)], namespace="p", session_id="s")
+    before = _state(_partition(atlas))
+    monkeypatch.setattr(indexes, "vector_statements", lambda ids, vectors: [("RETURN nonexistent_function(1)", {})])
+    with pytest.raises(BackendError):
+        atlas.add_memories(["coffee again", "trains again"], namespace="p", session_id="s")
+    monkeypatch.undo()
+    assert _state(_partition(atlas)) == before
+
+
+def _state(part: FalkorPartition) -> tuple[object, ...]:
+    return (sorted((n.id, n.content) for n in part.graph.nodes()), part.graph.edge_count(), len(part.keywords),
+            part.graph_key.read("MATCH (c:Atlas) RETURN c.docs, c.tokens"),
+            {s: list(i) for s, i in part.sessions.items()})

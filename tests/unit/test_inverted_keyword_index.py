@@ -525,16 +525,17 @@ def test_a_batch_leaves_the_index_its_documents_one_by_one_leave(
 def test_the_stem_cache_keys_words_alike_when_full_or_cleared(monkeypatch: pytest.MonkeyPatch) -> None:
     """`_keys` through the bounded cache (a miss stems, a full cache is cleared): the same keys
     whether the cache holds the words or not; numbers are keyed but never cached."""
+    from shared_core.store import terms
     from shared_core.store.memory import inverted_index as ii
 
     text = "Running runners ran 2023 007 a an is on ЁЖИК walked walking 12 éclair"
     want = ["run", "runner", "ran", 2023, "007", "a", "an", "is", "on", "ёжик", "walk", "walk", 12, "eclair"]
-    monkeypatch.setattr(ii, "_STEM_CACHE_MAX", 3)  # cleared again and again within one text
+    monkeypatch.setattr(terms, "STEM_CACHE_MAX", 3)  # cleared again and again within one text
     ii._stems.clear()
     assert ii._keys(ii._words(text)) == want
     assert ii._keys(ii._words(text)) == want  # now from the cache, as far as it holds them
     assert not any(word.isdigit() for word in ii._stems)
-    monkeypatch.setattr(ii, "_STEM_CACHE_MAX", 1 << 14)
+    monkeypatch.setattr(terms, "STEM_CACHE_MAX", 1 << 14)
     assert ii._keys(ii._words(text)) == want and "is" in ii._stems and "2023" not in ii._stems
 
 

@@ -2,12 +2,13 @@
 
 Each namespace is one graph key (``atlas:<namespace>``, ``%`` and ``:`` escaped: see
 `shared_core.store.falkordb.client.graph_key`) with a range index on ``id``,
-``session_id`` and ``timestamp``, a cosine vector index on ``embedding`` and a full-text index
-on ``text``; isolation stays structural, as in process: every statement runs on one graph.
+``session_id`` and ``timestamp``, a cosine vector index on ``embedding`` and an index on each
+memory's BM25 terms; isolation stays structural, as in process: every statement runs on one graph.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 from collections.abc import Iterator, MutableMapping
@@ -104,7 +105,7 @@ class FalkorDBBackend(BackendBase):
     def _create_schema(self, part: FalkorPartition) -> None:
         """Indexes and the counter node; another process creating them at once is fine."""
         graph = GraphKey(self.conn, part.key)
-        for statement in (q.RANGE_INDEX, q.EMBEDDING_INDEX, q.FLAGS_INDEX, q.vector_index(self.dim), q.FULLTEXT_INDEX):
+        for statement in (q.RANGE_INDEX, q.EMBEDDING_INDEX, q.FLAGS_INDEX, q.vector_index(self.dim), q.TERMS_INDEX):
             try:
                 graph.write(statement)
             except BackendError as exc:
@@ -113,16 +114,24 @@ class FalkorDBBackend(BackendBase):
         graph.write(q.COUNTER)
 
     def _upgrade(self, part: FalkorPartition) -> None:
-        """A graph written before the flags' index: create it and flag the memories that may stop
-        being current (once; afterwards the index exists and this is one refused statement)."""
+        """A graph written by an earlier version: create what it lacks (once; afterwards each
+        index exists and this is one refused statement per index).
+
+        - Before the flags' index: flag the memories that may stop being current.
+        - Before BM25's terms: the memories' text was under a full-text index (RediSearch's TF-IDF,
+          which ranked unlike the in-process BM25): index each text's terms in the order the
+          memories were written, then drop the text and the full-text index.
+        """
         graph = GraphKey(self.conn, part.key)
-        try:
-            graph.write(q.FLAGS_INDEX)
-        except BackendError as exc:
-            if "already indexed" not in str(exc):
-                raise
-            return
-        graph.write(q.BACKFILL_BOUNDED)
+        if _created(graph, q.FLAGS_INDEX):
+            graph.write(q.BACKFILL_BOUNDED)
+        if _created(graph, q.TERMS_INDEX):
+            graph.write(q.COUNTER)
+            texts = [(str(i), str(t), None) for i, t in graph.read(q.OLD_TEXTS)]
+            part.keywords.add_many(texts)
+            graph.write(q.DROP_OLD_TEXTS)
+            with contextlib.suppress(BackendError):  # none there
+                graph.write(q.DROP_FULLTEXT_INDEX)
 
     def _check_dimension(self, part: FalkorPartition) -> None:
         for label, _, options in GraphKey(self.conn, part.key).read(q.INDEXES):
@@ -161,6 +170,17 @@ class FalkorDBBackend(BackendBase):
 
     def __repr__(self) -> str:
         return f"FalkorDBBackend({self.url!r}, prefix={self.settings.prefix!r}, dim={self.dim})"
+
+
+def _created(graph: GraphKey, index: str) -> bool:
+    """Create an index; False if it was there already."""
+    try:
+        graph.write(index)
+    except BackendError as exc:
+        if "already indexed" not in str(exc):
+            raise
+        return False
+    return True
 
 
 class _Directory(MutableMapping[str, str]):

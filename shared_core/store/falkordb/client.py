@@ -352,9 +352,13 @@ class Connection:
         return _rows(response)
 
     def _confirmed(self, key: str, commands: list[list[Any]]) -> Any:
+        """The first command's reply of `_confirmed_all`."""
+        return self._confirmed_all(key, commands)[0]
+
+    def _confirmed_all(self, key: str, commands: list[list[Any]]) -> list[Any]:
         """The write hook of ``?replicas=N``: ``commands`` on graph ``key``, then ``WAIT`` on the same
-        connection (skipped once this thread's atlas call has an unconfirmed write); the first
-        command's reply. A shortfall is recorded, and raised when the atlas call ends."""
+        connection (skipped once this thread's atlas call has an unconfirmed write); the commands'
+        replies. A shortfall is recorded, and raised when the atlas call ends."""
         confirmations = self.confirmations
         assert confirmations is not None
         wanted = 0 if confirmations.pending is not None else confirmations.wanted
@@ -362,7 +366,7 @@ class Connection:
                                            timeout=confirmations.timeout)
         if confirmed is not None:
             confirmations.record(key, confirmed)
-        return replies[0]
+        return replies
 
     def delete(self, key: str) -> None:
         """Delete graph ``key`` (a write: confirmed on the replicas as any other)."""
@@ -372,26 +376,33 @@ class Connection:
             self._retrying(lambda: self._confirmed(key, [["DEL", key]]), "DEL")
 
     def run_many(self, key: str, statements: Sequence[tuple[str, Mapping[str, Any]]], *,
-                 retried: bool = False) -> list[list[list[Any]]]:
-        """Several read-only statements on graph ``key`` in one round trip (a pipeline); the rows
-        of each. A graph that does not exist gives no rows."""
-        commands = [["GRAPH.RO_QUERY", key, _params_header(params) + query, "--compact"]
+                 retried: bool = False, write: bool = False) -> list[list[list[Any]]]:
+        """Several statements on graph ``key`` in one round trip (a pipeline), in order; the rows
+        of each. Reads of a graph that does not exist give no rows. With ``write``, each is a
+        write (and ``namespace_ttl`` is applied again after them); a refused one raises after
+        the pipeline ran (the statements before it stay written, each atomic)."""
+        commands = [["GRAPH.QUERY" if write else "GRAPH.RO_QUERY", key, _params_header(params) + query, "--compact"]
                     for query, params in statements]
+        ttl = self.settings.namespace_ttl
 
         def call() -> Any:
+            expire = [["EXPIRE", key, ttl]] if write and ttl is not None else []
+            if write and self.confirmations is not None:  # ``?replicas=N``: one WAIT after the batch
+                return self._confirmed_all(key, [*commands, *expire])[:len(commands)]
             pipe = self._db.connection.pipeline(transaction=False)
-            for command in commands:
+            for command in [*commands, *expire]:
                 pipe.execute_command(*command)
-            return pipe.execute(raise_on_error=False)
+            replies = pipe.execute(raise_on_error=False)
+            return replies[:len(commands)]
 
         responses = self._retrying(call, "a query")
         out: list[list[list[Any]]] = []
         for response in responses:
             if isinstance(response, self._response_error):
-                if "empty key" in str(response):
+                if "empty key" in str(response) and not write:
                     out.append([])
                     continue
-                if _index_not_ready(str(response)) and not retried:
+                if _index_not_ready(str(response)) and not retried and not write:
                     time.sleep(INDEX_WAIT / 4)  # see `run`: asked again once, as a whole
                     return self.run_many(key, statements, retried=True)
                 raise BackendError(f"FalkorDB at {self.settings.url} refused a query: {response}")
@@ -451,3 +462,7 @@ class GraphKey:
     def read_many(self, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[list[Any]]]:
         """Several read-only statements in one round trip."""
         return self.conn.run_many(self.key, statements)
+
+    def write_many(self, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[list[Any]]]:
+        """Several writes in one round trip, in order (see `Connection.run_many`)."""
+        return self.conn.run_many(self.key, statements, write=True)

@@ -2,10 +2,11 @@
 
 Memories are ``(:Memory)`` nodes of the namespace's graph; their vectors are separate
 ``(:Embedding {id, embedding})`` nodes, which are never updated; each namespace also has one
-``(:Atlas)`` node holding its write counter (``turn``), its tracking sequence (``seq``) and the
-number of vectors deleted from the vector index (``stale``). Edges are relationships typed by the
+``(:Atlas)`` node holding its write counter (``turn``), its tracking sequence (``seq``), the
+number of vectors deleted from the vector index (``stale``) and BM25's counts (``docs``,
+``tokens``, ``kwseq``). Edges are relationships typed by the
 relation in upper case (``SIMILAR_TO``). Statements keep to the openCypher subset that Neo4j
-also accepts, except where marked FalkorDB: the vector and full-text index procedures and
+also accepts, except where marked FalkorDB: the vector index procedure and
 ``vecf32``/``vec.cosineDistance`` (see ``docs/falkordb.md`` for what a Neo4j backend would write
 instead).
 
@@ -14,7 +15,7 @@ holding a vector is updated or deleted, and those entries still count towards th
 (which then returns fewer than k nodes). Memory nodes change on every recall (reinforcement), so
 their vectors sit on nodes that never change, and a search asks for ``k + stale`` neighbours.
 
-Bookkeeping properties besides the memory's own fields: ``text`` (full-text index), ``tracked``
+Bookkeeping properties besides the memory's own fields: ``terms`` and ``kwseq`` (BM25), ``tracked``
 and ``pos`` (in its session's order and the time index; ``pos`` orders a session),
 ``superseded`` (in ``Partition.inactive``) and ``bounded`` (it has an ``expires_at`` or a
 ``valid_to``: `GraphStore.bounded_nodes`); the two flags are indexed, so recall counts them
@@ -71,8 +72,13 @@ def vector_index(dim: int) -> str:  # FalkorDB; Neo4j: CREATE VECTOR INDEX ... O
             f"OPTIONS {{dimension: {int(dim)}, similarityFunction: 'cosine'}}")
 
 
-FULLTEXT_INDEX = "CALL db.idx.fulltext.createNodeIndex({label: 'Memory', language: 'english'}, 'text')"  # FalkorDB
-COUNTER = "MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0"
+# BM25's terms: each element of the list is indexed, so `t IN n.terms` is an index lookup
+TERMS_INDEX = "CREATE INDEX FOR (n:Memory) ON (n.terms)"
+COUNTER = "MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0, c.docs = 0, c.tokens = 0, c.kwseq = 0"
+# a graph written before the terms' index kept its text under a full-text index (RediSearch TF-IDF)
+OLD_TEXTS = "MATCH (n:Memory) WHERE n.text IS NOT NULL RETURN n.id, n.text ORDER BY n.turn, n.id"
+DROP_OLD_TEXTS = "MATCH (n:Memory) WHERE n.text IS NOT NULL SET n.text = null"
+DROP_FULLTEXT_INDEX = "CALL db.idx.fulltext.drop('Memory')"  # FalkorDB
 INDEXES = "CALL db.indexes() YIELD label, properties, options RETURN label, properties, options"  # FalkorDB
 
 # -- the write counter --------------------------------------------------------------------------
@@ -88,7 +94,10 @@ NODES_AMONG = f"UNWIND $ids AS id MATCH (n:Memory {{id: id}}) RETURN {NODE_COLUM
 NODE_COUNT = "MATCH (n:Memory) RETURN count(n)"
 NODE_IDS = "MATCH (n:Memory) RETURN n.id"
 HAS_NODE = "MATCH (n:Memory {id: $id}) RETURN n.id LIMIT 1"
-DELETE_NODE = "MATCH (n:Memory {id: $id}) DETACH DELETE n"
+# a memory indexed for BM25 leaves the namespace's document and token counts with it
+DELETE_NODE = ("MATCH (n:Memory {id: $id}) WITH n, n.terms AS terms DETACH DELETE n "
+               "WITH terms WHERE terms IS NOT NULL MATCH (c:Atlas) "
+               "SET c.docs = c.docs - 1, c.tokens = c.tokens - size(terms)")
 
 # -- edges --------------------------------------------------------------------------------------
 EDGES = f"MATCH (n:Memory {{id: $id}})-[r]-(:Memory) RETURN DISTINCT {EDGE_COLUMNS}"
@@ -165,15 +174,19 @@ SUPERSEDED = "MATCH (n:Memory) WHERE n.superseded = true RETURN n.id"  # `= true
 SUPERSEDED_AMONG = "UNWIND $ids AS id MATCH (n:Memory {id: id}) WHERE n.superseded RETURN n.id"
 
 # -- vectors (FalkorDB: vecf32, db.idx.vector.queryNodes, vec.cosineDistance) ------------------
-# adding a vector for an id that has one replaces it (a new node; the old one counts as stale)
+# adding a vector for an id that has one replaces it (a new node; the old one counts as stale);
+# rows are [id, vector, raw]: ``raw`` the float32 bytes in base64, which a read decodes at once
+# (a vector comes back as one decimal string per element, which costs a millisecond to parse)
 SET_VECTORS = ("UNWIND $rows AS row OPTIONAL MATCH (old:Embedding {id: row[0]}) "
                "WITH row, old, CASE WHEN old IS NULL THEN 0 ELSE 1 END AS replaced DELETE old "
-               "WITH row, replaced CREATE (:Embedding {id: row[0], embedding: vecf32(row[1])}) "
+               "WITH row, replaced CREATE (:Embedding {id: row[0], embedding: vecf32(row[1]), raw: row[2]}) "
                "WITH toInteger(sum(replaced)) AS gone MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0 "
                "SET c.stale = c.stale + gone")
 REMOVE_VECTORS = ("UNWIND $ids AS id MATCH (e:Embedding {id: id}) DELETE e WITH count(*) AS gone "
                   "MATCH (c:Atlas) SET c.stale = c.stale + gone")
-GET_VECTOR = "MATCH (e:Embedding {id: $id}) RETURN e.embedding"
+# the raw bytes, or the vector itself where a vector was written without them (an older version)
+_VECTOR = "e.raw, CASE WHEN e.raw IS NULL THEN e.embedding ELSE null END"
+GET_VECTOR = f"MATCH (e:Embedding {{id: $id}}) RETURN {_VECTOR}"
 VECTOR_COUNT = "MATCH (e:Embedding) RETURN count(e)"
 # the index answers cosine *distances*, best first; filters apply after the k-nearest search, and
 # stale entries (see above) take places among the k: ask for k + stale
@@ -183,34 +196,85 @@ VECTOR_SEARCH = ("OPTIONAL MATCH (c:Atlas) WITH $k + coalesce(c.stale, 0) AS wan
 VECTOR_AMONG = ("UNWIND $ids AS id MATCH (e:Embedding {id: id}) "
                 "RETURN e.id, vec.cosineDistance(e.embedding, vecf32($query))")
 
-# -- full text (FalkorDB: db.idx.fulltext.queryNodes, RediSearch query syntax) -----------------
-SET_TEXTS = "UNWIND $rows AS row MATCH (n:Memory {id: row[0]}) SET n.text = row[1]"
-REMOVE_TEXT = "MATCH (n:Memory {id: $id}) SET n.text = null"
-TEXT_COUNT = "MATCH (n:Memory) WHERE n.text IS NOT NULL RETURN count(n)"
+# -- BM25 (`shared_core.store.falkordb.indexes.FalkorKeywordIndex`) ------------------------------
+# A document is its terms (`shared_core.store.terms.index_terms`) in ``n.terms``; the (:Atlas)
+# node counts the documents and their tokens, and numbers them in the order they were indexed
+# (``kwseq``: equal scores rank the earlier first). Rows are [id, terms].
+SET_TERMS = ("MATCH (c:Atlas) WITH c, coalesce(c.kwseq, 0) AS base "
+             "UNWIND range(0, size($rows) - 1) AS j WITH c, base, j, $rows[j] AS row "
+             "MATCH (n:Memory {id: row[0]}) WITH c, base, j, row, n, n.terms AS old "
+             "SET n.terms = row[1], n.kwseq = base + j + 1 "
+             "WITH c, base, toInteger(sum(CASE WHEN old IS NULL THEN 1 ELSE 0 END)) AS docs, "
+             "toInteger(sum(size(row[1]) - coalesce(size(old), 0))) AS tokens "
+             "SET c.docs = coalesce(c.docs, 0) + docs, c.tokens = coalesce(c.tokens, 0) + tokens, "
+             "c.kwseq = base + size($rows)")
+REMOVE_TERMS = ("MATCH (n:Memory {id: $id}) WHERE n.terms IS NOT NULL WITH n, size(n.terms) AS size "
+                "SET n.terms = null, n.kwseq = null WITH size MATCH (c:Atlas) "
+                "SET c.docs = c.docs - 1, c.tokens = c.tokens - size")
+TERMS_COUNT = "MATCH (c:Atlas) RETURN coalesce(c.docs, 0)"
 
 
-def text_search(*, session: bool, among: bool) -> str:
+def bm25(*, session: bool, among: bool, tail: str = "RETURN n.id, score") -> str:
+    """BM25 as `shared_core.store.memory.inverted_index.InvertedKeywordIndex` scores it, over
+    the documents indexed now: ``$terms`` the query's stems (a repeated stem counts twice),
+    ``$k1``/``$b`` its parameters; the ``$k`` best (of ``$session``, among ``$ids``, when
+    asked), best first, equal scores in the order they were indexed; ``tail`` projects ``n``
+    and ``score``."""
     where = []
     if session:
-        where.append("node.session_id = $session")
+        where.append("n.session_id = $session")
     if among:
-        where.append("node.id IN $ids")
-    clause = f"WITH node, score WHERE {' AND '.join(where)} " if where else ""
-    return (f"CALL db.idx.fulltext.queryNodes('Memory', $query) YIELD node, score {clause}"
-            f"RETURN node.id, score ORDER BY score DESC, node.id LIMIT $k")
+        where.append("n.id IN $ids")
+    keep = f"WHERE {' AND '.join(where)} " if where else ""
+    return ("MATCH (c:Atlas) WITH c.docs AS docs, toFloat(c.tokens) AS tokens "
+            "UNWIND range(0, size($terms) - 1) AS i WITH docs, tokens, i, $terms[i] AS t "
+            "MATCH (n:Memory) WHERE t IN n.terms "
+            "WITH docs, tokens, i, t, collect(n) AS found "
+            "WITH docs, tokens, t, found, log((docs - size(found) + 0.5) / (size(found) + 0.5)) AS idf "
+            "WITH docs, tokens, t, found, ($k1 + 1.0) * (CASE WHEN idf > 0.0 THEN idf ELSE 0.000001 END) AS w "
+            f"UNWIND found AS n WITH docs, tokens, t, w, n {keep}"
+            "WITH n, w, toFloat(size([x IN n.terms WHERE x = t])) AS tf, "
+            "toFloat(size(n.terms)) * ($k1 * $b * docs / tokens) + $k1 * (1.0 - $b) AS norm "
+            "WITH n, sum(w * tf / (tf + norm)) AS score "
+            f"WITH n, score ORDER BY score DESC, n.kwseq LIMIT $k {tail}")
+
+
+# -- a batch write in one round trip (`shared_core.store.falkordb.writes`) -----------------------
+# rows [id, props]: `PUT_NODE` and `TRACK` of each, in order, in one statement
+CREATE_NODES = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0 WITH c, coalesce(c.seq, 0) AS seq "
+                "UNWIND range(0, size($rows) - 1) AS j WITH c, seq, j, $rows[j] AS row "
+                "MERGE (n:Memory {id: row[0]}) "
+                "SET n += row[1], n.tracked = true, n.pos = coalesce(n.pos, seq + j + 1) "
+                "WITH DISTINCT c, seq SET c.seq = seq + size($rows)")
+# `VECTOR_SEARCH` with each hit's superseded flag
+VECTOR_SEARCH_FLAGGED = VECTOR_SEARCH.replace(
+    "RETURN node.id, score ORDER BY score, node.id LIMIT $k",
+    "WITH node, score ORDER BY score, node.id LIMIT $k OPTIONAL MATCH (n:Memory {id: node.id}) "
+    "RETURN node.id, score, n.superseded")
+
+
+def create_edges(kind: str) -> str:
+    """`put_edge` of each row ``[source, target, strength, seq]`` of type ``kind`` (no metadata)."""
+    return (f"UNWIND $rows AS r MATCH (a:Memory {{id: r[0]}}), (b:Memory {{id: r[1]}}) "
+            f"OPTIONAL MATCH (a)-[old:{kind}]->(b) DELETE old "
+            f"WITH DISTINCT a, b, r "
+            f"CREATE (a)-[:{kind} {{strength: r[2], created_at: $created_at, metadata: null, seq: r[3]}}]->(b)")
 
 
 # -- one-round-trip forms of recall (`shared_core.store.falkordb.paths`) ----------------------
 def batch_rescale(decay_unit: str, weight_model: str, *, reinforce: bool) -> str:
-    """`rescale` of every id of ``$ids`` in one statement (one row per memory still there)."""
-    single = rescale(decay_unit, weight_model, reinforce=reinforce)
-    return "UNWIND $ids AS id " + single.replace("{id: $id}", "{id: id}")
+    """`rescale` of every id of ``$ids`` in one statement (one row per memory still there), each
+    row followed by the memory's raw vector (see `SET_VECTORS`)."""
+    single = rescale(decay_unit, weight_model, reinforce=reinforce).replace("{id: $id}", "{id: id}")
+    head, _, _ = single.rpartition(" RETURN ")  # each memory's vector rides along (a recall returns them)
+    return (f"UNWIND $ids AS id {head} WITH n OPTIONAL MATCH (e:Embedding {{id: n.id}}) "
+            f"RETURN {NODE_COLUMNS}, e.raw")
 
 
 _COSINE = "vec.cosineDistance(e.embedding, vecf32($vector))"
 SUPERSEDED_COUNT = "MATCH (n:Memory) WHERE n.superseded = true RETURN count(n)"
 BOUNDED_COUNT = "MATCH (n:Memory) WHERE n.bounded = true RETURN count(n)"
-VECTORS_AMONG = "UNWIND $ids AS id MATCH (e:Embedding {id: id}) RETURN e.id, e.embedding"
+VECTORS_AMONG = f"UNWIND $ids AS id MATCH (e:Embedding {{id: id}}) RETURN e.id, {_VECTOR}"
 BETWEEN_COSINE = ("MATCH (n:Memory) WHERE n.tracked AND n.timestamp >= $start AND n.timestamp < $end "
                   f"OPTIONAL MATCH (e:Embedding {{id: n.id}}) RETURN n.id, {_COSINE} ORDER BY n.timestamp, n.id")
 # one hop of recall's walk: every edge of each id (self-loops aside), its direction and order,
@@ -238,10 +302,7 @@ def session_cosine(session: str | None) -> str:
             f"OPTIONAL MATCH (e:Embedding {{id: n.id}}) RETURN n.id, {_COSINE}, n.pos, [{NODE_COLUMNS}]")
 
 
-def text_search_cosine(*, session: bool, among: bool) -> str:
-    """`text_search` with each hit's cosine with ``$vector`` and its node."""
-    base = text_search(session=session, among=among)
-    head, _, tail = base.partition("RETURN node.id, score ")
-    return (f"{head}WITH node, score {tail.replace('LIMIT $k', '')}LIMIT $k "
-            f"OPTIONAL MATCH (e:Embedding {{id: node.id}}) RETURN node.id, score, {_COSINE}, "
-            f"[{NODE_COLUMNS.replace('n.', 'node.')}]")
+def bm25_cosine(*, session: bool, among: bool) -> str:
+    """`bm25` with each hit's cosine with ``$vector`` and its node."""
+    return bm25(session=session, among=among, tail=(
+        f"OPTIONAL MATCH (e:Embedding {{id: n.id}}) RETURN n.id, score, {_COSINE}, [{NODE_COLUMNS}]"))

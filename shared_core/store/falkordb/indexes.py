@@ -1,4 +1,4 @@
-"""`FalkorVectorIndex` and `FalkorKeywordIndex`: the vector and full-text indexes of one graph.
+"""`FalkorVectorIndex` and `FalkorKeywordIndex`: the vector and keyword (BM25) indexes of one graph.
 
 Vectors are ``(:Embedding {id, embedding})`` nodes (``vecf32``) beside the memories (see
 `shared_core.store.falkordb.cypher` for why), searched through FalkorDB's HNSW index with cosine
@@ -6,32 +6,37 @@ distance: the index answers *distances*, best first, so similarity is ``1 - dist
 filters apply after the k-nearest search, so a search restricted to a subset of ids (a session,
 a filter) is computed exactly over that subset with ``vec.cosineDistance`` instead.
 
-Text is the ``text`` property (the memory's content, or a merged memory's combined text), in
-FalkorDB's full-text index (RediSearch: English stemming, TF-IDF scores, higher is better). The
-query is the OR of the query's distinct words, stopwords removed, as for the in-process index.
+Keywords are ranked by BM25 computed by the server exactly as the in-process index
+(`shared_core.store.memory.inverted_index`) computes it, over the same terms
+(`shared_core.store.terms`): each memory's terms are stored in ``n.terms`` under a range index
+(each element indexed), and the namespace's document and token counts sit on its ``(:Atlas)``
+node (see `cypher.bm25`), so both backends give the same ids with the same scores.
 """
 
 from __future__ import annotations
 
+import base64
 import threading
 from collections.abc import Callable, Collection, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from ...values.errors import InvalidEmbeddingError
+from ...values.errors import InvalidEmbeddingError, InvalidInputError
 from ..base import KeywordIndexBase, VectorIndexBase
 from ..contract import Hits, Vector
-from ..terms import query_terms
+from ..terms import index_terms, query_stems
 from . import cypher as q
 from .client import GraphKey, Literal
 
 __all__ = ["AMONG_IN_QUERY", "CosineCache", "FalkorKeywordIndex", "FalkorVectorIndex", "query_literal", "quote",
-           "vector_literal"]
+           "term_statements", "vector_literal", "vector_statements"]
 
 _ROWS_PER_WRITE = 256
 AMONG_IN_QUERY = 5000  # a subset up to this size is filtered in the query, larger ones after it
 Prefetch = Callable[..., None]
+Statements = list[tuple[str, dict[str, Any]]]
 _WALK = 16  # a search for more hits than this is a recall's, whose graph walk reads their edges next
 
 
@@ -97,6 +102,16 @@ class FalkorVectorIndex(VectorIndexBase):
         self._dim = dim
         self._prefetch = prefetch  # what a search finds is read next: fetch it in one go
         self._cosines = cosines  # the current call's cosines with its query, read beside other rows
+        self._read: dict[str, Vector] = {}  # vectors the current call read beside other rows
+
+    def remember(self, node_id: str, raw: str | None) -> None:
+        """Keep a vector read beside other rows (its raw bytes) for `get_many` in this call."""
+        if raw is not None:
+            self._read[node_id] = np.frombuffer(base64.b64decode(raw), dtype="<f4").astype(np.float32)
+
+    def forget(self) -> None:
+        """A new call, or a change of the vectors: forget what was read."""
+        self._read.clear()
 
     @property
     def dim(self) -> int:
@@ -106,28 +121,31 @@ class FalkorVectorIndex(VectorIndexBase):
         rows = self._g.read(q.VECTOR_COUNT)
         return int(rows[0][0]) if rows else 0
 
-    def add(self, ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> None:
+    def add(self, ids: Sequence[str], vectors: npt.NDArray[np.float32], *, into: Statements | None = None) -> None:
+        """Store the vectors; with ``into``, append the statements to it instead (a batch write
+        sends them with its others)."""
         if vectors.shape != (len(ids), self._dim):
             raise InvalidEmbeddingError(f"expected {len(ids)} vectors of dimension {self._dim}, got {vectors.shape}")
         if self._cosines is not None:
             self._cosines.clear()
-        for start in range(0, len(ids), _ROWS_PER_WRITE):
-            rows = ", ".join(f"[{Literal(quote(i))}, {vector_literal(v)}]"
-                             for i, v in zip(ids[start:start + _ROWS_PER_WRITE],
-                                             vectors[start:start + _ROWS_PER_WRITE], strict=True))
-            self._g.write(q.SET_VECTORS, {"rows": Literal(f"[{rows}]")})
+        self._read.clear()
+        statements = vector_statements(ids, vectors)
+        if into is not None:
+            into.extend(statements)
+            return
+        for query, params in statements:
+            self._g.write(query, params)
 
     def remove(self, ids: Sequence[str]) -> None:
         if self._cosines is not None:
             self._cosines.clear()
+        self._read.clear()
         if ids:
             self._g.write(q.REMOVE_VECTORS, {"ids": list(ids)})
 
     def get(self, node_id: str) -> Vector | None:
         rows = self._g.read(q.GET_VECTOR, {"id": node_id})
-        if not rows or rows[0][0] is None:
-            return None
-        return np.asarray(rows[0][0], dtype=np.float32)
+        return _vector(*rows[0]) if rows else None
 
     def search(self, query: Vector, k: int, *, subset: Collection[str] | None = None) -> Hits:
         """The k most similar ids, best first (exact over ``subset`` when given)."""
@@ -147,8 +165,11 @@ class FalkorVectorIndex(VectorIndexBase):
         """`get` of each id, in one statement."""
         if not ids:
             return []
-        found = {str(i): v for i, v in self._g.read(q.VECTORS_AMONG, {"ids": list(dict.fromkeys(ids))})}
-        return [None if (v := found.get(i)) is None else np.asarray(v, dtype=np.float32) for i in ids]
+        found: dict[str, Vector | None] = {i: self._read[i] for i in ids if i in self._read}
+        missing = [i for i in dict.fromkeys(ids) if i not in found]
+        if missing:
+            found.update((str(i), _vector(raw, v)) for i, raw, v in self._g.read(q.VECTORS_AMONG, {"ids": missing}))
+        return [found.get(i) for i in ids]
 
     def similarities(self, query: Vector, ids: Sequence[str]) -> npt.NDArray[np.float32]:
         """Cosine of ``query`` with each id (0 for an unknown id)."""
@@ -170,6 +191,40 @@ class FalkorVectorIndex(VectorIndexBase):
         return out
 
 
+def vector_statements(ids: Sequence[str], vectors: npt.NDArray[np.float32]) -> list[tuple[str, dict[str, Any]]]:
+    """The statements of `FalkorVectorIndex.add` (a few hundred rows each)."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    for start in range(0, len(ids), _ROWS_PER_WRITE):
+        chunk = zip(ids[start:start + _ROWS_PER_WRITE], vectors[start:start + _ROWS_PER_WRITE], strict=True)
+        rows = ", ".join(f"[{quote(i)}, {vector_literal(v)}, '{_raw(v)}']" for i, v in chunk)
+        out.append((q.SET_VECTORS, {"rows": Literal(f"[{rows}]")}))
+    return out
+
+
+def term_statements(rows: Sequence[tuple[str, str]]) -> list[tuple[str, dict[str, Any]]]:
+    """The statements of `FalkorKeywordIndex.add_many` for (id, text) rows (a later row of an id
+    replaces an earlier one), a few hundred rows each."""
+    last = dict(rows)
+    for node_id, text in last.items():
+        if not isinstance(text, str):
+            raise InvalidInputError(f"keyword text must be a string, got {type(text).__name__} for {node_id!r}")
+    items = [[node_id, index_terms(text)] for node_id, text in last.items()]
+    return [(q.SET_TERMS, {"rows": items[start:start + _ROWS_PER_WRITE]})
+            for start in range(0, len(items), _ROWS_PER_WRITE)]
+
+
+def _raw(vector: Vector) -> str:
+    """A vector's float32 bytes in base64 (see `cypher.SET_VECTORS`)."""
+    return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode()
+
+
+def _vector(raw: str | None, values: object) -> Vector | None:
+    """A stored vector: its raw float32 bytes (base64) or, lacking them, its elements."""
+    if raw is not None:
+        return np.frombuffer(base64.b64decode(raw), dtype="<f4").astype(np.float32)
+    return None if values is None else np.asarray(values, dtype=np.float32)
+
+
 def quote(text: str) -> str:
     """A string as a Cypher literal."""
     from falkordb.helpers import quote_string
@@ -179,42 +234,55 @@ def quote(text: str) -> str:
 
 
 class FalkorKeywordIndex(KeywordIndexBase):
-    """Full-text search over one namespace's memories, on the server."""
+    """BM25 over one namespace's memories, on the server (see the module docstring)."""
+
+    K1 = 1.2  # `InvertedKeywordIndex`'s defaults, FTS5's
+    B = 0.75
 
     def __init__(self, graph: GraphKey, *, prefetch: Prefetch = _no_prefetch) -> None:
         self._g = graph
         self._prefetch = prefetch
 
     def __len__(self) -> int:
-        rows = self._g.read(q.TEXT_COUNT)
+        rows = self._g.read(q.TERMS_COUNT)
         return int(rows[0][0]) if rows else 0
 
     def add(self, node_id: str, text: str, *, session_id: str | None = None) -> None:
         self.add_many([(node_id, text, session_id)])
 
-    def add_many(self, rows: Sequence[tuple[str, str, str | None]]) -> None:
-        """Index many (id, text, session) rows, a few hundred per statement."""
-        for start in range(0, len(rows), _ROWS_PER_WRITE):
-            chunk = [[node_id, text] for node_id, text, _ in rows[start:start + _ROWS_PER_WRITE]]
-            self._g.write(q.SET_TEXTS, {"rows": chunk})
+    def add_many(self, rows: Sequence[tuple[str, str, str | None]], *, into: Statements | None = None) -> None:
+        """Index many (id, text, session) rows (a later row of an id replaces an earlier one), a
+        few hundred per statement; with ``into``, append the statements to it instead."""
+        statements = term_statements([(node_id, text) for node_id, text, _ in rows])
+        if into is not None:
+            into.extend(statements)
+            return
+        for query, params in statements:
+            self._g.write(query, params)
 
     def remove(self, node_id: str) -> None:
-        self._g.write(q.REMOVE_TEXT, {"id": node_id})
+        self._g.write(q.REMOVE_TERMS, {"id": node_id})
+
+    def params(self, query: str, k: int) -> dict[str, object] | None:
+        """The parameters of `cypher.bm25` for a query (None: it has no term)."""
+        stems = query_stems(query)
+        if not stems or k <= 0:
+            return None
+        return {"terms": stems, "k": int(k), "k1": self.K1, "b": self.B}
 
     def search(self, query: str, k: int, *, session_id: str | None = None,
                subset: Collection[str] | None = None) -> list[tuple[str, float]]:
-        terms = query_terms(query)
-        if not terms or k <= 0:
+        params = self.params(query, k if subset is None or len(subset) <= AMONG_IN_QUERY
+                             else max(4 * k, k + len(subset)))
+        if params is None:
             return []
         among = subset is not None and len(subset) <= AMONG_IN_QUERY
-        params: dict[str, object] = {"query": "|".join(terms),
-                                     "k": k if subset is None or among else max(4 * k, k + len(subset))}
         if session_id is not None:
             params["session"] = session_id
         if among:
             assert subset is not None
             params["ids"] = list(subset)
-        rows = self._g.read(q.text_search(session=session_id is not None, among=among), params)
+        rows = self._g.read(q.bm25(session=session_id is not None, among=among), params)
         out = [(str(i), float(s)) for i, s in rows]
         if subset is not None and not among:
             out = [(i, s) for i, s in out if i in subset]

@@ -24,12 +24,12 @@ import numpy as np
 from ...values.config import AtlasConfig
 from ...values.model import MemoryNode
 from ..base import PartitionBase
-from ..contract import CandidateQuery, Candidates, Predicate, Vector, WalkSpec
+from ..contract import CandidateQuery, Candidates, Predicate, Vector, WalkSpec, WriteBatch
 from . import cypher as q
-from . import paths
+from . import paths, writes
 from .client import GraphKey
 from .entities import FalkorEntityIndex
-from .graph import FalkorGraphStore, ReadCache, next_seq, node_from_row
+from .graph import FalkorGraphStore, ReadCache, node_from_row
 from .indexes import CosineCache, FalkorKeywordIndex, FalkorVectorIndex
 
 __all__ = ["FalkorPartition"]
@@ -166,6 +166,7 @@ class FalkorPartition(PartitionBase):
         """A new atlas call: forget what the previous one read (see `ReadCache`)."""
         self._cache.clear()
         self._cosines.clear()
+        self.vectors.forget()
 
     @property
     def key(self) -> str:
@@ -186,6 +187,23 @@ class FalkorPartition(PartitionBase):
     def expand(self, seeds: dict[str, float], walk: WalkSpec, walkable: Predicate | None) -> dict[str, float]:
         return paths.walk(self, seeds, walk, walkable)
 
+    def write_batch(self, batch: WriteBatch) -> None:
+        writes.write_batch(self, batch)
+
+    def written(self, nodes: Sequence[MemoryNode], touched: Iterable[str]) -> None:
+        """Update this call's caches after a batch write: the new nodes as written, the edges of
+        the ``touched`` ids to be read again."""
+        cache = self._cache  # new memories are not superseded; the bounded count grows by those that may expire
+        if cache.bounded is not None:
+            cache.bounded += sum(1 for n in nodes if n.expires_at is not None or n.valid_to is not None)
+        self._cosines.clear()
+        self.vectors.forget()
+        for node in nodes:
+            cache.nodes[node.id] = node
+            cache.superseded[node.id] = False
+        for i in touched:
+            cache.edges.pop(i, None)
+
     @property
     def cosine_query(self) -> Vector:
         """The query vector of the cosines this call has read (a recall's), or zeros."""
@@ -197,19 +215,6 @@ class FalkorPartition(PartitionBase):
     def remember_cosines(self, query: Vector, values: dict[str, float]) -> None:
         self._cosines.add(query, values)
 
-    def written(self, nodes: Sequence[MemoryNode], edges: Iterable[Sequence[str]]) -> None:
-        """Update this call's caches after a batch write."""
-        cache = self._cache  # new memories are not superseded; the bounded count grows by those that may expire
-        if cache.bounded is not None:
-            cache.bounded += sum(1 for n in nodes if n.expires_at is not None or n.valid_to is not None)
-        self._cosines.clear()
-        for node in nodes:
-            cache.nodes[node.id] = node
-            cache.superseded[node.id] = False
-        for pair in edges:
-            for i in pair:
-                cache.edges.pop(i, None)
-
     def _snapshot(self) -> None:
         """The write counter, the superseded count and `bounded_nodes`, in one round trip (a recall
         asks for all three)."""
@@ -218,10 +223,6 @@ class FalkorPartition(PartitionBase):
         self._last_turn = self._cache.turn = int(turn[0][0]) if turn and turn[0][0] is not None else 0
         self._cache.superseded_count = int(superseded[0][0]) if superseded else 0
         self._cache.bounded = int(bounded[0][0]) if bounded else 0
-
-    def next_seq(self) -> int:
-        """An edge's sequence number (its place in `GraphStore.edges`'s order)."""
-        return next_seq()
 
     @property
     def turn(self) -> int:
@@ -287,8 +288,9 @@ class FalkorPartition(PartitionBase):
         self._cache.turn = None
         rows = self._g.write(q.batch_rescale(config.decay_unit, config.weight_model, reinforce=True), params)
         for row in rows:
-            node = node_from_row(row, self.namespace)
+            node = node_from_row(row[:-1], self.namespace)
             self._cache.nodes[node.id] = node
+            self.vectors.remember(node.id, row[-1])
         return [self._cache.nodes.get(i) for i in node_ids]
 
     def fade(self, node_id: str, factor: float, *, now: float, config: AtlasConfig) -> MemoryNode | None:

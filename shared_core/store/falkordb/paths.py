@@ -4,7 +4,7 @@ They give what `shared_core.store.base`'s defaults give over the same server (th
 same values, in the same order), with the server asked fewer, larger questions:
 
 - `gather` (candidates): one pipelined round trip for the searches (the vector top-k, the
-  full-text top-k, a time range, a session's latest turns; each non-vector hit with its cosine
+  BM25 top-k, a time range, a session's latest turns; each non-vector hit with its cosine
   to the query), then one statement reading the nodes that ``allowed`` will be asked about
   (the head of each path). ``allowed`` is the engine's own predicate, applied here, in the
   default's order, to the rows that came back: nothing about admission is re-implemented in
@@ -30,11 +30,10 @@ from ...formulas.scoring import spread_max
 from ...values.model import Relation
 from ...values.relations import RELATION_CODES
 from ..contract import CandidateQuery, Candidates, Predicate, Vector, WalkSpec
-from ..terms import query_terms
 from . import cypher as q
 from .client import GraphKey, Literal
 from .graph import FalkorGraphStore
-from .indexes import AMONG_IN_QUERY, FalkorVectorIndex, query_literal
+from .indexes import AMONG_IN_QUERY, FalkorKeywordIndex, FalkorVectorIndex, query_literal
 
 
 class FalkorPartition(Protocol):
@@ -43,6 +42,7 @@ class FalkorPartition(Protocol):
     namespace: str
     graph: FalkorGraphStore
     vectors: FalkorVectorIndex
+    keywords: FalkorKeywordIndex
 
     @property
     def graph_key(self) -> GraphKey: ...
@@ -106,15 +106,14 @@ def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Can
         statements.append((q.VECTOR_SEARCH_NODES, {"k": int(cq.vector_k), "query": vector, "heads": heads}))
     else:
         statements.append((q.VECTOR_AMONG, {"ids": list(subset), "query": vector}))
-    terms = query_terms(cq.text) if cq.keywords else []
-    if terms and cq.keyword_k > 0:
-        params: dict[str, Any] = {"query": "|".join(terms), "k": int(cq.keyword_k), "vector": vector}
+    keyword = part.keywords.params(cq.text, cq.keyword_k) if cq.keywords else None
+    if keyword is not None:
+        keyword["vector"] = vector
         if cq.keyword_session is not None:
-            params["session"] = cq.keyword_session
+            keyword["session"] = cq.keyword_session
         if subset is not None:
-            params["ids"] = list(subset)
-        statements.append((q.text_search_cosine(session=cq.keyword_session is not None, among=subset is not None),
-                           params))
+            keyword["ids"] = list(subset)
+        statements.append((q.bm25_cosine(session=cq.keyword_session is not None, among=subset is not None), keyword))
     if cq.time_range is not None:
         statements.append((q.BETWEEN_COSINE, {"start": float(cq.time_range[0]), "end": float(cq.time_range[1]),
                                               "vector": vector}))
@@ -132,12 +131,11 @@ def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Can
         vector_hits = sorted(((str(i), _sim(d)) for i, d in rows), key=lambda kv: (-kv[1], kv[0]))[:cq.vector_k]
     cosine_of: dict[str, float] = {}
     keyword_hits: list[tuple[str, float]] = []
-    if terms and cq.keyword_k > 0:
+    if keyword is not None:  # best first, equal scores in the order they were indexed (as in process)
         keyword_rows = next(results)
         remember([r[3] for r in keyword_rows])
-        found = sorted(((str(i), float(s), _sim(d)) for i, s, d, _ in keyword_rows), key=lambda r: (-r[1], r[0]))
-        keyword_hits = [(i, s) for i, s, _ in found]
-        cosine_of.update((i, c) for i, _, c in found)
+        keyword_hits = [(str(i), float(s)) for i, s, _, _ in keyword_rows]
+        cosine_of.update((str(i), _sim(d)) for i, _, d, _ in keyword_rows)
     in_range: list[str] = []
     if cq.time_range is not None:
         timed = [(str(i), _sim(d)) for i, d in next(results)]

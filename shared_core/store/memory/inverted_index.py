@@ -23,7 +23,8 @@ Tokens are FTS5's: unicode61 (lower case, Latin diacritics removed, letters and 
 words) then Porter stems from PyStemmer, whose Snowball "porter" is the 1980 algorithm; FTS5's
 has three later rules, so a few words stem apart ("possibly", "apology", "trekked": 6 of the
 6,614 distinct words of LoCoMo), and characters newer than SQLite's Unicode tables may split
-differently.
+differently. The tokenizer is `shared_core.store.terms`'s, which the FalkorDB backend's BM25 uses
+too.
 
 Layout. Each term maps to its postings, one int32 each (the row and the term's count there, see
 `_packed`), ascending by row (stems and numbers in two dicts: see `_clear`); each row has its
@@ -45,7 +46,6 @@ the postings, so it never sees half of a write.
 from __future__ import annotations
 
 import math
-import re
 import struct
 import threading
 from collections import Counter
@@ -55,100 +55,37 @@ from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
-import Stemmer
 
 from ...values.errors import AtlasError, InvalidInputError
 from ..base import KeywordIndexBase
-from ..terms import _STOPWORDS
+from ..terms import ASCII_FOLD, index_terms, query_stems, stem_word, words
 from ._ints import number, numbers, shared
 
 __all__ = ["InvertedKeywordIndex", "index_terms", "query_stems"]
 
-# -- tokenizer: FTS5's unicode61 (remove_diacritics=1), then its porter stemmer ----------------------
-# letters, digits and private-use characters; everything else separates, "_" included
-_TOKEN = re.compile(r"(?:[^\W_]|[\ue000-\uf8ff\U000f0000-\U0010fffd])+")
-_ASCII_TOKEN = re.compile(r"[a-z0-9]+", re.ASCII)  # the same on lower-cased ASCII text, 40% faster
-# ... and on ASCII text `_ASCII_TOKEN`'s words again, without a regex: upper case to lower, every
-# byte but a letter or digit to a space, then `str.split` (faster than the regex's findall)
-_ASCII_FOLD = bytes(c + 32 if 65 <= c <= 90 else c if 48 <= c <= 57 or 97 <= c <= 122 else 32 for c in range(256))
-_STEM_CACHE_MAX = 1 << 14  # words, shared by every index of the process
-_stemmer = Stemmer.Stemmer("porter", 0)  # Snowball's Porter, without its own cache (ours is cheaper)
-_stem_lock = threading.Lock()  # a Stemmer object must not be used by two threads at once
+# -- tokenizer: `shared_core.store.terms` (shared with the server backends), numbers keyed apart ----
+_ASCII_FOLD = ASCII_FOLD
+_words = words
 
 
 class _StemCache(dict[str, str]):
-    """word -> stem, bounded (see `_stem`); a missing word's vocabulary key comes from
-    `__missing__`, so `_keys` maps a text's words through ``__getitem__`` without a Python step
-    per word found (numbers are keyed there each time, never cached)."""
+    """word -> stem, bounded (see `shared_core.store.terms.stem_word`); a missing word's
+    vocabulary key comes from `__missing__`, so `_keys` maps a text's words through
+    ``__getitem__`` without a Python step per word found (numbers are keyed there each time,
+    never cached)."""
 
     __slots__ = ()
 
     def __missing__(self, word: str) -> Term:
-        return _number(word) if word.isdigit() else _stem(word)
+        return _number(word) if word.isdigit() else stem_word(word, self)
 
 
 _stems = _StemCache()
 
 
-# The combining marks unicode61 drops as diacritics; every other mark separates tokens, as in FTS5.
-_DIACRITICS = (*range(0x300, 0x305), *range(0x306, 0x30D), 0x30F, 0x311, 0x31B, *range(0x323, 0x329), 0x32D,
-               0x32E, 0x330, 0x331)
-
-
-def _fold_table() -> dict[int, str | None]:
-    """What unicode61 does beyond `str.lower`, as a `str.translate` table: a Latin letter with
-    one diacritic becomes its base letter (remove_diacritics=1), a lone diacritic disappears, and
-    the lower-case letters with another case-folded form take it ("ς" -> "σ", "ſ" -> "s")."""
-    import unicodedata
-
-    table: dict[int, str | None] = dict.fromkeys(_DIACRITICS)
-    for cp in (*range(0x80, 0x1000), *range(0x1E00, 0x1F00)):  # Latin, Greek, Cyrillic
-        ch = chr(cp)
-        parts = unicodedata.normalize("NFD", ch)
-        if len(parts) == 2 and parts[0].isascii() and ord(parts[1]) in table:
-            table[cp] = parts[0]
-        elif unicodedata.category(ch) == "Ll" and len(ch.casefold()) == 1 and ch.casefold() != ch:
-            table[cp] = ch.casefold()
-    return table
-
-
-_FOLD = _fold_table()
-
-
-def _words(text: str) -> list[str]:
-    """The tokens unicode61 makes of ``text``: lower-cased, Latin diacritics removed."""
-    if text.isascii():
-        return text.encode().translate(_ASCII_FOLD).decode().split()
-    text = text.lower()
-    if text.isascii():  # "\u212a" (Kelvin) lowers to "k"
-        return _ASCII_TOKEN.findall(text)
-    return _TOKEN.findall(text.translate(_FOLD))
-
-
 def _stem(word: str) -> str:
-    """The Porter stem of a word not in the cache. As in FTS5, words under 3 or over 64 bytes stay
-    as they are; so do numbers (no suffix to strip), which are not cached, nor are the long words.
-    The short words are (a cache hit costs less than this call)."""
-    size = len(word) if word.isascii() else len(word.encode())
-    if size > 64 or word.isdigit():
-        return word
-    if size < 3:
-        stem = word
-    else:
-        with _stem_lock:
-            stem = _stemmer.stemWord(word)
-        if stem == word:
-            stem = word  # one string object for both (and for the vocabulary's key)
-    if len(_stems) >= _STEM_CACHE_MAX:
-        _stems.clear()  # bounded; the next texts refill it
-    _stems[word] = stem
-    return stem
-
-
-def _stem_all(words: list[str]) -> list[str]:
-    """Porter stems, through a bounded cache (a dict lookup is 5x cheaper than the stemmer call)."""
-    cache = _stems
-    return [cache.get(w) or (w if w.isdigit() else _stem(w)) for w in words]
+    """The Porter stem of a word not in the cache (see `shared_core.store.terms.stem_word`)."""
+    return stem_word(word, _stems)
 
 
 #: A vocabulary key: a term's stem, or for an ASCII numeral of up to 18 digits without a leading
@@ -167,7 +104,8 @@ def _key(term: str) -> Term:
 
 
 def _keys(words: list[str]) -> list[Term]:
-    """`_stem_all` with numbers as `_key` makes them (numbers are never stemmed or cached)."""
+    """Porter stems through a bounded cache, numbers as `_key` makes them (numbers are never
+    stemmed or cached)."""
     return list(map(_key_of, words))
 
 
@@ -181,28 +119,6 @@ def _number(digits: str) -> Term:
     if digits.isascii() and len(digits) <= 18 and (digits[0] != "0" or len(digits) == 1):
         return shared(int(digits))
     return digits
-
-
-def index_terms(text: str) -> list[str]:
-    """The terms a document is indexed under, in order: unicode61 tokens, Porter-stemmed.
-
-    >>> index_terms("Préférés: the runners' RUNNING shoes")
-    ['prefer', 'the', 'runner', 'run', 'shoe']
-    """
-    return _stem_all(_words(text))
-
-
-def query_stems(query: str, *, max_terms: int = 32) -> list[str]:
-    """The stems a query looks for: its distinct words less stopwords (all of them if it has only
-    stopwords), the first ``max_terms`` of them, stemmed; what `query_terms` and FTS5 make of it.
-    FTS5's operators are plain words here.
-
-    >>> query_stems('What milk does Alice prefer? "milk" AND NEAR *')
-    ['milk', 'alic', 'prefer', 'near']
-    """
-    words = _words(query)
-    kept = [w for w in words if w not in _STOPWORDS] or words
-    return _stem_all(list(dict.fromkeys(kept))[:max_terms])
 
 
 # -- postings -------------------------------------------------------------------------------------

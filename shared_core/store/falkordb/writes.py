@@ -1,0 +1,116 @@
+"""A batch write in two round trips: `FalkorPartition.write_batch`.
+
+It stores what `shared_core.store.base`'s default `write_batch` stores over the same server (the
+same nodes, vectors, BM25 terms, session order, and edges with the same strengths in the same
+order), with the server asked twice instead of several times per memory:
+
+1. one pipelined read: each new vector's nearest stored memories (with their superseded flag,
+   so superseded ones are dropped without asking again), and each session's newest tracked
+   memory (the ``before`` edge's source);
+2. one pipelined write: the nodes with their tracking (session order and time index), their
+   vectors and BM25 terms (the statements of `FalkorVectorIndex.add` and
+   `FalkorKeywordIndex.add_many`), then the edges, one ``UNWIND`` statement per relation,
+   each edge numbered as `put_edge` would number it.
+
+Each statement is atomic; a failure part-way leaves what the default would leave after the same
+step, and the engine removes the batch's memories (as after any failed write).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ...values.errors import NamespaceViolationError
+from ...values.model import AnyRelation, Relation
+from ..contract import WriteBatch
+from ..vector_math import batch_pairs, merge_links
+from . import cypher as q
+from .graph import next_seq, node_props
+from .indexes import query_literal
+
+if TYPE_CHECKING:
+    from .partition import FalkorPartition
+
+__all__ = ["write_batch"]
+
+Statement = tuple[str, dict[str, Any]]
+_ROWS = 512  # memories per node statement
+
+
+def _sim(distance: Any) -> float:
+    return float(np.float32(1.0 - float(distance)))
+
+
+def write_batch(part: FalkorPartition, batch: WriteBatch) -> None:
+    """`Partition.write_batch` in two round trips (see the module docstring)."""
+    nodes = batch.nodes
+    if not nodes:
+        return
+    for node in nodes:
+        if node.namespace != part.namespace:
+            raise NamespaceViolationError(f"memory {node.id!r} belongs to namespace {node.namespace!r}, "
+                                          f"not {part.namespace!r}")
+    ids = [n.id for n in nodes]
+    vectors = np.asarray(batch.vectors, dtype=np.float32)
+    top = batch.similar_top
+    sessions = [n.session_id for n in nodes]
+    # -- 1. the reads ------------------------------------------------------------------------
+    reads: list[Statement] = []
+    spare = 0
+    if top > 0:
+        superseded = len(part.inactive)
+        spare = min(superseded, 8) + 1 if superseded else 0  # as the default: room for superseded ones
+        reads += [(q.VECTOR_SEARCH_FLAGGED, {"k": top + spare, "query": query_literal(v)}) for v in vectors]
+    first_of: list[str | None] = list(dict.fromkeys(sessions)) if batch.link_temporal else []
+    reads += [(q.session_ids(s, newest_first=True), {"limit": 1} if s is None else {"limit": 1, "session": s})
+              for s in first_of]
+    results = part.graph_key.read_many(reads) if reads else []
+    searched = len(ids) if top > 0 else 0
+    similar: list[list[tuple[str | int, float]]] = [[] for _ in ids]
+    if top > 0:
+        found = [[(str(i), _sim(d), bool(flag)) for i, d, flag in rows] for rows in results[:searched]]
+        hits = [[(i, s) for i, s, _ in rows if s >= batch.min_similarity] for rows in found]
+        flagged = {i for rows in found for i, _, flag in rows if flag}
+        merged = merge_links(hits, *batch_pairs(vectors, batch.min_similarity), top + spare)
+        similar = [[h for h in row if not (isinstance(h[0], str) and h[0] in flagged)][:top] if spare else row[:top]
+                   for row in merged]
+    latest = {s: (str(rows[0][0]) if rows else None) for s, rows in zip(first_of, results[searched:], strict=True)}
+    # -- the edges, in the default's order ---------------------------------------------------
+    links: list[tuple[str, str, AnyRelation, float]] = []
+    last: dict[str | None, str | None] = dict(latest)
+    for node_id, session, extra, hits_of in zip(ids, sessions, batch.links, similar, strict=True):
+        if batch.link_temporal:
+            previous = last.get(session)
+            if previous is not None:
+                links.append((previous, node_id, Relation.BEFORE, 1.0))
+            last[session] = node_id
+        for other, sim in hits_of:
+            links.append((node_id, other if isinstance(other, str) else ids[other], Relation.SIMILAR_TO, sim))
+        if extra:
+            links.extend((node_id, target, relation, strength) for target, relation, strength in extra)
+    # -- 2. the writes ----------------------------------------------------------------------
+    rows = [[n.id, node_props(n)] for n in nodes]
+    writes: list[Statement] = [(q.CREATE_NODES, {"rows": rows[start:start + _ROWS]})
+                               for start in range(0, len(rows), _ROWS)]
+    part.vectors.add(ids, vectors, into=writes)
+    part.keywords.add_many([(n.id, n.content, n.session_id) for n in nodes], into=writes)
+    writes += _edge_statements(links, batch.created_at)
+    part.graph_key.write_many(writes)
+    part.written(nodes, {i for source, target, _, _ in links for i in (source, target)})
+
+
+def _edge_statements(links: Sequence[tuple[str, str, AnyRelation, float]], created_at: float) -> list[Statement]:
+    """`GraphStore.put_links`: each edge replaces one of the same (source, target, relation);
+    a later one of the batch replaces an earlier one, taking its later number."""
+    latest: dict[tuple[str, str, AnyRelation], tuple[float, int]] = {}
+    for source, target, relation, strength in links:
+        key = (source, target, relation)
+        latest.pop(key, None)
+        latest[key] = (float(strength), next_seq())
+    by_type: dict[str, list[list[Any]]] = {}
+    for (source, target, relation), (strength, seq) in latest.items():
+        by_type.setdefault(q.rel_type(relation), []).append([source, target, strength, seq])
+    return [(q.create_edges(kind), {"rows": rows, "created_at": float(created_at)}) for kind, rows in by_type.items()]
