@@ -106,7 +106,7 @@ def test_on_a_cluster_an_acknowledged_write_is_on_the_replica(cluster_url: str) 
         replica = replicas[0]
         replica.execute_command("READONLY")
         rows = replica.execute_command("GRAPH.RO_QUERY", graph_key(prefix, "bob"),
-                                       f"MATCH (m:Memory {{id: '{node.id}'}}) RETURN m.text")
+                                       f"MATCH (m:Memory {{id: '{node.id}'}}) RETURN m.content")
         assert rows[1] == [["Bob's flight lands at 9"]]
         for client in (master, *replicas):
             client.close()

@@ -386,7 +386,7 @@ class Connection:
         ttl = self.settings.namespace_ttl
 
         def call() -> Any:
-            expire = [["EXPIRE", key, ttl]] if write and ttl is not None else []
+            expire: list[list[Any]] = [["EXPIRE", key, ttl]] if write and ttl is not None else []
             if write and self.confirmations is not None:  # ``?replicas=N``: one WAIT after the batch
                 return self._confirmed_all(key, [*commands, *expire])[:len(commands)]
             pipe = self._db.connection.pipeline(transaction=False)
