@@ -18,21 +18,19 @@ step, and the engine removes the batch's memories (as after any failed write).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Collection, Iterable, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
 from ...values.errors import NamespaceViolationError
-from ...values.model import AnyRelation, Relation
+from ...values.model import AnyRelation, MemoryNode, Relation
 from ..contract import WriteBatch
 from ..vector_math import batch_pairs, merge_links
 from . import cypher as q
+from .client import GraphKey
 from .graph import next_seq, node_props
-from .indexes import query_literal
-
-if TYPE_CHECKING:
-    from .partition import FalkorPartition
+from .indexes import FalkorKeywordIndex, FalkorVectorIndex, query_literal
 
 __all__ = ["write_batch"]
 
@@ -40,11 +38,33 @@ Statement = tuple[str, dict[str, Any]]
 _ROWS = 512  # memories per node statement
 
 
+class Target(Protocol):
+    """What the batch write needs of its partition (`FalkorPartition`; named here, not imported,
+    so that the partition can import this module)."""
+
+    @property
+    def namespace(self) -> str: ...
+
+    @property
+    def graph_key(self) -> GraphKey: ...
+
+    @property
+    def inactive(self) -> Collection[str]: ...
+
+    @property
+    def vectors(self) -> FalkorVectorIndex: ...
+
+    @property
+    def keywords(self) -> FalkorKeywordIndex: ...
+
+    def written(self, nodes: Sequence[MemoryNode], touched: Iterable[str]) -> None: ...
+
+
 def _sim(distance: Any) -> float:
     return float(np.float32(1.0 - float(distance)))
 
 
-def write_batch(part: FalkorPartition, batch: WriteBatch) -> None:
+def write_batch(part: Target, batch: WriteBatch) -> None:
     """`Partition.write_batch` in two round trips (see the module docstring)."""
     nodes = batch.nodes
     if not nodes:
