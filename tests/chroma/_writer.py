@@ -43,7 +43,7 @@ def main() -> None:
             atlas.retrieve(text, namespace=ns, top_k=3)
             ids = []
         elif roll < 0.95 and mine:
-            old = rng.choice(mine)
+            old = mine.pop(rng.randrange(len(mine)))  # superseded now: only the new version is corrected again
             ids = [atlas.update_memory(old, text + " (corrected)").id]
         elif mine:
             victim = mine.pop(rng.randrange(len(mine)))
