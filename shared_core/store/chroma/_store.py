@@ -264,7 +264,8 @@ class Store:
             name, turn = registered
             state = NamespaceState(turn=turn)
             try:
-                rows = self._db.execute("SELECT id, record, vector FROM memories WHERE ns = ? ORDER BY rowid",
+                scan = self._scan(ns)
+                rows = self._db.execute(f"SELECT id, record, vector FROM memories{scan} WHERE ns = ? ORDER BY rowid",
                                         (ns,)).fetchall()
                 size = 4 * self.dim
                 if any(len(row[2]) != size for row in rows):
@@ -276,7 +277,7 @@ class Store:
                         raise ValueError(f"record {node_id!r} does not match its namespace")
                     state.nodes[node_id] = record
                     state.vectors[node_id] = vector
-                state.edges = self._edges(ns)
+                state.edges = self._edges(ns, scan)
             except (ValueError, KeyError, TypeError, sqlite3.DatabaseError) as exc:
                 raise CorruptFileError(f"{str(self.path)!r}: namespace {ns!r} holds unreadable data: "
                                        f"{exc}") from None
@@ -309,13 +310,26 @@ class Store:
             return None
         return int(row[0]) if row is not None else None
 
-    def _edges(self, ns: str) -> dict[str, list[Any]]:
+    def _scan(self, ns: str) -> str:
+        """``" NOT INDEXED"`` when ``ns`` holds at least half of the store's memories, else ``""``.
+
+        A namespace's rows are read in the order they were written (rowid). Through the ``ns``
+        index that is one table lookup per row and a sort; when the namespace is most of the
+        table, scanning the whole table in rowid order (sqlite skips the other namespaces' rows
+        in C, and needs no sort) reads it about twice as fast. The two give the same rows in
+        the same order."""
+        mine = self._db.execute("SELECT count(*) FROM memories WHERE ns = ?", (ns,)).fetchone()[0]
+        total = self._db.execute("SELECT count(*) FROM memories").fetchone()[0]
+        return " NOT INDEXED" if 2 * mine >= total else ""
+
+    def _edges(self, ns: str, scan: str = "") -> dict[str, list[Any]]:
         """A namespace's out-edges by source, each ``(target, relation, strength, created_at,
-        metadata as JSON)`` (`build_partition` parses the metadata of the few that have some)."""
+        metadata as JSON)`` (`build_partition` parses the metadata of the few that have some);
+        ``scan``: `_scan`'s answer."""
         edges: dict[str, list[Any]] = {}
         try:
             rows = self._db.execute("SELECT source, target, relation, strength, created_at, metadata "
-                                    "FROM edges WHERE ns = ? ORDER BY rowid", (ns,)).fetchall()
+                                    f"FROM edges{scan} WHERE ns = ? ORDER BY rowid", (ns,)).fetchall()
             last, found = None, None
             for row in rows:  # a source's edges are stored together: one lookup per source
                 if row[0] != last:

@@ -46,6 +46,7 @@ import atexit
 import contextlib
 import errno
 import fcntl
+import gc
 import json
 import logging
 import os
@@ -111,6 +112,23 @@ class CommitLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while a namespace loads (back on after, if it was
+    on), as `shared_core.engine.writes.collector_paused` does for a write: a load allocates
+    millions of objects (records, nodes, edges, terms) in no cycle, and CPython's periodic
+    scans of everything the process holds find nothing there but cost a large share of the
+    load. A deferred scan runs at the next allocation after it."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 class ChromaBackend(InProcessBackend):
@@ -306,9 +324,10 @@ class ChromaBackend(InProcessBackend):
             stored = self._stored.get(namespace)
             if part is not None or stored is None:
                 return part
-            state = load_namespace(self._store, namespace, stored)
-            part = ChromaPartition(namespace, Changes(), dim=self.dim, vector_args=self._vector_args)
-            build_partition(part, state)  # its own `Changes`: loading is not a write
+            with _collector_paused():
+                state = load_namespace(self._store, namespace, stored)
+                part = ChromaPartition(namespace, Changes(), dim=self.dim, vector_args=self._vector_args)
+                build_partition(part, state)  # its own `Changes`: loading is not a write
             part.note_changes(self._changes)
             self._partitions[namespace] = part
             del self._stored[namespace]
