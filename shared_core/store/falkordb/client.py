@@ -24,7 +24,7 @@ import numpy as np
 
 from ...values import _validate as check
 from ...values.errors import BackendError, InvalidInputError, MissingDependencyError
-from .replication import Confirmations, send_and_wait
+from .replication import Confirmations, refresh_slots, send_and_wait
 
 __all__ = ["Connection", "GraphKey", "Literal", "Settings", "graph_key", "namespace_of", "parse_url"]
 
@@ -301,6 +301,17 @@ class Connection:
             except self._response_error as exc:
                 raise BackendError(f"FalkorDB at {self.settings.url} refused {what}: {exc}") from None
 
+    def _unless_transient(self, replies: list[Any]) -> list[Any]:
+        """A pipeline's replies, or the first transient failure among them raised (after a fresh
+        map of a cluster's slots) for `_retrying`: a pipeline run with ``raise_on_error=False``
+        returns a lost connection in place of its reply, as during a failover."""
+        for reply in replies:
+            if isinstance(reply, self._transient):
+                if self.cluster:
+                    refresh_slots(self._db.connection)
+                raise reply
+        return replies
+
     def command(self, *args: Any, budget: float | None = None) -> Any:
         """A plain server command (EXISTS, GRAPH.LIST ...), with retries."""
         return self._retrying(lambda: self._db.connection.execute_command(*args), str(args[0]), budget=budget)
@@ -336,7 +347,7 @@ class Connection:
                 pipe = self._db.connection.pipeline(transaction=False)
                 pipe.execute_command(*command)
                 pipe.expire(key, ttl)
-                return pipe.execute(raise_on_error=False)[0]
+                return self._unless_transient(pipe.execute(raise_on_error=False))[0]
             return self._db.connection.execute_command(*command)
 
         try:
@@ -392,7 +403,7 @@ class Connection:
             pipe = self._db.connection.pipeline(transaction=False)
             for command in [*commands, *expire]:
                 pipe.execute_command(*command)
-            replies = pipe.execute(raise_on_error=False)
+            replies = self._unless_transient(pipe.execute(raise_on_error=False))
             return replies[:len(commands)]
 
         responses = self._retrying(call, "a query")

@@ -39,7 +39,7 @@ from typing import Any
 
 from ...values.errors import ReplicationError
 
-__all__ = ["Confirmations", "ConfirmingLock", "send_and_wait"]
+__all__ = ["Confirmations", "ConfirmingLock", "refresh_slots", "send_and_wait"]
 
 
 class Confirmations:
@@ -99,12 +99,12 @@ def send_and_wait(client: Any, key: str, commands: Sequence[Sequence[Any]], *, c
         replies: list[Any] = pipe.execute(raise_on_error=False)
     except (redis.ConnectionError, redis.TimeoutError):
         if cluster:
-            _refresh(client)
+            refresh_slots(client)
         raise
     if cluster:
         for reply in replies:
             if isinstance(reply, (MovedError, AskError, ClusterDownError, TryAgainError)):
-                _refresh(client)
+                refresh_slots(client)
                 raise reply
     if not wanted:
         return replies, None
@@ -112,7 +112,7 @@ def send_and_wait(client: Any, key: str, commands: Sequence[Sequence[Any]], *, c
     return replies[:-1], confirmed if isinstance(confirmed, int) else 0
 
 
-def _refresh(client: Any) -> None:
+def refresh_slots(client: Any) -> None:
     """Ask the cluster for its map of the slots again (best effort: a node that cannot answer now
     is asked again at the caller's next attempt)."""
     from redis.exceptions import RedisClusterException, RedisError
