@@ -217,7 +217,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews, Relations):
             embedded = self._embed([specs[i].content for i in missing], progress=progress)
             vectors = dict(zip(missing, embedded, strict=True))
         mentions = writes.entity_keys([s.content for s in specs], self.config, llm=self._life.llm)  # outside the lock
-        with writes.collector_paused(), self._lock:  # no cycles to find; the scans cost 19% of a bulk write
+        with writes.collector_paused(), self._lock:  # no cycles to find (see collector_paused)
             self._check_links(specs)
             self._life.namespaces.check_limit((s.namespace for s in specs), self.config.max_namespaces)
             now = self.clock.now()

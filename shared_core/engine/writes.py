@@ -8,16 +8,15 @@ exactly as the same memories inserted one at a time would be (with an exact vect
 
 from __future__ import annotations
 
-import gc
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
-from contextlib import contextmanager
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
+from ..store.collector import collector_paused
 from ..store.contract import Backend, Partition, WriteBatch
 from ..store.memory._ints import number
 from ..text.embedding import normalize_rows
@@ -131,28 +130,6 @@ def insert_memories(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDAr
         part.turn = first_turn
         raise
     return done
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off for the duration (back on after, if it was on).
-
-    An insert allocates a few objects per memory (node, edges, hits), none in cycles, and every 700
-    allocations CPython scans the young objects, every tenth scan the older ones, and now and then
-    every object the process holds: in a large bulk build those scans find nothing and cost a large
-    share of the time. Nothing is lost: a deferred scan runs at the next allocation after the
-    insert. The atlas pauses it for a whole write (validation, insert, events and the returned
-    copies), so no full scan runs inside a batch. The embedding model's call is left out: the
-    switch is process-wide, and that call can be long.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def insert_batches(backend: Backend, specs: Sequence[MemorySpec], vecs: Sequence[npt.NDArray[np.float32]],

@@ -3,7 +3,7 @@
 A model is parsed with `google.protobuf` (a dependency of onnxruntime) against a schema that
 declares only these fields; every other field of the file (value infos, metadata, attributes'
 other kinds, ...) is kept as an unknown field and written back byte for byte. This spares the core
-the ``onnx`` package (about 33 MB installed) for one graph edit at load time. The field numbers
+the ``onnx`` package (see benchmarks/README.md, embedder) for one graph edit at load time. The field numbers
 are those of ``onnx/onnx.proto`` (stable since ONNX 1.0).
 
 >>> tensor = Tensor(name="w", dims=[2], data_type=FLOAT, raw_data=b"\\x00" * 8)

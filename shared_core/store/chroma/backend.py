@@ -46,7 +46,6 @@ import atexit
 import contextlib
 import errno
 import fcntl
-import gc
 import json
 import logging
 import os
@@ -59,6 +58,7 @@ from urllib.parse import parse_qs
 
 from ...values.config import AtlasConfig
 from ...values.errors import BackendError, CorruptFileError, InvalidInputError
+from ..collector import collector_paused
 from ..contract import Partition
 from ..memory.backend import InProcessBackend
 from ._loader import Stored, build_partition, load_namespace, read_index
@@ -112,23 +112,6 @@ class CommitLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off while a namespace loads (back on after, if it was
-    on), as `shared_core.engine.writes.collector_paused` does for a write: a load allocates
-    millions of objects (records, nodes, edges, terms) in no cycle, and CPython's periodic
-    scans of everything the process holds find nothing there but cost a large share of the
-    load. A deferred scan runs at the next allocation after it."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 class ChromaBackend(InProcessBackend):
@@ -324,7 +307,7 @@ class ChromaBackend(InProcessBackend):
             stored = self._stored.get(namespace)
             if part is not None or stored is None:
                 return part
-            with _collector_paused():
+            with collector_paused():
                 state = load_namespace(self._store, namespace, stored)
                 part = ChromaPartition(namespace, Changes(), dim=self.dim, vector_args=self._vector_args)
                 build_partition(part, state)  # its own `Changes`: loading is not a write
