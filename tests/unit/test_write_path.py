@@ -166,7 +166,7 @@ def test_graph_store_removals(graph: GraphStore) -> None:
 def test_the_collector_is_paused_for_the_whole_write(monkeypatch: pytest.MonkeyPatch) -> None:
     import gc
 
-    from shared_core import atlas as atlas_module
+    from shared_core import _atlas_writes as atlas_module
 
     atlas, seen = make(), []
     validate, account = atlas_module.specs_from_items, atlas._life.after_write
