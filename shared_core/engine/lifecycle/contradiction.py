@@ -27,17 +27,21 @@ import logging
 import re
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from difflib import SequenceMatcher
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import Stemmer
 from dateutil import parser as dateutil_parser
 
 from ...text.llm import call_llm
-from ...values.model import MemoryNode
+from ...values.model import MemoryEdge, MemoryNode, Relation
 from .write_filter import MONTHS, WEEKDAYS, _set
+
+if TYPE_CHECKING:
+    from ..state import EngineState
+    from .namespaces import NamespaceBook
 
 __all__ = [
     "Conflict",
@@ -45,6 +49,7 @@ __all__ = [
     "ContradictionDetector",
     "HeuristicContradictionDetector",
     "LLMContradictionDetector",
+    "check_contradictions",
     "different_values",
     "parse_contradiction_answer",
     "value_conflict",
@@ -354,3 +359,57 @@ class LLMContradictionDetector:
 
     def __repr__(self) -> str:
         return f"LLMContradictionDetector({type(self.llm).__name__})"
+
+
+def check_contradictions(state: EngineState, detector: ContradictionDetector, node: MemoryNode, *,
+                         namespaces: NamespaceBook) -> None:
+    """Ask ``detector`` about ``node`` and its nearest current memories, and mark what it finds
+    (after a write, outside the lock: the lock is taken to read the candidates and to mark them).
+
+    A contradicted memory gets ``valid_to`` now, its weight times ``contradiction_factor`` (not
+    below ``weight_floor``) and a ``contradicts`` edge from ``node``; a detector that fails or
+    answers with an id it was not given changes nothing (logged)."""
+    cfg = state.config
+    with state.lock:
+        part = state.backend.partition(node.namespace)
+        if part is None or node.embedding is None or part.graph.get_node(node.id) is None:
+            return
+        now = state.clock.now()
+        candidates: list[MemoryNode] = []
+        for other, sim in part.vectors.search(node.embedding, cfg.contradiction_neighbors + 17):
+            old = part.graph.get_node(other)
+            if sim < cfg.contradiction_similarity or len(candidates) >= cfg.contradiction_neighbors:
+                break
+            if old is not None and old.id != node.id and old.kind == "memory" and old.turn < node.turn \
+                    and old.id not in part.inactive and old.is_current(now):
+                candidates.append(old)
+    if not candidates:
+        return
+    try:
+        found = detector.detect(node, candidates)
+    except Exception:
+        logger.exception("contradiction detector %r failed; nothing changed", detector)
+        return
+    allowed = {c.id for c in candidates}
+    if not isinstance(found, list) or not all(isinstance(c, Contradiction) and c.old_id in allowed
+                                              for c in found):
+        logger.warning("contradiction detector %r gave a malformed answer %r; nothing changed",
+                       detector, found)
+        return
+    with state.lock:
+        now = state.clock.now()
+        if part.graph.get_node(node.id) is None:
+            return
+        for c in found:
+            old = part.graph.get_node(c.old_id)
+            if old is None or old.valid_to is not None or old.id in part.inactive:
+                continue
+            weight = max(cfg.weight_floor, old.weight * cfg.contradiction_factor)
+            part.graph.put_node(replace(old, valid_to=now, weight=weight))
+            part.inactive.add(old.id)
+            namespaces.touch((part.namespace,))
+            part.graph.put_edge(MemoryEdge(source=node.id, target=old.id, relation=Relation.CONTRADICTS,
+                                           strength=1.0, created_at=now,
+                                           metadata={"kind": c.kind, "reason": c.reason}))
+            state.events.emit("contradict", namespace=part.namespace, node_id=old.id, at=now,
+                              reason=c.reason, by=node.id, conflict=c.kind, weight=weight)

@@ -26,25 +26,24 @@ from __future__ import annotations
 import heapq
 import logging
 import threading
-import uuid
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ...formulas.decay import effective_weight, eviction_value
 from ...values._records import node_record
 from ...values.errors import InvalidInputError
-from ...values.model import MemoryEdge, MemoryNode, Relation, ScoredMemory
+from ...values.model import MemoryNode, ScoredMemory
 from ..stats import KEY_FLAG, AtlasStats, collect_stats
 from .capacity import EDGE_OVERHEAD, NODE_OVERHEAD, cleanup_level, fact_salience, node_bytes, prunable, stored_bytes
 from .compression import CompressionReport, compress_atlas
 from .contradiction import (
-    Contradiction,
     ContradictionDetector,
     HeuristicContradictionDetector,
     LLMContradictionDetector,
+    check_contradictions,
 )
+from .holding import held_back, hold_turns, merge_held
 from .namespaces import NamespaceBook
 from .summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from .write_filter import HeuristicWriteFilter, WorkingBuffer, WriteFilter
@@ -110,87 +109,22 @@ class Lifecycle:
             return None
         return LLMContradictionDetector(self.llm) if self.llm is not None else HeuristicContradictionDetector()
 
-    # -- write filter -----------------------------------------------------------------------
+    # -- write filter (`shared_core.engine.lifecycle.holding`) -------------------------------
     def hold_back(self, specs: Sequence[MemorySpec]) -> dict[int, tuple[MemorySpec, float]]:
-        """The specs the write filter keeps out of the graph, by position, with their score.
-
-        Runs outside the lock. Writes that state intent (``keep``, an explicit importance, a pin,
-        links) and non-memory kinds always pass; a filter that fails is logged and the turn is
-        written.
-        """
-        flt = self.write_filter
-        if flt is None:
-            return {}
-        held = {}
-        for i, spec in enumerate(specs):
-            if spec.keep or spec.pinned or spec.links or spec.kind != "memory":
-                continue
-            try:
-                score = float(flt.score(spec.content))
-            except Exception:
-                logger.exception("write filter %r failed; writing the turn", flt)
-                continue
-            if score < self.engine.config.write_threshold:
-                held[i] = (spec, score)
-        return held
+        """The specs the write filter keeps out of the graph, by position, with their score
+        (outside the lock; `holding.held_back`)."""
+        return held_back(self.write_filter, specs, threshold=self.engine.config.write_threshold)
 
     def hold(self, held: dict[int, tuple[MemorySpec, float]], kept: list[MemoryNode], now: float
              ) -> list[MemoryNode]:
-        """Put held turns in working memory (under the lock, after the write succeeded) and return
-        every result in input order; a held turn comes back with ``kind="working"``.
-
-        A held turn takes the turn of the next memory of the same write stored in its namespace
-        (else the namespace's next turn), so that a transcript sorted by (turn, held first) keeps
-        the order in which the turns were given."""
-        if not held:
-            return kept
-        nodes: dict[int, MemoryNode] = {}
-        stored = iter(kept)
-        following: dict[int, int] = {}  # held position -> the turn of the next stored memory of its namespace
-        waiting: list[int] = []
-        for i in range(len(held) + len(kept)):
-            if i in held:
-                waiting.append(i)
-                continue
-            node = next(stored, None)
-            if node is None:
-                break
-            for j in [j for j in waiting if held[j][0].namespace == node.namespace]:
-                following[j] = node.turn
-                waiting.remove(j)
-        for i, (spec, score) in held.items():
-            part = self.engine.backend.partition(spec.namespace)
-            turn = following.get(i, (part.turn if part is not None else 0) + 1)
-            node = MemoryNode(id=f"wm-{uuid.uuid4().hex}", content=spec.content, namespace=spec.namespace,
-                              session_id=spec.session_id, weight=spec.importance, importance=spec.importance,
-                              timestamp=spec.timestamp if spec.timestamp is not None else now, created_at=now,
-                              last_accessed_at=now, turn=turn, accessed_turn=turn, metadata=spec.metadata,
-                              valid_from=now, kind="working")
-            self.held.add(node)
-            nodes[i] = node
-            self.engine.events.emit("hold", namespace=spec.namespace, node_id=node.id, at=now,
-                                   reason=f"importance {score:.2f} < {self.engine.config.write_threshold}: "
-                                          "working memory only", session_id=spec.session_id)
-        out: list[MemoryNode] = []
-        rest = iter(kept)
-        for i in range(len(held) + len(kept)):
-            nxt = nodes.get(i) or next(rest, None)
-            if nxt is not None:
-                out.append(nxt)
-        return out
+        """Put held turns in working memory and return every result in input order
+        (under the lock; `holding.hold_turns`)."""
+        return hold_turns(self.engine, self.held, held, kept, now)
 
     def with_held(self, working: list[ScoredMemory], part: Partition, session: str | None, wm: int,
                   predicate: Predicate | None, *, exclude: Collection[str] = ()) -> list[ScoredMemory]:
-        """The working-memory tier of `build_context`: the session's latest memories (summaries
-        left out) merged with the turns the write filter held back, newest ``wm`` first."""
-        working = [w for w in working if w.node.kind != "summary"]
-        held = [n for n in self.held.latest(part.namespace, session, wm)
-                if n.id not in exclude and (predicate is None or predicate(n))]
-        if not held:
-            return working
-        merged = working + [ScoredMemory(n, 1.0, {"working": 1.0}, ("working",)) for n in held]
-        merged.sort(key=lambda m: (m.node.created_at, m.node.turn, m.node.kind != "working"), reverse=True)
-        return merged[:wm]
+        """The working-memory tier of `build_context` with the held turns (`holding.merge_held`)."""
+        return merge_held(self.held, working, part, session, wm, predicate, exclude=exclude)
 
     # -- after a write ----------------------------------------------------------------------
     def settle(self, nodes: Sequence[MemoryNode]) -> None:
@@ -199,7 +133,7 @@ class Lifecycle:
         if detector is not None:
             for node in nodes:
                 if node.kind == "memory":
-                    self._check_contradictions(detector, node)
+                    check_contradictions(self.engine, detector, node, namespaces=self.namespaces)
         every = self.engine.config.compress_every
         if every is not None:
             with self.engine.lock:
@@ -207,51 +141,6 @@ class Lifecycle:
             if due:
                 self.compress(due, progress=False)
 
-    def _check_contradictions(self, detector: ContradictionDetector, node: MemoryNode) -> None:
-        state, cfg = self.engine, self.engine.config
-        with state.lock:
-            part = state.backend.partition(node.namespace)
-            if part is None or node.embedding is None or part.graph.get_node(node.id) is None:
-                return
-            now = state.clock.now()
-            candidates: list[MemoryNode] = []
-            for other, sim in part.vectors.search(node.embedding, cfg.contradiction_neighbors + 17):
-                old = part.graph.get_node(other)
-                if sim < cfg.contradiction_similarity or len(candidates) >= cfg.contradiction_neighbors:
-                    break
-                if old is not None and old.id != node.id and old.kind == "memory" and old.turn < node.turn \
-                        and old.id not in part.inactive and old.is_current(now):
-                    candidates.append(old)
-        if not candidates:
-            return
-        try:
-            found = detector.detect(node, candidates)
-        except Exception:
-            logger.exception("contradiction detector %r failed; nothing changed", detector)
-            return
-        allowed = {c.id for c in candidates}
-        if not isinstance(found, list) or not all(isinstance(c, Contradiction) and c.old_id in allowed
-                                                  for c in found):
-            logger.warning("contradiction detector %r gave a malformed answer %r; nothing changed",
-                           detector, found)
-            return
-        with state.lock:
-            now = state.clock.now()
-            if part.graph.get_node(node.id) is None:
-                return
-            for c in found:
-                old = part.graph.get_node(c.old_id)
-                if old is None or old.valid_to is not None or old.id in part.inactive:
-                    continue
-                weight = max(cfg.weight_floor, old.weight * cfg.contradiction_factor)
-                part.graph.put_node(replace(old, valid_to=now, weight=weight))
-                part.inactive.add(old.id)
-                self.namespaces.touch((part.namespace,))
-                part.graph.put_edge(MemoryEdge(source=node.id, target=old.id, relation=Relation.CONTRADICTS,
-                                               strength=1.0, created_at=now,
-                                               metadata={"kind": c.kind, "reason": c.reason}))
-                state.events.emit("contradict", namespace=part.namespace, node_id=old.id, at=now,
-                                  reason=c.reason, by=node.id, conflict=c.kind, weight=weight)
 
     # -- compression ------------------------------------------------------------------------
     def compress(self, namespaces: Sequence[str], *, progress: bool) -> CompressionReport:
