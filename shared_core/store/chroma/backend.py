@@ -45,7 +45,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import errno
-import fcntl
 import json
 import logging
 import os
@@ -54,7 +53,6 @@ import threading
 from collections.abc import Callable, Iterator, MutableMapping
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import parse_qs
 
 from ...values.config import AtlasConfig
 from ...values.errors import BackendError, CorruptFileError, InvalidInputError
@@ -62,56 +60,17 @@ from ..collector import collector_paused
 from ..contract import Partition
 from ..memory.backend import InProcessBackend
 from ._loader import Stored, build_partition, load_namespace, read_index
+from ._locks import CommitLock, lock_directory
 from ._partition import Changes, ChromaPartition, snapshot, to_ops
 from ._records import decode, encode
 from ._store import Delta, Store, merge
+from ._url import url_options
 from ._wal import WriteAheadLog, segment_path
 
 __all__ = ["ChromaBackend", "CommitLock"]
 
 logger = logging.getLogger("shared_core")
 Durability = Literal["default", "sync"]
-LOCK_NAME = "elastic_atlas.lock"
-
-
-class CommitLock:
-    """A re-entrant lock that seals a write's changes into a log record when its outermost
-    hold is released (see `ChromaBackend`); under ``sync`` it then waits for the commit."""
-
-    def __init__(self, backend: ChromaBackend) -> None:
-        self._inner = threading.RLock()
-        self._depth = 0
-        self._backend = backend
-
-    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
-        ok = self._inner.acquire(blocking, timeout)
-        if ok:
-            self._depth += 1
-        return ok
-
-    def release(self) -> None:
-        if self._depth > 1:
-            self._depth -= 1
-            self._inner.release()
-            return
-        failure: Exception | None = None
-        try:
-            seq = self._backend._seal()
-        except Exception as exc:  # whatever it is, the write is not in the log
-            seq, failure = None, exc
-        finally:
-            self._depth = 0
-            self._inner.release()
-        if failure is not None:
-            self._backend._recover()
-            raise BackendError(f"a write could not be recorded ({failure!r}); it is undone") from failure
-        self._backend._after_seal(seq)
-
-    def __enter__(self) -> bool:
-        return self.acquire()
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
 
 
 class ChromaBackend(InProcessBackend):
@@ -177,32 +136,7 @@ class ChromaBackend(InProcessBackend):
         >>> ChromaBackend.from_url("chroma:./memory?durability=sync").durability
         'sync'
         """
-        scheme, _, rest = url.partition(":")
-        path, _, query = rest.partition("?")
-        path = path[2:] if path.startswith("//") else path
-        if scheme.lower() != "chroma" or not path:
-            raise InvalidInputError(f"not a chroma backend URL: {url!r} (expected chroma:PATH)")
-        options: dict[str, Any] = {}
-        try:
-            fields = parse_qs(query, keep_blank_values=True, strict_parsing=bool(query))
-        except ValueError:
-            raise InvalidInputError(f"malformed options in {url!r}") from None
-        for key, values in fields.items():
-            value = values[-1]
-            try:
-                if key == "durability":
-                    options[key] = value
-                elif key == "flush_interval":
-                    options[key] = float(value)
-                elif key == "checkpoint_bytes":
-                    options[key] = int(value)
-                elif key == "maintain_every":
-                    options[key] = None if value.lower() in ("", "none", "off") else float(value)
-                else:
-                    raise InvalidInputError(f"unknown option {key!r} in {url!r} (durability, flush_interval, "
-                                            "checkpoint_bytes, maintain_every)")
-            except ValueError:
-                raise InvalidInputError(f"bad value {value!r} for {key!r} in {url!r}") from None
+        path, options = url_options(url)
         return cls(path, **options)
 
     def maintenance_interval(self) -> float | None:
@@ -248,7 +182,7 @@ class ChromaBackend(InProcessBackend):
         except OSError as exc:
             raise BackendError(f"cannot create the memory directory {str(self.path)!r}: {exc}") from None
         self._read_only = not os.access(self.path, os.W_OK)
-        self._take_lock()
+        self._lock_fd = lock_directory(self.path, read_only=self._read_only)
         try:
             self._store = Store(self.path, dim=dim, read_only=self._read_only)
             self._load()
@@ -259,24 +193,6 @@ class ChromaBackend(InProcessBackend):
         self._thread = threading.Thread(target=self._flusher, name=f"atlas-chroma-{self.path.name}", daemon=True)
         self._thread.start()
         atexit.register(self._at_exit)
-
-    def _take_lock(self) -> None:
-        lock_path = self.path / LOCK_NAME
-        try:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError:
-            if self._read_only:
-                return  # nothing will be written: no lock needed
-            raise
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(fd)
-            if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                raise BackendError(f"{str(self.path)!r} is open for writing in another process; one process "
-                                   "writes a chroma directory (for many, use the FalkorDB backend)") from None
-            raise
-        self._lock_fd = fd
 
     def _release_lock(self) -> None:
         if self._lock_fd >= 0:
