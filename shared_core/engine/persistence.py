@@ -17,7 +17,7 @@ refuses JSON nested deeper than `MAX_STATE_DEPTH`, and checks everything (zip CR
 version, references, dimensions, and every record by the rules of a write: see
 `shared_core.values._records`) before it builds a fresh atlas; if anything is wrong, or the build itself
 fails, it raises `CorruptFileError` and nothing is half-loaded. No pickle: a save file cannot
-run code.
+run code. The container (the atomic write, the zip's checks) is `shared_core.engine.savefile`.
 """
 
 from __future__ import annotations
@@ -25,10 +25,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
-import tempfile
 import zipfile
-import zlib
 from collections.abc import Callable, Mapping
 from contextlib import suppress
 from dataclasses import fields
@@ -48,6 +45,7 @@ from ..values.model import CustomRelation, MemoryEdge, MemoryNode
 from ..values.relations import custom_relation
 from ..values.version import __version__
 from .events import EventLog
+from .savefile import FORMAT, VERSION, PathLike, atomic_write, read_savefile, unpack_limit
 
 if TYPE_CHECKING:
     from .state import EngineState
@@ -59,48 +57,16 @@ Restore = Callable[[dict[str, Any], Callable[[dict[str, Any]], MemoryNode]], Non
 __all__ = ["FORMAT", "MAX_STATE_DEPTH", "VERSION", "bookkeeping", "export_graphml", "export_jsonl", "load_atlas",
            "node_record", "restore_bookkeeping", "save_atlas", "unpack_limit"]
 
-FORMAT = "elastic-atlas"
-VERSION = 1
 #: The largest embedding dimension a file may declare (an index is allocated from it).
 MAX_DIM = 65_536
-_CHUNK = 1 << 20
-PathLike = str | os.PathLike[str]
+
+
 def _edge_record(edge: MemoryEdge) -> dict[str, Any]:
     return {"source": edge.source, "target": edge.target, "relation": edge.relation.value,
             "strength": edge.strength, "created_at": edge.created_at, "metadata": dict(edge.metadata)}
 
 
 # -- save ----------------------------------------------------------------------------------------
-def _path(path: object) -> Path:
-    if not isinstance(path, (str, os.PathLike)) or not str(path):
-        raise InvalidInputError(f"path must be a non-empty str or os.PathLike, got {path!r}")
-    return Path(path)
-
-
-def _atomic_write(path: PathLike, write: Callable[[IO[bytes]], None]) -> Path:
-    target = _path(path)
-    if not target.parent.is_dir():
-        raise InvalidInputError(f"cannot write {str(target)!r}: directory {str(target.parent)!r} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    with suppress(OSError):  # make the rename itself durable (POSIX)
-        dir_fd = os.open(target.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-    return target
-
-
 def _snapshot(state: EngineState, lifecycle: Callable[[], dict[str, Any]]
               ) -> tuple[dict[str, Any], list[np.ndarray[Any, Any]]]:
     """Copy the atlas's whole state into plain data, under its lock."""
@@ -188,7 +154,7 @@ def save_atlas(state: EngineState, path: PathLike, *, lifecycle: Callable[[], di
             for name, data in members.items():
                 zf.writestr(name, data)
 
-    return _atomic_write(path, write)
+    return atomic_write(path, write)
 
 
 def _jsonable(value: object) -> Any:
@@ -200,98 +166,6 @@ def _jsonable(value: object) -> Any:
 
 
 # -- load ----------------------------------------------------------------------------------------
-def unpack_limit(file_size: int) -> int:
-    """The most bytes a save file of ``file_size`` bytes may unpack to: 32 MiB plus 100 times its
-    size: well above what a real save unpacks to, far below what a zip bomb does.
-    ``load(..., max_unpacked=n)`` sets another limit.
-
-    >>> unpack_limit(1_000_000) // 2**20
-    127
-    """
-    return 32 * 2**20 + 100 * file_size
-
-
-def _member(zf: zipfile.ZipFile, name: str, budget: list[int], where: str) -> bytearray:
-    """Member ``name`` inflated in chunks, never past its declared size nor ``budget[0]`` (which
-    it reduces); `CorruptFileError` when the file would unpack to more."""
-    info = zf.getinfo(name)
-    if info.file_size > budget[0]:
-        raise CorruptFileError(f"{where}: member {name!r} unpacks to {info.file_size} bytes, more than the "
-                               f"{budget[0]} left of the load's limit (pass max_unpacked= to allow more)")
-    data = bytearray()
-    with zf.open(info) as fh:
-        while chunk := fh.read(_CHUNK):
-            data += chunk
-            if len(data) > info.file_size or len(data) > budget[0]:
-                raise CorruptFileError(f"{where}: member {name!r} unpacks to more than it declares")
-    budget[0] -= len(data)
-    return data
-
-
-def _json(data: bytes | bytearray, name: str, where: str) -> Any:
-    """Parse ``data``; nesting deeper than `MAX_STATE_DEPTH` (or than the parser's recursion
-    limit) is `CorruptFileError`, not `RecursionError`."""
-    try:
-        value = json.loads(data)
-    except RecursionError:
-        raise CorruptFileError(f"{where}: {name} nests deeper than {MAX_STATE_DEPTH} levels") from None
-    rule(f"{where}: {name}", check.depth, value, name, MAX_STATE_DEPTH)
-    return value
-
-
-def _read(path: PathLike, max_unpacked: int | None = None) -> tuple[dict[str, Any], dict[str, np.ndarray[Any, Any]]]:
-    source = _path(path)
-    if not source.is_file():
-        raise FileNotFoundError(f"no saved atlas at {str(source)!r}")
-    where = repr(str(source))
-    with source.open("rb") as head:
-        magic = head.read(4)
-    if not magic:
-        raise CorruptFileError(f"{where} is empty: truncated or corrupt")
-    if magic != b"PK\x03\x04":  # a save file is a zip archive; a truncated one still starts as one
-        raise CorruptFileError(f"{where} is not an Elastic Atlas file (atlas.save writes them)")
-    budget = [unpack_limit(source.stat().st_size) if max_unpacked is None else max_unpacked]
-    try:
-        with zipfile.ZipFile(source) as zf:
-            if "manifest.json" not in zf.namelist():
-                raise CorruptFileError(f"{where} is not an Elastic Atlas file: a zip archive with no "
-                                       "manifest.json")
-            manifest = _json(_member(zf, "manifest.json", budget, where), "manifest.json", where)
-            if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-                raise CorruptFileError(f"{where} is not an Elastic Atlas file")
-            if manifest.get("version") != VERSION:
-                raise CorruptFileError(f"{where} has format version {manifest.get('version')!r}; "
-                                       f"this library reads version {VERSION}")
-            digests = manifest.get("sha256")
-            if not isinstance(digests, dict) or "state.json" not in digests:
-                raise CorruptFileError(f"{where}: the manifest lists no members")
-            declared = sum(zf.getinfo(name).file_size for name in digests)
-            if declared > budget[0]:
-                raise CorruptFileError(f"{where} unpacks to {declared} bytes, more than the load's limit of "
-                                       f"{budget[0]} (pass max_unpacked= to allow more)")
-            blobs = {}
-            for name, digest in digests.items():
-                data = _member(zf, name, budget, where)
-                if hashlib.sha256(data).hexdigest() != digest:
-                    raise CorruptFileError(f"{where}: member {name!r} does not match its checksum")
-                blobs[name] = data
-    except CorruptFileError:
-        raise
-    except (zipfile.BadZipFile, zlib.error, KeyError, EOFError, ValueError, OSError, NotImplementedError,
-            RuntimeError, TypeError) as exc:
-        raise CorruptFileError(f"{where} is truncated or corrupt: {exc}") from None
-    try:
-        state = _json(blobs.pop("state.json"), "state.json", where)
-        arrays = {name: np.load(io.BytesIO(data), allow_pickle=False) for name, data in blobs.items()}
-    except CorruptFileError:
-        raise
-    except (ValueError, OSError, EOFError) as exc:
-        raise CorruptFileError(f"{where} holds unreadable data: {exc}") from None
-    if not isinstance(state, dict):
-        raise CorruptFileError(f"{where}: state.json is not an object")
-    return state, arrays
-
-
 def _check(condition: bool, message: str) -> None:
     if not condition:
         raise CorruptFileError(message)
@@ -326,7 +200,7 @@ def load_atlas(build: Callable[..., A], parts: Callable[[A], tuple[EngineState, 
     """
     if max_unpacked is not None:
         check.count(max_unpacked, "max_unpacked")
-    saved_state, arrays = _read(path, max_unpacked)
+    saved_state, arrays = read_savefile(path, max_unpacked)
     where = str(path)
     try:
         if kwargs.get("config") is None:
@@ -492,7 +366,7 @@ def export_jsonl(state: EngineState, path: PathLike, *, namespace: str | None = 
                 line = {"type": "edge", "namespace": node.namespace, **_edge_record(e)}
                 fh.write(json.dumps(line).encode("utf-8") + b"\n")
 
-    return _atomic_write(path, write)
+    return atomic_write(path, write)
 
 
 def export_graphml(state: EngineState, path: PathLike, *, namespace: str | None = None) -> Path:
@@ -514,4 +388,4 @@ def export_graphml(state: EngineState, path: PathLike, *, namespace: str | None 
     def write(fh: IO[bytes]) -> None:
         nx.write_graphml(graph, fh)
 
-    return _atomic_write(path, write)
+    return atomic_write(path, write)
