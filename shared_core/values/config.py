@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
@@ -27,6 +28,52 @@ RELATION_WEIGHTS: tuple[tuple[str, float], ...] = (
     ("caused_by", 0.8), ("related_to", 0.6), ("contradicts", 0.5), ("similar_to", 0.2),
     ("supersedes", 0.0),
 )
+
+
+def _check_fields(config: object, names: tuple[str, ...], ok: Callable[[Any], bool], must: str) -> None:
+    """`InvalidInputError` ``AtlasConfig.<name> must be <must>, got <value>`` for the first of
+    ``names`` whose value fails ``ok``.
+
+    >>> _check_fields(AtlasConfig(), ("half_life", "rrf_k"), _positive_number, "a positive number")
+    >>> _check_fields(AtlasConfig(), ("weight_model",), _count, "an int >= 0")
+    Traceback (most recent call last):
+    ...
+    shared_core.values.errors.InvalidInputError: AtlasConfig.weight_model must be an int >= 0, got 'simple'
+    """
+    for name in names:
+        value = getattr(config, name)
+        if not ok(value):
+            raise InvalidInputError(f"AtlasConfig.{name} must be {must}, got {value!r}")
+
+
+def _number(value: object) -> bool:
+    """An int or float, not a bool."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _positive_number(value: Any) -> bool:
+    return _number(value) and value > 0 and math.isfinite(value)
+
+
+def _non_negative(value: Any) -> bool:
+    """A finite number >= 0 (a bool passes, as 0 or 1)."""
+    return isinstance(value, (int, float)) and value >= 0 and math.isfinite(value)
+
+
+def _non_negative_number(value: Any) -> bool:
+    return _number(value) and value >= 0 and math.isfinite(value)
+
+
+def _unit(value: Any) -> bool:
+    return _number(value) and 0 <= value <= 1
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _int_from_1(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -202,27 +249,15 @@ class AtlasConfig:
     def __post_init__(self) -> None:
         positive = ("half_life", "reinforce_factor", "weight_cap", "recency_half_life", "rrf_k",
                     "max_content_chars")
-        for name in positive:
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0 \
-                    or not math.isfinite(value):
-                raise InvalidInputError(f"AtlasConfig.{name} must be a positive number, got {value!r}")
+        _check_fields(self, positive, _positive_number, "a positive number")
         non_negative = ("weight_floor", "weight_exponent", "recency_exponent", "vector_weight",
                         "keyword_weight", "graph_weight", "recent_weight", "time_weight",
                         "graph_hop_decay", "similar_threshold", "entity_weight", "entity_walk")
-        for name in non_negative:
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not value >= 0 or not math.isfinite(value):
-                raise InvalidInputError(f"AtlasConfig.{name} must be >= 0, got {value!r}")
-        if isinstance(self.max_query_chars, bool) or not isinstance(self.max_query_chars, int) \
-                or self.max_query_chars < 1:
-            raise InvalidInputError(f"AtlasConfig.max_query_chars must be an int >= 1, got {self.max_query_chars!r}")
+        _check_fields(self, non_negative, _non_negative, ">= 0")
+        _check_fields(self, ("max_query_chars",), _int_from_1, "an int >= 1")
         counts = ("similar_top", "candidate_k", "candidate_min", "graph_hops", "graph_seeds", "graph_fanout",
                   "recency_window", "working_memory", "entity_phrases", "entity_max_mentions")
-        for name in counts:
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise InvalidInputError(f"AtlasConfig.{name} must be an int >= 0, got {value!r}")
+        _check_fields(self, counts, _count, "an int >= 0")
         if self.ann_threshold is not None and (not isinstance(self.ann_threshold, int)
                                                or isinstance(self.ann_threshold, bool) or self.ann_threshold < 64):
             raise InvalidInputError(f"ann_threshold must be None or an int >= 64, got {self.ann_threshold!r}")
@@ -296,26 +331,14 @@ class AtlasConfig:
     def _check_lifecycle(self) -> None:
         unit = ("write_threshold", "contradiction_similarity", "contradiction_factor", "merge_threshold",
                 "summary_fade", "cleanup_pressure", "cluster_threshold", "episodic_value")
-        for name in unit:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-                raise InvalidInputError(f"AtlasConfig.{name} must be a number in [0, 1], got {value!r}")
-        for name in ("contradiction_neighbors", "summary_min_size", "chapter_size", "prune_every"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InvalidInputError(f"AtlasConfig.{name} must be an int >= 1, got {value!r}")
-        for name in ("compress_every", "max_bytes", "max_namespaces"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise InvalidInputError(f"AtlasConfig.{name} must be None or an int >= 1, got {value!r}")
-        for name in ("write_filter", "contradiction_check"):
-            if not isinstance(getattr(self, name), bool):
-                raise InvalidInputError(f"AtlasConfig.{name} must be True or False, got {getattr(self, name)!r}")
-        for name, value in (("summary_below", self.summary_below), ("prune_idle", self.prune_idle),
-                            ("prune_below", 0.0 if self.prune_below is None else self.prune_below)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0 \
-                    or not math.isfinite(value):
-                raise InvalidInputError(f"AtlasConfig.{name} must be a number >= 0, got {value!r}")
+        _check_fields(self, unit, _unit, "a number in [0, 1]")
+        _check_fields(self, ("contradiction_neighbors", "summary_min_size", "chapter_size", "prune_every"),
+                      _int_from_1, "an int >= 1")
+        _check_fields(self, ("compress_every", "max_bytes", "max_namespaces"),
+                      lambda v: v is None or _int_from_1(v), "None or an int >= 1")
+        _check_fields(self, ("write_filter", "contradiction_check"), lambda v: isinstance(v, bool), "True or False")
+        _check_fields(self, ("summary_below", "prune_idle"), _non_negative_number, "a number >= 0")
+        _check_fields(self, ("prune_below",), lambda v: v is None or _non_negative_number(v), "a number >= 0")
 
     def replace(self, **changes: Any) -> AtlasConfig:
         """A copy with ``changes`` applied (and validated)."""
