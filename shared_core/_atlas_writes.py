@@ -196,9 +196,7 @@ class Writes(Relations, AtlasCore):
                 self._life.held.remove(held.id)
             return node
         with self._lock:
-            part, old = self._locate(node_id, namespace)
-            if old.valid_to is not None:
-                raise InvalidInputError(f"memory {node_id!r} was already superseded; update its newest version")
+            part, old = self._newest(node_id, namespace)
             merged = {**old.metadata, **check.metadata(metadata)}
             spec = build_spec(self.config, self.embedder.dim, content, namespace=old.namespace,
                               session_id=old.session_id if session_id is None else session_id,
@@ -211,9 +209,7 @@ class Writes(Relations, AtlasCore):
         vec = spec.embedding if spec.embedding is not None else self._embed([spec.content])[0]
         mentions = writes.entity_keys([spec.content], self.config, llm=self._life.llm)  # outside the lock
         with self._lock:
-            part, old = self._locate(node_id, namespace)
-            if old.valid_to is not None:
-                raise InvalidInputError(f"memory {node_id!r} was already superseded; update its newest version")
+            part, old = self._newest(node_id, namespace)
             now = self.clock.now()
             turn = part.turn
             new_part, new = self._insert(spec, vec, now, mentions=mentions)
@@ -236,6 +232,13 @@ class Writes(Relations, AtlasCore):
                              reason=reason, supersedes=old.id)
             self._life.after_write(now, protect={new.id})
             return self._public(new_part, new)
+
+    def _newest(self, node_id: str, namespace: str | None) -> tuple[Partition, MemoryNode]:
+        """The memory to update (`_locate`), refused if a newer version superseded it."""
+        part, old = self._locate(node_id, namespace)
+        if old.valid_to is not None:
+            raise InvalidInputError(f"memory {node_id!r} was already superseded; update its newest version")
+        return part, old
 
     def forget(self, node_id: str, *, namespace: str | None = None) -> None:
         """Delete a memory and its edges for good (unlike `update_memory`, which keeps history).
