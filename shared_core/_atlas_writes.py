@@ -180,7 +180,6 @@ class Writes(Relations, AtlasCore):
         in which the correction was made. ``valid_from`` (default: now) is when the correction
         became true: the old version is valid until then (it must not be before the old one's
         own ``valid_from``).
-        in which the correction was made.
 
         A held turn's ``wm-`` id is accepted: the correction is stored as a new memory (the
         caller asked for it: the write filter passes it) and the held turn leaves working memory.
