@@ -102,7 +102,9 @@ def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Can
     statements: list[tuple[str, dict[str, Any]]] = []
     every = cq.every_admissible
     heads = 0 if every else cq.k + _HEADS  # the nodes admission will ask about, read with the hits
-    if subset is None:
+    if subset is None and heads == 0:  # no admission to ask: the hits alone
+        statements.append((q.VECTOR_SEARCH, {"k": int(cq.vector_k), "query": vector}))
+    elif subset is None:
         statements.append((q.VECTOR_SEARCH_NODES, {"k": int(cq.vector_k), "query": vector, "heads": heads}))
     else:
         statements.append((q.VECTOR_AMONG, {"ids": list(subset), "query": vector}))
@@ -113,18 +115,21 @@ def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Can
             keyword["session"] = cq.keyword_session
         if subset is not None:
             keyword["ids"] = list(subset)
-        statements.append((q.bm25_cosine(session=cq.keyword_session is not None, among=subset is not None), keyword))
+        statements.append((q.bm25_cosine(session=cq.keyword_session is not None, among=subset is not None,
+                                         nodes=not every), keyword))
     if cq.time_range is not None:
         statements.append((q.BETWEEN_COSINE, {"start": float(cq.time_range[0]), "end": float(cq.time_range[1]),
                                               "vector": vector}))
     if cq.recent_session is not None and cq.recent_n > 0:
-        statements.append((q.session_cosine(cq.recent_session),
+        statements.append((q.session_cosine(cq.recent_session, nodes=not every),
                            {"session": cq.recent_session, "limit": int(cq.recent_n), "vector": vector}))
     results = iter(part.graph_key.read_many(statements))
 
     rows = next(results)
     remember = part.graph.remember
-    if subset is None:
+    if subset is None and heads == 0:
+        vector_hits = [(str(i), _sim(d)) for i, d in rows]
+    elif subset is None:
         vector_hits = [(str(i), _sim(d)) for i, d, _ in rows]
         remember([node for _, _, node in rows if node is not None])
     else:
@@ -133,7 +138,7 @@ def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Can
     keyword_hits: list[tuple[str, float]] = []
     if keyword is not None:  # best first, equal scores in the order they were indexed (as in process)
         keyword_rows = next(results)
-        remember([r[3] for r in keyword_rows])
+        remember([r[3] for r in keyword_rows if r[3] is not None])
         keyword_hits = [(str(i), float(s)) for i, s, _, _ in keyword_rows]
         cosine_of.update((str(i), _sim(d)) for i, _, d, _ in keyword_rows)
     in_range: list[str] = []
@@ -145,7 +150,7 @@ def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Can
     latest: list[str] = []
     if cq.recent_session is not None and cq.recent_n > 0:
         recent_rows = sorted(next(results), key=lambda r: -int(r[2] or 0))
-        remember([r[3] for r in recent_rows])
+        remember([r[3] for r in recent_rows if r[3] is not None])
         latest = [str(r[0]) for r in recent_rows]
         cosine_of.update((str(r[0]), _sim(r[1])) for r in recent_rows)
 
@@ -200,18 +205,32 @@ def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkabl
     factors = spec.factors
     links: dict[str, list[tuple[str, float]]] = {}
     cache = part.graph.cache
+    present = cache.present
     vector = part.cosine_query
+
+    hops = [0]
 
     def fetch(ids: list[str]) -> None:
         wanted = [i for i in dict.fromkeys(ids) if i not in links]
         if not wanted:
             return
-        rows = part.graph_key.read(q.WALK_HOP, {"ids": wanted, "vector": query_literal(vector)})
+        hops[0] += 1
+        # the nodes the ranking asks for first ride along the first hop: the seeds (the best
+        # candidates), then the head of the read-ahead list (one round trip, not two)
+        ahead = part.graph.next_ahead(list(seeds)) if hops[0] == 1 else []
+        statements: list[tuple[str, dict[str, Any]]] = [(q.WALK_HOP, {"ids": wanted, "vector": query_literal(vector)})]
+        if ahead:
+            statements.append((q.NODES_AMONG, {"ids": ahead}))
+        results = part.graph_key.read_many(statements)
+        rows = results[0]
+        if ahead:
+            part.graph.absorb(ahead, results[1])
         grouped: dict[str, list[tuple[str, str, float, int, bool]]] = {i: [] for i in wanted}
         cosines: dict[str, float] = {}
         for node_id, other, kind, strength, seq, out, distance in rows:
             grouped[str(node_id)].append((str(other), str(kind), float(strength), int(seq or 0), bool(out)))
             cosines[str(other)] = _sim(distance)
+        present.update(cosines)  # each other end is a memory on the server: `has` need not read it
         reach: dict[str, float] = {}  # what each other end may receive: the order its node is read in
         for node_id, edges in grouped.items():
             weighted = []
