@@ -246,6 +246,11 @@ CREATE_NODES = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 
                 "MERGE (n:Memory {id: row[0]}) "
                 "SET n += row[1], n.tracked = true, n.pos = coalesce(n.pos, seq + j + 1) "
                 "WITH DISTINCT c, seq SET c.seq = seq + size($rows)")
+# `VECTOR_SEARCH` as one row: the ids of the first $head hits, and the distances of them all
+VECTOR_SEARCH_HEAD = VECTOR_SEARCH.replace(
+    "RETURN node.id, score ORDER BY score, node.id LIMIT $k",
+    "WITH node, score ORDER BY score, node.id LIMIT $k "
+    "WITH collect(node.id) AS ids, collect(score) AS scores RETURN ids[0..$head], scores")
 # `VECTOR_SEARCH` with each hit's superseded flag
 VECTOR_SEARCH_FLAGGED = VECTOR_SEARCH.replace(
     "RETURN node.id, score ORDER BY score, node.id LIMIT $k",

@@ -102,8 +102,8 @@ def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Can
     statements: list[tuple[str, dict[str, Any]]] = []
     every = cq.every_admissible
     heads = 0 if every else cq.k + _HEADS  # the nodes admission will ask about, read with the hits
-    if subset is None and heads == 0:  # no admission to ask: the hits alone
-        statements.append((q.VECTOR_SEARCH, {"k": int(cq.vector_k), "query": vector}))
+    if subset is None and heads == 0:  # no admission to ask: the ids of the hits kept, every distance
+        statements.append((q.VECTOR_SEARCH_HEAD, {"k": int(cq.vector_k), "query": vector, "head": int(cq.k)}))
     elif subset is None:
         statements.append((q.VECTOR_SEARCH_NODES, {"k": int(cq.vector_k), "query": vector, "heads": heads}))
     else:
@@ -127,8 +127,12 @@ def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Can
 
     rows = next(results)
     remember = part.graph.remember
+    searched: np.ndarray[Any, np.dtype[np.float64]] | None = None  # the whole search's similarities
     if subset is None and heads == 0:
-        vector_hits = [(str(i), _sim(d)) for i, d in rows]
+        head, distances = rows[0] if rows else ([], [])
+        sims = (1.0 - np.array(distances, dtype=np.float64)).astype(np.float32)  # `_sim` of each
+        vector_hits = list(zip(map(str, head), sims[:len(head)].tolist(), strict=True))
+        searched = sims.astype(np.float64)
     elif subset is None:
         vector_hits = [(str(i), _sim(d)) for i, d, _ in rows]
         remember([node for _, _, node in rows if node is not None])
@@ -177,7 +181,9 @@ def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Can
                 if i not in cosine:
                     cosine[i] = cosine_of.get(i, 0.0)
     part.remember_cosines(cq.vector, cosine_of)
-    return Candidates(paths, np.array([s for _, s in vector_hits], dtype=np.float64), cosine)
+    if searched is None:
+        searched = np.array([s for _, s in vector_hits], dtype=np.float64)
+    return Candidates(paths, searched, cosine)
 
 
 def _keep(part: FalkorPartition, pairs: Sequence[tuple[str, float]], limit: int, allowed: Predicate,
