@@ -9,10 +9,12 @@ same values, in the same order), with the server asked fewer, larger questions:
   (the head of each path). ``allowed`` is the engine's own predicate, applied here, in the
   default's order, to the rows that came back: nothing about admission is re-implemented in
   Cypher.
+  When every memory may be recalled (``every_admissible``) no node is read with the hits.
 - `walk` (expand): `spread_max` over the server's edges, read one hop at a time for the whole
-  frontier (`cypher.WALK_HOP`): each edge's direction and order, the other end's cosine and,
-  unless this call has read it, its node, so neither ``walkable`` nor the ranking that follows
-  asks the server again.
+  frontier (`cypher.WALK_HOP`): each edge's direction and order and the other end's cosine; the
+  other ends are known to exist (`FalkorGraphStore.has` answers without reading them), the
+  seeds' nodes ride in the first hop's pipeline, and the other ends join the read-ahead list,
+  most reachable first, for ``walkable`` and the ranking that follows.
 
 >>> from shared_core.store.falkordb.paths import order_edges
 >>> order_edges("a", [("b", "SIMILAR_TO", 0.5, 7, False), ("c", "BEFORE", 1.0, 9, True)])
