@@ -136,6 +136,31 @@ def bench(url: str, sizes: list[int], queries: int) -> dict[int, Any]:
     return out
 
 
+def profile(url: str, n: int, queries: int) -> str:
+    """`latency.profile` of the atlas on FalkorDB (on ``url``, or on a server started here when
+    it is "start") at ``n`` memories."""
+    from latency import make_corpus  # type: ignore[import-not-found]
+    from latency import profile as profiled
+
+    from shared_core.store.falkordb import FalkorDBBackend
+
+    with tempfile.TemporaryDirectory() as tmp:
+        server = None
+        if url == "start":
+            from shared_core.store.falkordb.server import start_server
+
+            server = start_server(tmp)
+            url = server.url
+        prefixed = f"{url.split('?')[0]}?prefix=profile-{os.getpid()}:"
+        corpus = make_corpus(n, queries)[0]
+        try:
+            return str(profiled(corpus, backend=prefixed))
+        finally:
+            FalkorDBBackend.from_url(prefixed, dim=corpus.vectors.shape[1]).drop("bench")
+            if server is not None:
+                server.stop()
+
+
 def report(results: dict[int, Any]) -> str:
     """The table: each operation in process, on FalkorDB, and the floor it is measured against."""
     lines = ["| memories | operation | in process p50 ms | FalkorDB backend p50 ms | p95 ms | floor | floor p50 ms "

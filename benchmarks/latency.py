@@ -4,6 +4,7 @@ would pick instead, on the same vectors and queries.
     .venv/bin/python benchmarks/latency.py                       # 1k, 10k, 100k (~6 min on 2 cores)
     .venv/bin/python benchmarks/latency.py --sizes 1000,10000 --plot benchmarks/latency.png
     .venv/bin/python benchmarks/latency.py --sizes 100000 --profile   # pyinstrument of the read path
+    .venv/bin/python benchmarks/latency.py --profile --falkordb --falkordb-sizes 10000   # ... on FalkorDB
     .venv/bin/python benchmarks/latency.py --entities ../shared/data/locomo/locomo_dev.json  # entity layer cost
 
 For each size it prints p50 / p95 / p99 (ms) of ``add_memory``, ``add_memories`` (per memory, per
@@ -37,7 +38,7 @@ import subprocess
 import sys
 import time
 import tracemalloc
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -499,22 +500,68 @@ def plot(results: dict[int, dict[str, Any]], path: str) -> None:
     fig.savefig(path, dpi=120)
 
 
-def profile(corpus: Corpus) -> str:
+def profile(corpus: Corpus, backend: str | None = None) -> str:
+    """pyinstrument of ``retrieve`` and ``build_context`` on ``corpus`` (in process, or on the
+    FalkorDB ``backend`` URL: then each header also gives the call's CPU time in this process
+    and its round trips to the server)."""
     from pyinstrument import Profiler
 
-    atlas, _, _ = build_atlas(corpus)
+    atlas, _, _ = build_atlas(corpus, backend=backend)
     q = corpus.queries
     out = []
     for name, call in (("retrieve", lambda i: atlas.retrieve(q[i % len(q)], namespace="bench", top_k=TOP_K)),
                        ("build_context", lambda i: atlas.build_context(q[i % len(q)], namespace="bench",
                                                                        token_budget=BUDGET, style="bullet"))):
+        for i in range(3):  # warm up
+            call(i)
+        with _round_trips(backend is not None) as trips:
+            cpu, wall = time.process_time(), time.perf_counter()
+            for i in range(len(q)):
+                call(i)
+            cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        head = f"== {name} x {len(q)}: {1e3 * wall / len(q):.2f} ms wall, {1e3 * cpu / len(q):.2f} ms CPU a call"
+        if backend is not None:
+            head += f", {trips[0] / len(q):.2f} round trips and {trips[1] / len(q):.2f} statements a call"
         profiler = Profiler(interval=0.0005)
         profiler.start()
         for i in range(len(q)):
             call(i)
         profiler.stop()
-        out.append(f"== {name} x {len(q)}\n" + profiler.output_text(unicode=False, show_all=False))
+        out.append(head + "\n" + profiler.output_text(unicode=False, show_all=False))
     return "\n".join(out)
+
+
+@contextlib.contextmanager
+def _round_trips(on: bool) -> Iterator[list[int]]:
+    """[round trips, statements] to a FalkorDB server while the block runs (counted when ``on``)."""
+    counts = [0, 0]
+    if not on:
+        yield counts
+        return
+    from shared_core.store.falkordb.client import Connection
+
+    run, run_many, command = Connection.run, Connection.run_many, Connection.command
+
+    def counted_run(self: Connection, *args: Any, **kwargs: Any) -> Any:
+        counts[0] += 1
+        counts[1] += 1
+        return run(self, *args, **kwargs)
+
+    def counted_many(self: Connection, key: str, statements: Sequence[Any], **kwargs: Any) -> Any:
+        counts[0] += 1
+        counts[1] += len(statements)
+        return run_many(self, key, statements, **kwargs)
+
+    def counted_command(self: Connection, *args: Any, **kwargs: Any) -> Any:
+        counts[0] += 1
+        return command(self, *args, **kwargs)
+
+    Connection.run, Connection.run_many, Connection.command = (  # type: ignore[method-assign]
+        counted_run, counted_many, counted_command)
+    try:
+        yield counts
+    finally:
+        Connection.run, Connection.run_many, Connection.command = run, run_many, command  # type: ignore[method-assign]
 
 
 SWEEP: tuple[tuple[str, dict[str, Any]], ...] = (
@@ -670,7 +717,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="only the entity layer's write cost: YAKE extraction and add_memories on/off")
     parser.add_argument("--entity-turns", type=int, default=400, help="LoCoMo turns for --entities")
     parser.add_argument("--peers", default=",".join(PEERS))
-    parser.add_argument("--profile", action="store_true", help="pyinstrument the read path at the largest size")
+    parser.add_argument("--profile", action="store_true",
+                        help="pyinstrument the read path at the largest size (with --falkordb: on FalkorDB, at the "
+                        "largest --falkordb-sizes, with round trips per call)")
     parser.add_argument("--sweep", action="store_true",
                         help="only time retrieve and build_context under other recall settings, per size")
     parser.add_argument("--real-recall", metavar="LOCOMO.json",
@@ -730,6 +779,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.sweep:
         for n in sizes:
             print(sweep(make_corpus(n, args.queries)[0]), flush=True)
+        return
+    if args.profile and args.falkordb:
+        import falkordb_floors
+
+        print(falkordb_floors.profile(args.falkordb, max(int(s) for s in args.falkordb_sizes.split(",")),
+                                      args.queries))
         return
     if args.profile:
         print(profile(make_corpus(max(sizes), args.queries)[0]))

@@ -320,11 +320,7 @@ def _admission(part: Partition, req: RecallRequest, subset: set[str] | None,
     get_node = part.graph.get_node
     if subset is None and req.predicate is None and req.as_of is None and (req.include_history or (
             not part.inactive and part.graph.bounded_nodes == 0)):
-
-        def exists(node_id: str) -> bool:
-            return get_node(node_id) is not None
-
-        return exists, True
+        return part.graph.has, True
     if subset is None and not req.include_history and req.as_of is None:  # no filter, no session scope: the common case
         inactive, now = part.inactive, req.now
 

@@ -44,6 +44,9 @@ class GraphStoreBase:
     __slots__ = ()
 
     if TYPE_CHECKING:  # the basic operations an implementation provides
+        def get_node(self, node_id: str) -> MemoryNode | None:
+            ...
+
         def put_edge(self, edge: MemoryEdge) -> None:
             ...
 
@@ -54,6 +57,9 @@ class GraphStoreBase:
         for source, target, relation, strength in links:
             self.put_edge(MemoryEdge(source=source, target=target, relation=relation, strength=strength,
                                      created_at=created_at, metadata=NO_METADATA))
+
+    def has(self, node_id: str) -> bool:
+        return self.get_node(node_id) is not None
 
     def weighted_links(self, node_id: str, factors: Sequence[float | None]) -> list[tuple[str, float]]:
         index = _RELATION_INDEX

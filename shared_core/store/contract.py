@@ -53,6 +53,10 @@ class GraphStore(Protocol):
 
     def get_node(self, node_id: str) -> MemoryNode | None: ...
 
+    def has(self, node_id: str) -> bool:
+        """Whether the node exists (`get_node` is not None), which a server store may know without
+        reading the node: recall's admission when every memory may be recalled."""
+
     def remove_node(self, node_id: str) -> list[MemoryEdge]:
         """Remove a node and its edges; return the removed edges."""
 

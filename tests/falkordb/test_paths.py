@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -50,6 +51,14 @@ def test_candidates_and_walk_match_the_defaults(shared_atlas: Callable[..., Elas
         assert list(fast.paths["vector"]) == list(default.paths["vector"])  # order too
         np.testing.assert_array_equal(fast.vector_sims, default.vector_sims)
         assert fast.cosine == default.cosine
+        every = dataclasses.replace(cq, every_admissible=True)  # no admission asked: no node read with the hits
+        part = _partition(atlas)
+        fast = part.candidates(every, part.graph.has)
+        part = _partition(atlas)
+        default = PartitionBase.candidates(part, every, part.graph.has)
+        assert fast.paths == default.paths and fast.cosine == default.cosine
+        assert [list(p) for p in fast.paths.values()] == [list(p) for p in default.paths.values()]
+        np.testing.assert_array_equal(fast.vector_sims, default.vector_sims)
         seeds = dict(list(fast.paths["vector"].items())[:5])
         for beam in (None, 3):
             factors = [None if r is Relation.CONTRADICTS else 0.3 + 0.1 * (j % 7) for j, r in enumerate(Relation)]
@@ -61,6 +70,73 @@ def test_candidates_and_walk_match_the_defaults(shared_atlas: Callable[..., Elas
             expected = PartitionBase.expand(part, seeds, spec, lambda i: not i.endswith("1"))
             assert walked == expected
             assert list(walked) == list(expected)
+
+
+class _Statements:
+    """The statements a partition's connection runs while counted (``with`` block)."""
+
+    def __init__(self, part: FalkorPartition, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.seen: list[str] = []
+        conn = part.graph_key.conn
+        run, run_many = conn.run, conn.run_many
+
+        def counted_run(key: str, query: str, *args: Any, **kwargs: Any) -> Any:
+            self.seen.append(query)
+            return run(key, query, *args, **kwargs)
+
+        def counted_many(key: str, statements: Any, **kwargs: Any) -> Any:
+            self.seen.extend(query for query, _ in statements)
+            return run_many(key, statements, **kwargs)
+
+        monkeypatch.setattr(conn, "run", counted_run)
+        monkeypatch.setattr(conn, "run_many", counted_many)
+
+
+def test_a_walked_memory_is_admitted_without_reading_it(shared_atlas: Callable[..., ElasticMemoryAtlas],
+                                                        clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When every memory may be recalled, admission asks `has`: the hop that reached a memory
+    found it on the server, so no statement asks about it again; an unknown or removed id is
+    still answered right."""
+    atlas = shared_atlas()
+    for i in range(30):
+        clock.advance(60)
+        atlas.add_memory(f"note {i} about {TOPICS[i % 5]}", namespace="p", session_id=f"s{i % 3}")
+    part = _partition(atlas)
+    seeds = {h.node.id: h.score for h in atlas.retrieve("coffee and milk", namespace="p", top_k=3, reinforce=False)}
+    part = _partition(atlas)
+    counted = _Statements(part, monkeypatch)
+    spec = WalkSpec(factors=[0.5] * len(Relation), hops=2, decay=0.5, fanout=4, min_activation=0.0, beam=3)
+    asked: list[str] = []
+
+    def admit(node_id: str) -> bool:
+        asked.append(node_id)
+        return part.graph.has(node_id)
+
+    walked = part.expand(seeds, spec, admit)
+    assert walked and asked
+    assert not [s for s in counted.seen if "RETURN n.id LIMIT 1" in s]  # `cypher.HAS_NODE`: never asked
+    assert not part.graph.has("no-such-memory")
+    gone = asked[0]
+    part.graph.remove_node(gone)
+    assert not part.graph.has(gone)
+
+
+def test_a_read_partition_comes_with_its_counts(shared_atlas: Callable[..., ElasticMemoryAtlas],
+                                               clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`FalkorDBBackend.partition` without ``create`` reads the write counter and the superseded
+    and bounded counts in the statement that tells whether the graph exists: recall asks for
+    them without another round trip."""
+    atlas = shared_atlas()
+    assert atlas.backend.partition("p") is None
+    first = atlas.add_memory("a memory that expires", namespace="p", ttl=3600).id
+    second = atlas.add_memory("a memory that replaces nothing", namespace="p").id
+    part = _partition(atlas)
+    part.inactive.add(second)
+    part = _partition(atlas)
+    counted = _Statements(part, monkeypatch)
+    assert (part.turn, len(part.inactive), part.graph.bounded_nodes) == (2, 1, 1)
+    assert counted.seen == []
+    assert part.graph.has(first)
 
 
 def _store(part: FalkorPartition) -> tuple[object, ...]:

@@ -155,6 +155,15 @@ def test_links_follow_edges(make: Callable[[], GraphStore]) -> None:
     assert store.links("missing") == []
 
 
+@pytest.mark.parametrize("make", [DictGraphStore, NetworkXGraphStore])
+def test_has_is_whether_get_node_finds_the_node(make: Callable[[], GraphStore]) -> None:
+    store = make()
+    for i in "ab":
+        store.put_node(MemoryNode(id=i, content=i, namespace="u"))
+    store.remove_node("b")
+    assert [store.has(i) for i in "abc"] == [store.get_node(i) is not None for i in "abc"] == [True, False, False]
+
+
 def test_edge_times_come_back_exactly_and_their_table_stays_bounded() -> None:
     from shared_core.store.memory.graph_store import DictGraphStore
     from shared_core.values.model import MemoryEdge, MemoryNode, Relation

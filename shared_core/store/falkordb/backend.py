@@ -86,20 +86,31 @@ class FalkorDBBackend(BackendBase):
         return graph_key(self.settings.prefix, check.namespace(namespace))
 
     def partition(self, namespace: str, *, create: bool = False) -> FalkorPartition | None:
+        """The namespace's partition with a fresh view of the server (see `FalkorPartition.begin`).
+        Without ``create`` (a read, mostly) the graph's bookkeeping counts are read in the round
+        trip that tells whether it exists (`cypher.SNAPSHOT`: one row whenever the graph does)."""
         key = self.key(namespace)
-        exists = bool(self.conn.command("EXISTS", key))
-        if not exists and not create:
-            return None
+        snapshot = None
+        if create:
+            exists = bool(self.conn.command("EXISTS", key))
+        else:
+            rows = self.conn.run(key, q.SNAPSHOT)
+            if not rows:
+                return None
+            exists, snapshot = True, rows[0]
         with self._lock:
             part = self._parts.get(namespace)
             if part is None:
                 part = self._parts[namespace] = FalkorPartition(GraphKey(self.conn, key), namespace, self.dim)
+                snapshot = None  # read again after an upgrade (which may flag memories)
                 if exists:
                     self._check_dimension(part)
                     self._upgrade(part)
         if not exists:
             self._create_schema(part)
         part.begin()  # every atlas call asks for its partition first: a fresh view of the server
+        if snapshot is not None:
+            part.absorb_snapshot(snapshot)
         return part
 
     def _create_schema(self, part: FalkorPartition) -> None:

@@ -218,9 +218,8 @@ def _params_header(params: Mapping[str, Any]) -> str:
     return f"CYPHER {items} "
 
 
-def _value(cell: list[Any]) -> Any:
-    """One value of a compact result set: ``[type, value]`` (scalars, arrays, maps, float32 vectors)."""
-    kind, value = cell
+def _value(kind: int, value: Any) -> Any:
+    """One value of a compact result set, of type ``kind`` (scalars, arrays, maps, float32 vectors)."""
     if kind == 2:
         return value
     if kind == 5:
@@ -232,12 +231,19 @@ def _value(cell: list[Any]) -> Any:
     if kind == 4:
         return value == "true"
     if kind == 6:
-        return [_value(c) for c in value]
+        return _cells(value)
     if kind == 12:  # a vector's elements as decimal strings: read as doubles, as float() would
         return np.array(value, dtype=np.bytes_).astype(np.float64).astype(np.float32)
     if kind == 10:
-        return {str(value[i]): _value(value[i + 1]) for i in range(0, len(value), 2)}
+        return {str(value[i]): _value(*value[i + 1]) for i in range(0, len(value), 2)}
     raise BackendError(f"unexpected value of type {kind} in a FalkorDB result (the backend reads no graph objects)")
+
+
+def _cells(cells: Sequence[Sequence[Any]]) -> list[Any]:
+    """The values of ``[type, value]`` cells: the common scalars (string, double, integer, null)
+    inline, the rest through `_value` (a recall reads thousands of cells: a call per cell shows)."""
+    return [v if k == 2 else float(v) if k == 5 else int(v) if k == 3 else None if k == 1 else _value(k, v)
+            for k, v in cells]
 
 
 def _rows(response: list[Any]) -> list[list[Any]]:
@@ -245,10 +251,13 @@ def _rows(response: list[Any]) -> list[list[Any]]:
 
     Parsed here rather than by the client's `QueryResult`, which builds an object per value: the
     backend only ever returns scalars, and a recall reads thousands of them.
+
+    >>> _rows([[[1, "a"], [1, "b"]], [[[2, "x"], [5, "0.5"]], [[1, None], [6, [[3, 7], [4, "true"]]]]], ["stats"]])
+    [['x', 0.5], [None, [7, True]]]
     """
     if len(response) < 3:
         return []
-    return [[_value(cell) for cell in row] for row in response[1]]
+    return [_cells(row) for row in response[1]]
 
 
 class Connection:

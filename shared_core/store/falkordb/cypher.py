@@ -246,6 +246,11 @@ CREATE_NODES = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 
                 "MERGE (n:Memory {id: row[0]}) "
                 "SET n += row[1], n.tracked = true, n.pos = coalesce(n.pos, seq + j + 1) "
                 "WITH DISTINCT c, seq SET c.seq = seq + size($rows)")
+# `VECTOR_SEARCH` as one row: the ids of the first $head hits, and the distances of them all
+VECTOR_SEARCH_HEAD = VECTOR_SEARCH.replace(
+    "RETURN node.id, score ORDER BY score, node.id LIMIT $k",
+    "WITH node, score ORDER BY score, node.id LIMIT $k "
+    "WITH collect(node.id) AS ids, collect(score) AS scores RETURN ids[0..$head], scores")
 # `VECTOR_SEARCH` with each hit's superseded flag
 VECTOR_SEARCH_FLAGGED = VECTOR_SEARCH.replace(
     "RETURN node.id, score ORDER BY score, node.id LIMIT $k",
@@ -274,6 +279,10 @@ def batch_rescale(decay_unit: str, weight_model: str, *, reinforce: bool) -> str
 _COSINE = "vec.cosineDistance(e.embedding, vecf32($vector))"
 SUPERSEDED_COUNT = "MATCH (n:Memory) WHERE n.superseded = true RETURN count(n)"
 BOUNDED_COUNT = "MATCH (n:Memory) WHERE n.bounded = true RETURN count(n)"
+# the write counter, `SUPERSEDED_COUNT` and `BOUNDED_COUNT` in one row (one row whenever the graph exists)
+SNAPSHOT = ("OPTIONAL MATCH (c:Atlas) WITH c.turn AS turn "
+            "OPTIONAL MATCH (s:Memory) WHERE s.superseded = true WITH turn, count(s) AS superseded "
+            "OPTIONAL MATCH (b:Memory) WHERE b.bounded = true RETURN turn, superseded, count(b)")
 VECTORS_AMONG = f"UNWIND $ids AS id MATCH (e:Embedding {{id: id}}) RETURN e.id, {_VECTOR}"
 BETWEEN_COSINE = ("MATCH (n:Memory) WHERE n.tracked AND n.timestamp >= $start AND n.timestamp < $end "
                   f"OPTIONAL MATCH (e:Embedding {{id: n.id}}) RETURN n.id, {_COSINE} ORDER BY n.timestamp, n.id")
@@ -295,14 +304,19 @@ VECTOR_SEARCH_NODES = ("OPTIONAL MATCH (c:Atlas) WITH $k + coalesce(c.stale, 0) 
                        "ORDER BY rank")
 
 
-def session_cosine(session: str | None) -> str:
-    """`session_ids` newest first, with each memory's cosine with ``$vector`` and its node."""
+def _node_cell(nodes: bool) -> str:
+    """The node of ``n`` as one list cell, or null (its admission will not be asked)."""
+    return f"[{NODE_COLUMNS}]" if nodes else "null"
+
+
+def session_cosine(session: str | None, *, nodes: bool = True) -> str:
+    """`session_ids` newest first, with each memory's cosine with ``$vector`` and (``nodes``) its node."""
     where = _NO_SESSION if session is None else _SESSION
     return (f"MATCH (n:Memory) WHERE n.tracked AND {where} WITH n ORDER BY n.pos DESC LIMIT $limit "
-            f"OPTIONAL MATCH (e:Embedding {{id: n.id}}) RETURN n.id, {_COSINE}, n.pos, [{NODE_COLUMNS}]")
+            f"OPTIONAL MATCH (e:Embedding {{id: n.id}}) RETURN n.id, {_COSINE}, n.pos, {_node_cell(nodes)}")
 
 
-def bm25_cosine(*, session: bool, among: bool) -> str:
-    """`bm25` with each hit's cosine with ``$vector`` and its node."""
+def bm25_cosine(*, session: bool, among: bool, nodes: bool = True) -> str:
+    """`bm25` with each hit's cosine with ``$vector`` and (``nodes``) its node."""
     return bm25(session=session, among=among, tail=(
-        f"OPTIONAL MATCH (e:Embedding {{id: n.id}}) RETURN n.id, score, {_COSINE}, [{NODE_COLUMNS}]"))
+        f"OPTIONAL MATCH (e:Embedding {{id: n.id}}) RETURN n.id, score, {_COSINE}, {_node_cell(nodes)}"))

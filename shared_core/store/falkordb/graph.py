@@ -33,6 +33,7 @@ _PLAIN = [f for f in q.NODE_FIELDS if f not in q.TIME_FIELDS]
 _PAGE = 5000
 _EDGE_BATCH = 4000
 _AHEAD = 32  # nodes read at once from the walk's read-ahead list
+_UNREAD: Any = object()
 
 
 def _time(hi: Any, lo: Any) -> float | None:
@@ -108,7 +109,7 @@ def next_seq() -> int:
 class ReadCache:
     """What the current atlas call has read from one graph (see the module docstring)."""
 
-    __slots__ = ("ahead", "bounded", "edges", "nodes", "superseded", "superseded_count", "turn")
+    __slots__ = ("ahead", "bounded", "edges", "nodes", "present", "superseded", "superseded_count", "turn")
 
     def __init__(self) -> None:
         self.nodes: dict[str, MemoryNode | None] = {}
@@ -118,8 +119,10 @@ class ReadCache:
         self.superseded_count: int | None = None
         self.bounded: int | None = None
         self.ahead: dict[str, None] = {}
+        self.present: set[str] = set()  # ids seen on the server this call without their nodes read
 
     def clear(self) -> None:
+        self.present.clear()
         self.superseded_count = None
         self.bounded = None
         self.ahead.clear()
@@ -182,6 +185,28 @@ class FalkorGraphStore(GraphStoreBase):
             cache.setdefault(node_id, None)
         return cache[node_id]
 
+    def next_ahead(self, first: Sequence[str] = ()) -> list[str]:
+        """``first``, then the next ids of the read-ahead list, whose nodes this call lacks (at most
+        a chunk in all), taken off the list: a caller reads them with a statement of its own
+        (`absorb`)."""
+        ahead, nodes = self.cache.ahead, self.cache.nodes
+        batch = [i for i in dict.fromkeys(first) if i not in nodes]
+        for i in batch:
+            ahead.pop(i, None)
+        for other in list(ahead):
+            if len(batch) >= _AHEAD:
+                break
+            del ahead[other]
+            if other not in nodes:
+                batch.append(other)
+        return batch
+
+    def absorb(self, ids: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """Keep the `cypher.NODES_AMONG` rows read for ``ids`` (an id without a row: no node)."""
+        self._remember(rows)
+        for i in ids:
+            self.cache.nodes.setdefault(i, None)
+
     def read_ahead(self, ids: Sequence[str]) -> None:
         """Ids whose nodes the current call may ask for next, most likely first: a miss on one of
         them reads it with the next few (`get_node`)."""
@@ -224,6 +249,7 @@ class FalkorGraphStore(GraphStoreBase):
         removed = self.edges(node_id)
         self.cache.superseded_count = self.cache.bounded = None
         self.cache.nodes.pop(node_id, None)
+        self.cache.present.discard(node_id)
         self._g.write(q.DELETE_NODE, {"id": node_id})
         self.cache.nodes[node_id] = None
         for e in removed:
@@ -294,7 +320,20 @@ class FalkorGraphStore(GraphStoreBase):
         return [str(r[0]) for r in self._g.read(q.NODE_IDS)]
 
     def has(self, node_id: str) -> bool:
-        return bool(self._g.read(q.HAS_NODE, {"id": node_id}))
+        """Whether the node exists: from this call's reads (a node read, or an id a walk's hop
+        found on the server) or, failing them, one indexed lookup."""
+        cache = self.cache
+        node = cache.nodes.get(node_id, _UNREAD)
+        if node is not _UNREAD:
+            return node is not None
+        if node_id in cache.present:
+            return True
+        found = bool(self._g.read(q.HAS_NODE, {"id": node_id}))
+        if found:
+            cache.present.add(node_id)
+        else:
+            cache.nodes[node_id] = None
+        return found
 
     def __repr__(self) -> str:
         return f"FalkorGraphStore({self._g.key!r})"

@@ -216,13 +216,18 @@ class FalkorPartition(PartitionBase):
         self._cosines.add(query, values)
 
     def _snapshot(self) -> None:
-        """The write counter, the superseded count and `bounded_nodes`, in one round trip (a recall
+        """The write counter, the superseded count and `bounded_nodes`, in one statement (a recall
         asks for all three)."""
-        turn, superseded, bounded = self._g.read_many([(q.GET_TURN, {}), (q.SUPERSEDED_COUNT, {}),
-                                                       (q.BOUNDED_COUNT, {})])
-        self._last_turn = self._cache.turn = int(turn[0][0]) if turn and turn[0][0] is not None else 0
-        self._cache.superseded_count = int(superseded[0][0]) if superseded else 0
-        self._cache.bounded = int(bounded[0][0]) if bounded else 0
+        rows = self._g.read(q.SNAPSHOT)
+        self.absorb_snapshot(rows[0] if rows else [None, 0, 0])
+
+    def absorb_snapshot(self, row: Sequence[Any]) -> None:
+        """Keep a `cypher.SNAPSHOT` row read for this call (the backend reads it when it hands
+        the partition out for a read: the same round trip tells whether the graph exists)."""
+        turn, superseded, bounded = row
+        self._last_turn = self._cache.turn = 0 if turn is None else int(turn)
+        self._cache.superseded_count = int(superseded or 0)
+        self._cache.bounded = int(bounded or 0)
 
     @property
     def turn(self) -> int:

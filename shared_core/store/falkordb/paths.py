@@ -9,10 +9,12 @@ same values, in the same order), with the server asked fewer, larger questions:
   (the head of each path). ``allowed`` is the engine's own predicate, applied here, in the
   default's order, to the rows that came back: nothing about admission is re-implemented in
   Cypher.
+  When every memory may be recalled (``every_admissible``) no node is read with the hits.
 - `walk` (expand): `spread_max` over the server's edges, read one hop at a time for the whole
-  frontier (`cypher.WALK_HOP`): each edge's direction and order, the other end's cosine and,
-  unless this call has read it, its node, so neither ``walkable`` nor the ranking that follows
-  asks the server again.
+  frontier (`cypher.WALK_HOP`): each edge's direction and order and the other end's cosine; the
+  other ends are known to exist (`FalkorGraphStore.has` answers without reading them), the
+  seeds' nodes ride in the first hop's pipeline, and the other ends join the read-ahead list,
+  most reachable first, for ``walkable`` and the ranking that follows.
 
 >>> from shared_core.store.falkordb.paths import order_edges
 >>> order_edges("a", [("b", "SIMILAR_TO", 0.5, 7, False), ("c", "BEFORE", 1.0, 9, True)])
@@ -102,7 +104,9 @@ def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Can
     statements: list[tuple[str, dict[str, Any]]] = []
     every = cq.every_admissible
     heads = 0 if every else cq.k + _HEADS  # the nodes admission will ask about, read with the hits
-    if subset is None:
+    if subset is None and heads == 0:  # no admission to ask: the ids of the hits kept, every distance
+        statements.append((q.VECTOR_SEARCH_HEAD, {"k": int(cq.vector_k), "query": vector, "head": int(cq.k)}))
+    elif subset is None:
         statements.append((q.VECTOR_SEARCH_NODES, {"k": int(cq.vector_k), "query": vector, "heads": heads}))
     else:
         statements.append((q.VECTOR_AMONG, {"ids": list(subset), "query": vector}))
@@ -113,18 +117,25 @@ def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Can
             keyword["session"] = cq.keyword_session
         if subset is not None:
             keyword["ids"] = list(subset)
-        statements.append((q.bm25_cosine(session=cq.keyword_session is not None, among=subset is not None), keyword))
+        statements.append((q.bm25_cosine(session=cq.keyword_session is not None, among=subset is not None,
+                                         nodes=not every), keyword))
     if cq.time_range is not None:
         statements.append((q.BETWEEN_COSINE, {"start": float(cq.time_range[0]), "end": float(cq.time_range[1]),
                                               "vector": vector}))
     if cq.recent_session is not None and cq.recent_n > 0:
-        statements.append((q.session_cosine(cq.recent_session),
+        statements.append((q.session_cosine(cq.recent_session, nodes=not every),
                            {"session": cq.recent_session, "limit": int(cq.recent_n), "vector": vector}))
     results = iter(part.graph_key.read_many(statements))
 
     rows = next(results)
     remember = part.graph.remember
-    if subset is None:
+    searched: np.ndarray[Any, np.dtype[np.float64]] | None = None  # the whole search's similarities
+    if subset is None and heads == 0:
+        head, distances = rows[0] if rows else ([], [])
+        sims = (1.0 - np.array(distances, dtype=np.float64)).astype(np.float32)  # `_sim` of each
+        vector_hits = list(zip(map(str, head), sims[:len(head)].tolist(), strict=True))
+        searched = sims.astype(np.float64)
+    elif subset is None:
         vector_hits = [(str(i), _sim(d)) for i, d, _ in rows]
         remember([node for _, _, node in rows if node is not None])
     else:
@@ -133,7 +144,7 @@ def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Can
     keyword_hits: list[tuple[str, float]] = []
     if keyword is not None:  # best first, equal scores in the order they were indexed (as in process)
         keyword_rows = next(results)
-        remember([r[3] for r in keyword_rows])
+        remember([r[3] for r in keyword_rows if r[3] is not None])
         keyword_hits = [(str(i), float(s)) for i, s, _, _ in keyword_rows]
         cosine_of.update((str(i), _sim(d)) for i, _, d, _ in keyword_rows)
     in_range: list[str] = []
@@ -145,7 +156,7 @@ def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Can
     latest: list[str] = []
     if cq.recent_session is not None and cq.recent_n > 0:
         recent_rows = sorted(next(results), key=lambda r: -int(r[2] or 0))
-        remember([r[3] for r in recent_rows])
+        remember([r[3] for r in recent_rows if r[3] is not None])
         latest = [str(r[0]) for r in recent_rows]
         cosine_of.update((str(r[0]), _sim(r[1])) for r in recent_rows)
 
@@ -172,7 +183,9 @@ def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Can
                 if i not in cosine:
                     cosine[i] = cosine_of.get(i, 0.0)
     part.remember_cosines(cq.vector, cosine_of)
-    return Candidates(paths, np.array([s for _, s in vector_hits], dtype=np.float64), cosine)
+    if searched is None:
+        searched = np.array([s for _, s in vector_hits], dtype=np.float64)
+    return Candidates(paths, searched, cosine)
 
 
 def _keep(part: FalkorPartition, pairs: Sequence[tuple[str, float]], limit: int, allowed: Predicate,
@@ -200,18 +213,32 @@ def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkabl
     factors = spec.factors
     links: dict[str, list[tuple[str, float]]] = {}
     cache = part.graph.cache
+    present = cache.present
     vector = part.cosine_query
+
+    hops = [0]
 
     def fetch(ids: list[str]) -> None:
         wanted = [i for i in dict.fromkeys(ids) if i not in links]
         if not wanted:
             return
-        rows = part.graph_key.read(q.WALK_HOP, {"ids": wanted, "vector": query_literal(vector)})
+        hops[0] += 1
+        # the nodes the ranking asks for first ride along the first hop: the seeds (the best
+        # candidates), then the head of the read-ahead list (one round trip, not two)
+        ahead = part.graph.next_ahead(list(seeds)) if hops[0] == 1 else []
+        statements: list[tuple[str, dict[str, Any]]] = [(q.WALK_HOP, {"ids": wanted, "vector": query_literal(vector)})]
+        if ahead:
+            statements.append((q.NODES_AMONG, {"ids": ahead}))
+        results = part.graph_key.read_many(statements)
+        rows = results[0]
+        if ahead:
+            part.graph.absorb(ahead, results[1])
         grouped: dict[str, list[tuple[str, str, float, int, bool]]] = {i: [] for i in wanted}
         cosines: dict[str, float] = {}
         for node_id, other, kind, strength, seq, out, distance in rows:
             grouped[str(node_id)].append((str(other), str(kind), float(strength), int(seq or 0), bool(out)))
             cosines[str(other)] = _sim(distance)
+        present.update(cosines)  # each other end is a memory on the server: `has` need not read it
         reach: dict[str, float] = {}  # what each other end may receive: the order its node is read in
         for node_id, edges in grouped.items():
             weighted = []

@@ -123,6 +123,10 @@ class DictGraphStore(GraphStoreBase):
         s = self._slot.get(node_id)
         return None if s is None else self._node[s]
 
+    def has(self, node_id: str) -> bool:
+        s = self._slot.get(node_id)
+        return s is not None and self._node[s] is not None
+
     def remove_node(self, node_id: str) -> list[MemoryEdge]:
         s = self._slot.get(node_id)
         if s is None or self._node[s] is None:
