@@ -20,6 +20,7 @@ from ...values.errors import BackendError, InvalidInputError
 from ..base import BackendBase
 from ..contract import AtlasLock
 from . import cypher as q
+from .calls import CallLock
 from .client import Connection, GraphKey, Settings, graph_key, namespace_of, parse_url
 from .partition import FalkorPartition
 from .replication import ConfirmingLock
@@ -55,6 +56,7 @@ class FalkorDBBackend(BackendBase):
         self.conn = Connection(self.settings)
         self._parts: dict[str, FalkorPartition] = {}
         self._lock = threading.Lock()
+        self._calls: CallLock | None = None  # the atlas's lock, once attached
         self.conn.ping()
 
     @classmethod
@@ -64,10 +66,15 @@ class FalkorDBBackend(BackendBase):
         return cls(parse_url(url), dim=dim, replicas=replicas, replica_timeout=replica_timeout)
 
     def attach(self, *, dim: int, config: AtlasConfig | None) -> AtlasLock | None:
-        """With ``replicas``, the lock that raises `ReplicationError` when an atlas call whose
-        writes too few replicas confirmed ends; otherwise None (a plain lock)."""
-        confirmations = self.conn.confirmations
-        return None if confirmations is None else ConfirmingLock(confirmations)
+        """The atlas's lock, a `CallLock` (one per backend): within one atlas call a partition
+        is handed out again without asking the server (see `partition`). With ``replicas``, a
+        `ConfirmingLock`: it raises `ReplicationError` when an atlas call whose writes too few
+        replicas confirmed ends."""
+        with self._lock:
+            if self._calls is None:
+                confirmations = self.conn.confirmations
+                self._calls = CallLock() if confirmations is None else ConfirmingLock(confirmations)
+            return self._calls
 
     def confirm(self) -> None:
         """Raise `ReplicationError` for this thread's first write since the last check that too
@@ -86,6 +93,16 @@ class FalkorDBBackend(BackendBase):
         return graph_key(self.settings.prefix, check.namespace(namespace))
 
     def partition(self, namespace: str, *, create: bool = False) -> FalkorPartition | None:
+        """The namespace's partition with a fresh view of the server (`FalkorPartition.begin`),
+        or None if it has no graph (unless ``create``). Within one atlas call (the attached lock
+        held: `CallLock`), a partition already handed out in that call comes back as it is,
+        without asking the server again: the call keeps the view it started with."""
+        call = None if self._calls is None else self._calls.current()
+        if call is not None:
+            with self._lock:
+                known = self._parts.get(namespace)
+            if known is not None and known.call == call:
+                return known
         key = self.key(namespace)
         exists = bool(self.conn.command("EXISTS", key))
         if not exists and not create:
@@ -99,7 +116,7 @@ class FalkorDBBackend(BackendBase):
                     self._upgrade(part)
         if not exists:
             self._create_schema(part)
-        part.begin()  # every atlas call asks for its partition first: a fresh view of the server
+        part.begin(call)  # every atlas call asks for its partition first: a fresh view of the server
         return part
 
     def _create_schema(self, part: FalkorPartition) -> None:

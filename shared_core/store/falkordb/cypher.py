@@ -246,6 +246,41 @@ CREATE_NODES = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 
                 "MERGE (n:Memory {id: row[0]}) "
                 "SET n += row[1], n.tracked = true, n.pos = coalesce(n.pos, seq + j + 1) "
                 "WITH DISTINCT c, seq SET c.seq = seq + size($rows)")
+# rows [id, props, terms, vector, raw]: `CREATE_NODES`, `SET_VECTORS` and `SET_TERMS` of each, in
+# order, in one statement (each memory's node, tracking, BM25 terms and vector node; the counters once)
+WRITE_NODES = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0, c.docs = 0, c.tokens = 0, "
+               "c.kwseq = 0 "
+               "WITH c, coalesce(c.seq, 0) AS seq, coalesce(c.kwseq, 0) AS base "
+               "UNWIND range(0, size($rows) - 1) AS j WITH c, seq, base, j, $rows[j] AS row "
+               "MERGE (n:Memory {id: row[0]}) WITH c, seq, base, j, row, n, n.terms AS old "
+               "SET n += row[1], n.tracked = true, n.pos = coalesce(n.pos, seq + j + 1), "
+               "n.terms = row[2], n.kwseq = base + j + 1 "
+               "WITH c, seq, base, row, old OPTIONAL MATCH (e:Embedding {id: row[0]}) "
+               "WITH c, seq, base, row, old, e, CASE WHEN e IS NULL THEN 0 ELSE 1 END AS replaced DELETE e "
+               "WITH c, seq, base, row, old, replaced "
+               "CREATE (:Embedding {id: row[0], embedding: vecf32(row[3]), raw: row[4]}) "
+               "WITH c, seq, base, toInteger(sum(replaced)) AS gone, "
+               "toInteger(sum(CASE WHEN old IS NULL THEN 1 ELSE 0 END)) AS docs, "
+               "toInteger(sum(size(row[2]) - coalesce(size(old), 0))) AS tokens "
+               "SET c.seq = seq + size($rows), c.stale = coalesce(c.stale, 0) + gone, "
+               "c.docs = coalesce(c.docs, 0) + docs, c.tokens = coalesce(c.tokens, 0) + tokens, "
+               "c.kwseq = base + size($rows)")
+
+
+def write_edges(kinds: Sequence[str], *, after: str = "") -> str:
+    """`create_edges` of every row ``[source, target, kind, strength, seq]`` of ``$edges`` in one
+    statement (``kinds`` the relationship types the rows use), run after ``after`` (a statement
+    ending in a single row, such as `WRITE_NODES`, so that both are one atomic step)."""
+    creates = " ".join(f"FOREACH (_ IN CASE WHEN r[2] = '{kind}' THEN [1] ELSE [] END | "
+                       f"CREATE (a)-[:{kind} {{strength: r[3], created_at: $created_at, metadata: null, "
+                       f"seq: r[4]}}]->(b))"
+                       for kind in kinds)
+    head = f"{after} WITH DISTINCT 1 AS one " if after else ""
+    return (f"{head}UNWIND $edges AS r MATCH (a:Memory {{id: r[0]}}), (b:Memory {{id: r[1]}}) "
+            f"OPTIONAL MATCH (a)-[old]->(b) WHERE type(old) = r[2] DELETE old "
+            f"WITH DISTINCT a, b, r {creates}")
+
+
 # `VECTOR_SEARCH` with each hit's superseded flag
 VECTOR_SEARCH_FLAGGED = VECTOR_SEARCH.replace(
     "RETURN node.id, score ORDER BY score, node.id LIMIT $k",

@@ -161,9 +161,12 @@ class FalkorPartition(PartitionBase):
         self.sessions = _Sessions(graph)
         self.inactive = _Inactive(graph, self._cache, self._snapshot)
         self._last_turn = 0  # the counter as this process last moved or read it
+        self.call: int | None = None  # the atlas call this partition was last handed out in
 
-    def begin(self) -> None:
-        """A new atlas call: forget what the previous one read (see `ReadCache`)."""
+    def begin(self, call: int | None = None) -> None:
+        """A new atlas call (numbered ``call`` by the atlas's `CallLock`, None outside one):
+        forget what the previous one read (see `ReadCache`)."""
+        self.call = call
         self._cache.clear()
         self._cosines.clear()
         self.vectors.forget()

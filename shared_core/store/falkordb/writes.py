@@ -23,16 +23,18 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ...values.errors import NamespaceViolationError
+from ...values.errors import InvalidInputError, NamespaceViolationError
 from ...values.model import AnyRelation, MemoryNode, Relation
 from ..contract import WriteBatch
+from ..terms import index_terms
 from ..vector_math import batch_pairs, merge_links
 from . import cypher as q
-from .client import GraphKey
+from .client import GraphKey, Literal
 from .graph import next_seq, node_props
-from .indexes import FalkorKeywordIndex, FalkorVectorIndex, query_literal
+from .indexes import FalkorKeywordIndex, FalkorVectorIndex, query_literal, quote, vector_literal
+from .indexes import _raw as raw_bytes
 
-__all__ = ["write_batch"]
+__all__ = ["node_statements", "write_batch"]
 
 Statement = tuple[str, dict[str, Any]]
 _ROWS = 512  # memories per node statement
@@ -112,25 +114,46 @@ def write_batch(part: Target, batch: WriteBatch) -> None:
         if extra:
             links.extend((node_id, target, relation, strength) for target, relation, strength in extra)
     # -- 2. the writes ----------------------------------------------------------------------
-    rows = [[n.id, node_props(n)] for n in nodes]
-    writes: list[Statement] = [(q.CREATE_NODES, {"rows": rows[start:start + _ROWS]})
-                               for start in range(0, len(rows), _ROWS)]
-    part.vectors.add(ids, vectors, into=writes)
-    part.keywords.add_many([(n.id, n.content, n.session_id) for n in nodes], into=writes)
-    writes += _edge_statements(links, batch.created_at)
+    writes = node_statements(nodes, vectors)
+    edges = _edge_rows(links)
+    if edges:  # the edges ride on the last node statement: a batch of one chunk is one atomic step
+        query, params = writes[-1]
+        writes[-1] = (q.write_edges(sorted({r[2] for r in edges}), after=query),
+                      {**params, "edges": edges, "created_at": float(batch.created_at)})
     part.graph_key.write_many(writes)
     part.written(nodes, {i for source, target, _, _ in links for i in (source, target)})
 
 
-def _edge_statements(links: Sequence[tuple[str, str, AnyRelation, float]], created_at: float) -> list[Statement]:
-    """`GraphStore.put_links`: each edge replaces one of the same (source, target, relation);
-    a later one of the batch replaces an earlier one, taking its later number."""
+def node_statements(nodes: Sequence[MemoryNode], vectors: np.ndarray[Any, np.dtype[np.float32]]) -> list[Statement]:
+    """`cypher.WRITE_NODES` of the nodes, `_ROWS` a statement: what `CREATE_NODES`,
+    `FalkorVectorIndex.add` and `FalkorKeywordIndex.add_many` write, in one statement per chunk.
+    The rows are one Cypher literal (the vectors written as `vector_literal` writes them)."""
+    from falkordb.helpers import stringify_param_value
+
+    out: list[Statement] = []
+    for start in range(0, len(nodes), _ROWS):
+        chunk = zip(nodes[start:start + _ROWS], vectors[start:start + _ROWS], strict=True)
+        rows = ", ".join(f"[{quote(n.id)}, {stringify_param_value(node_props(n))}, "
+                         f"{stringify_param_value(index_terms(_text(n)))}, {vector_literal(v)}, '{raw_bytes(v)}']"
+                         for n, v in chunk)
+        out.append((q.WRITE_NODES, {"rows": Literal(f"[{rows}]")}))
+    return out
+
+
+def _text(node: MemoryNode) -> str:
+    if not isinstance(node.content, str):
+        raise InvalidInputError(f"keyword text must be a string, got {type(node.content).__name__} for {node.id!r}")
+    return node.content
+
+
+def _edge_rows(links: Sequence[tuple[str, str, AnyRelation, float]]) -> list[list[Any]]:
+    """The rows of `cypher.write_edges`, as `GraphStore.put_links` puts them: each edge replaces
+    one of the same (source, target, relation); a later one of the batch replaces an earlier one,
+    taking its later number."""
     latest: dict[tuple[str, str, AnyRelation], tuple[float, int]] = {}
     for source, target, relation, strength in links:
         key = (source, target, relation)
         latest.pop(key, None)
         latest[key] = (float(strength), next_seq())
-    by_type: dict[str, list[list[Any]]] = {}
-    for (source, target, relation), (strength, seq) in latest.items():
-        by_type.setdefault(q.rel_type(relation), []).append([source, target, strength, seq])
-    return [(q.create_edges(kind), {"rows": rows, "created_at": float(created_at)}) for kind, rows in by_type.items()]
+    return [[source, target, q.rel_type(relation), strength, seq]
+            for (source, target, relation), (strength, seq) in latest.items()]
