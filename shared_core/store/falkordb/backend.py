@@ -104,11 +104,12 @@ class FalkorDBBackend(BackendBase):
             if known is not None and known.call == call:
                 return known
         key = self.key(namespace)
-        exists = bool(self.conn.command("EXISTS", key))
+        exists, snapshot = self.conn.exists_and_read(key, FalkorPartition.SNAPSHOT)  # one round trip
         if not exists and not create:
             return None
         with self._lock:
             part = self._parts.get(namespace)
+            upgraded = part is None and exists
             if part is None:
                 part = self._parts[namespace] = FalkorPartition(GraphKey(self.conn, key), namespace, self.dim)
                 if exists:
@@ -116,7 +117,9 @@ class FalkorDBBackend(BackendBase):
                     self._upgrade(part)
         if not exists:
             self._create_schema(part)
-        part.begin(call)  # every atlas call asks for its partition first: a fresh view of the server
+        # every atlas call asks for its partition first: a fresh view of the server (the counters
+        # read with EXISTS, unless the graph was just upgraded or created)
+        part.begin(call, snapshot if exists and not upgraded else None)
         return part
 
     def _create_schema(self, part: FalkorPartition) -> None:

@@ -163,11 +163,14 @@ class FalkorPartition(PartitionBase):
         self._last_turn = 0  # the counter as this process last moved or read it
         self.call: int | None = None  # the atlas call this partition was last handed out in
 
-    def begin(self, call: int | None = None) -> None:
+    def begin(self, call: int | None = None, snapshot: Sequence[Sequence[Sequence[Any]]] | None = None) -> None:
         """A new atlas call (numbered ``call`` by the atlas's `CallLock`, None outside one):
-        forget what the previous one read (see `ReadCache`)."""
+        forget what the previous one read (see `ReadCache`); ``snapshot``, the rows of `SNAPSHOT`
+        read just now, starts the new view."""
         self.call = call
         self._cache.clear()
+        if snapshot is not None:
+            self._take_snapshot(snapshot)
         self._cosines.clear()
         self.vectors.forget()
 
@@ -218,11 +221,17 @@ class FalkorPartition(PartitionBase):
     def remember_cosines(self, query: Vector, values: dict[str, float]) -> None:
         self._cosines.add(query, values)
 
+    #: The statements of `_snapshot` (`FalkorDBBackend.partition` sends them with its ``EXISTS``).
+    SNAPSHOT: tuple[tuple[str, dict[str, Any]], ...] = ((q.GET_TURN, {}), (q.SUPERSEDED_COUNT, {}),
+                                                        (q.BOUNDED_COUNT, {}))
+
     def _snapshot(self) -> None:
         """The write counter, the superseded count and `bounded_nodes`, in one round trip (a recall
         asks for all three)."""
-        turn, superseded, bounded = self._g.read_many([(q.GET_TURN, {}), (q.SUPERSEDED_COUNT, {}),
-                                                       (q.BOUNDED_COUNT, {})])
+        self._take_snapshot(self._g.read_many(self.SNAPSHOT))
+
+    def _take_snapshot(self, rows: Sequence[Sequence[Sequence[Any]]]) -> None:
+        turn, superseded, bounded = rows
         self._last_turn = self._cache.turn = int(turn[0][0]) if turn and turn[0][0] is not None else 0
         self._cache.superseded_count = int(superseded[0][0]) if superseded else 0
         self._cache.bounded = int(bounded[0][0]) if bounded else 0
