@@ -7,13 +7,23 @@ order), with the server asked twice instead of several times per memory:
 1. one pipelined read: each new vector's nearest stored memories (with their superseded flag,
    so superseded ones are dropped without asking again), and each session's newest tracked
    memory (the ``before`` edge's source);
-2. one pipelined write: the nodes with their tracking (session order and time index), their
-   vectors and BM25 terms (the statements of `FalkorVectorIndex.add` and
-   `FalkorKeywordIndex.add_many`), then the edges, one ``UNWIND`` statement per relation,
-   each edge numbered as `put_edge` would number it.
+2. one write: `cypher.WRITE_NODES` per 512 memories, each memory's node with its tracking
+   (session order and time index), BM25 terms and vector node in one statement, the counters
+   once; the last statement also creates the edges (`cypher.write_edges`), each numbered as
+   `put_edge` would number it.
 
-Each statement is atomic; a failure part-way leaves what the default would leave after the same
-step, and the engine removes the batch's memories (as after any failed write).
+A statement is atomic (the server undoes one that fails part-way), so a batch of up to 512
+memories, an ``add_memory`` among them, is written whole or not at all; a larger batch refused
+after its first statements leaves their memories, which the engine removes (as after any
+failed write).
+
+The edges' rows, one per (source, target, relation), the later of two kept:
+
+>>> from shared_core.values.model import Relation
+>>> rows = _edge_rows([("a", "b", Relation.SIMILAR_TO, 0.5), ("b", "c", Relation.BEFORE, 1.0),
+...                    ("a", "b", Relation.SIMILAR_TO, 0.75)])
+>>> [row[:4] for row in rows]
+[['b', 'c', 'BEFORE', 1.0], ['a', 'b', 'SIMILAR_TO', 0.75]]
 """
 
 from __future__ import annotations
