@@ -266,6 +266,14 @@ WRITE_NODES = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0
                "c.docs = coalesce(c.docs, 0) + docs, c.tokens = coalesce(c.tokens, 0) + tokens, "
                "c.kwseq = base + size($rows)")
 
+# `VECTOR_SEARCH_FLAGGED` of each query vector of $queries in one statement: rows [index of the
+# query, id, distance, superseded], each query's $k best (by distance, then id)
+VECTOR_SEARCH_MANY = ("OPTIONAL MATCH (c:Atlas) WITH $k + coalesce(c.stale, 0) AS wanted "
+                      "UNWIND range(0, size($queries) - 1) AS qi "
+                      "CALL db.idx.vector.queryNodes('Embedding', 'embedding', wanted, vecf32($queries[qi])) "
+                      "YIELD node, score WITH qi, node.id AS id, score ORDER BY qi, score, id "
+                      "WITH qi, collect([id, score])[0..$k] AS hits UNWIND hits AS hit "
+                      "OPTIONAL MATCH (n:Memory {id: hit[0]}) RETURN qi, hit[0], hit[1], n.superseded")
 
 def write_edges(kinds: Sequence[str], *, after: str = "") -> str:
     """`create_edges` of every row ``[source, target, kind, strength, seq]`` of ``$edges`` in one

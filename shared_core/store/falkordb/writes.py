@@ -41,7 +41,7 @@ from ..vector_math import batch_pairs, merge_links
 from . import cypher as q
 from .client import GraphKey, Literal
 from .graph import next_seq, node_props
-from .indexes import FalkorKeywordIndex, FalkorVectorIndex, query_literal, quote, vector_literal
+from .indexes import FalkorKeywordIndex, FalkorVectorIndex, quote, vector_literal
 from .indexes import _raw as raw_bytes
 
 __all__ = ["node_statements", "write_batch"]
@@ -91,19 +91,23 @@ def write_batch(part: Target, batch: WriteBatch) -> None:
     sessions = [n.session_id for n in nodes]
     # -- 1. the reads ------------------------------------------------------------------------
     reads: list[Statement] = []
+    literals = [vector_literal(v) for v in vectors]  # each vector's text, for the search and the write
     spare = 0
     if top > 0:
         superseded = len(part.inactive)
         spare = min(superseded, 8) + 1 if superseded else 0  # as the default: room for superseded ones
-        reads += [(q.VECTOR_SEARCH_FLAGGED, {"k": top + spare, "query": query_literal(v)}) for v in vectors]
+        queries = Literal("[" + ",".join(literals) + "]")
+        reads.append((q.VECTOR_SEARCH_MANY, {"k": top + spare, "queries": queries}))
     first_of: list[str | None] = list(dict.fromkeys(sessions)) if batch.link_temporal else []
     reads += [(q.session_ids(s, newest_first=True), {"limit": 1} if s is None else {"limit": 1, "session": s})
               for s in first_of]
     results = part.graph_key.read_many(reads) if reads else []
-    searched = len(ids) if top > 0 else 0
+    searched = 1 if top > 0 else 0
     similar: list[list[tuple[str | int, float]]] = [[] for _ in ids]
     if top > 0:
-        found = [[(str(i), _sim(d), bool(flag)) for i, d, flag in rows] for rows in results[:searched]]
+        found: list[list[tuple[str, float, bool]]] = [[] for _ in ids]
+        for qi, i, d, flag in sorted(results[0], key=lambda row: (int(row[0]), float(row[2]), str(row[1]))):
+            found[int(qi)].append((str(i), _sim(d), bool(flag)))
         hits = [[(i, s) for i, s, _ in rows if s >= batch.min_similarity] for rows in found]
         flagged = {i for rows in found for i, _, flag in rows if flag}
         merged = merge_links(hits, *batch_pairs(vectors, batch.min_similarity), top + spare)
@@ -124,7 +128,7 @@ def write_batch(part: Target, batch: WriteBatch) -> None:
         if extra:
             links.extend((node_id, target, relation, strength) for target, relation, strength in extra)
     # -- 2. the writes ----------------------------------------------------------------------
-    writes = node_statements(nodes, vectors)
+    writes = node_statements(nodes, vectors, literals)
     edges = _edge_rows(links)
     if edges:  # the edges ride on the last node statement: a batch of one chunk is one atomic step
         query, params = writes[-1]
@@ -134,18 +138,22 @@ def write_batch(part: Target, batch: WriteBatch) -> None:
     part.written(nodes, {i for source, target, _, _ in links for i in (source, target)})
 
 
-def node_statements(nodes: Sequence[MemoryNode], vectors: np.ndarray[Any, np.dtype[np.float32]]) -> list[Statement]:
+def node_statements(nodes: Sequence[MemoryNode], vectors: np.ndarray[Any, np.dtype[np.float32]],
+                    literals: Sequence[str] | None = None) -> list[Statement]:
     """`cypher.WRITE_NODES` of the nodes, `_ROWS` a statement: what `CREATE_NODES`,
     `FalkorVectorIndex.add` and `FalkorKeywordIndex.add_many` write, in one statement per chunk.
-    The rows are one Cypher literal (the vectors written as `vector_literal` writes them)."""
+    The rows are one Cypher literal, the vectors as `vector_literal` writes them (``literals``,
+    when the caller has them already)."""
     from falkordb.helpers import stringify_param_value
 
     out: list[Statement] = []
     for start in range(0, len(nodes), _ROWS):
-        chunk = zip(nodes[start:start + _ROWS], vectors[start:start + _ROWS], strict=True)
+        texts = literals[start:start + _ROWS] if literals is not None else \
+            [vector_literal(v) for v in vectors[start:start + _ROWS]]
+        chunk = zip(nodes[start:start + _ROWS], vectors[start:start + _ROWS], texts, strict=True)
         rows = ", ".join(f"[{quote(n.id)}, {stringify_param_value(node_props(n))}, "
-                         f"{stringify_param_value(index_terms(_text(n)))}, {vector_literal(v)}, '{raw_bytes(v)}']"
-                         for n, v in chunk)
+                         f"{stringify_param_value(index_terms(_text(n)))}, {text}, '{raw_bytes(v)}']"
+                         for n, v, text in chunk)
         out.append((q.WRITE_NODES, {"rows": Literal(f"[{rows}]")}))
     return out
 
