@@ -71,7 +71,8 @@ def _no_prefetch(ids: Sequence[str], *, edges: bool = False) -> None:
 
 def vector_literal(vector: npt.NDArray[np.float32]) -> Literal:
     """A float32 vector as a Cypher list literal (9 significant digits: exact for float32)."""
-    return Literal("[" + ",".join(np.char.mod("%.9g", np.asarray(vector, dtype=np.float32)).tolist()) + "]")
+    values = np.asarray(vector, dtype=np.float32).tolist()  # Python's % on floats: twice np.char.mod's speed
+    return Literal("[" + ",".join(["%.9g" % x for x in values]) + "]")  # noqa: UP031
 
 
 def query_literal(vector: npt.NDArray[np.float32]) -> Literal:
