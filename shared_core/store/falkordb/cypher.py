@@ -317,6 +317,10 @@ def batch_rescale(decay_unit: str, weight_model: str, *, reinforce: bool) -> str
 _COSINE = "vec.cosineDistance(e.embedding, vecf32($vector))"
 SUPERSEDED_COUNT = "MATCH (n:Memory) WHERE n.superseded = true RETURN count(n)"
 BOUNDED_COUNT = "MATCH (n:Memory) WHERE n.bounded = true RETURN count(n)"
+# `GET_TURN`, `SUPERSEDED_COUNT` and `BOUNDED_COUNT` in one statement (one row)
+COUNTERS = ("OPTIONAL MATCH (c:Atlas) WITH c.turn AS turn "
+            "OPTIONAL MATCH (n:Memory) WHERE n.superseded = true WITH turn, count(n) AS superseded "
+            "OPTIONAL MATCH (m:Memory) WHERE m.bounded = true RETURN turn, superseded, count(m)")
 VECTORS_AMONG = f"UNWIND $ids AS id MATCH (e:Embedding {{id: id}}) RETURN e.id, {_VECTOR}"
 BETWEEN_COSINE = ("MATCH (n:Memory) WHERE n.tracked AND n.timestamp >= $start AND n.timestamp < $end "
                   f"OPTIONAL MATCH (e:Embedding {{id: n.id}}) RETURN n.id, {_COSINE} ORDER BY n.timestamp, n.id")

@@ -222,19 +222,19 @@ class FalkorPartition(PartitionBase):
         self._cosines.add(query, values)
 
     #: The statements of `_snapshot` (`FalkorDBBackend.partition` sends them with its ``EXISTS``).
-    SNAPSHOT: tuple[tuple[str, dict[str, Any]], ...] = ((q.GET_TURN, {}), (q.SUPERSEDED_COUNT, {}),
-                                                        (q.BOUNDED_COUNT, {}))
+    SNAPSHOT: tuple[tuple[str, dict[str, Any]], ...] = ((q.COUNTERS, {}),)
 
     def _snapshot(self) -> None:
-        """The write counter, the superseded count and `bounded_nodes`, in one round trip (a recall
+        """The write counter, the superseded count and `bounded_nodes`, in one statement (a recall
         asks for all three)."""
         self._take_snapshot(self._g.read_many(self.SNAPSHOT))
 
-    def _take_snapshot(self, rows: Sequence[Sequence[Sequence[Any]]]) -> None:
-        turn, superseded, bounded = rows
-        self._last_turn = self._cache.turn = int(turn[0][0]) if turn and turn[0][0] is not None else 0
-        self._cache.superseded_count = int(superseded[0][0]) if superseded else 0
-        self._cache.bounded = int(bounded[0][0]) if bounded else 0
+    def _take_snapshot(self, results: Sequence[Sequence[Sequence[Any]]]) -> None:
+        rows = results[0]
+        turn, superseded, bounded = rows[0] if rows else (None, 0, 0)
+        self._last_turn = self._cache.turn = 0 if turn is None else int(turn)
+        self._cache.superseded_count = int(superseded or 0)
+        self._cache.bounded = int(bounded or 0)
 
     @property
     def turn(self) -> int:
