@@ -33,16 +33,14 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ...values.errors import InvalidInputError, NamespaceViolationError
+from ...values.errors import NamespaceViolationError
 from ...values.model import AnyRelation, MemoryNode, Relation
 from ..contract import WriteBatch
-from ..terms import index_terms
 from ..vector_math import batch_pairs, merge_links
 from . import cypher as q
 from .client import GraphKey, Literal
 from .graph import next_seq, node_props
-from .indexes import FalkorKeywordIndex, FalkorVectorIndex, quote, vector_literal
-from .indexes import _raw as raw_bytes
+from .indexes import FalkorKeywordIndex, FalkorVectorIndex, quote
 
 __all__ = ["node_statements", "write_batch"]
 
@@ -90,13 +88,16 @@ def write_batch(part: Target, batch: WriteBatch) -> None:
     top = batch.similar_top
     sessions = [n.session_id for n in nodes]
     # -- 1. the reads ------------------------------------------------------------------------
+    encoded: list[tuple[Literal, str]] = []  # each vector's text and raw bytes, for the search and the write
+    part.vectors.add(ids, vectors, rows=encoded)
+    terms: list[list[str]] = []
+    part.keywords.add_many([(n.id, n.content, n.session_id) for n in nodes], terms=terms)
     reads: list[Statement] = []
-    literals = [vector_literal(v) for v in vectors]  # each vector's text, for the search and the write
     spare = 0
     if top > 0:
         superseded = len(part.inactive)
         spare = min(superseded, 8) + 1 if superseded else 0  # as the default: room for superseded ones
-        queries = Literal("[" + ",".join(literals) + "]")
+        queries = Literal("[" + ",".join(text for text, _ in encoded) + "]")
         reads.append((q.VECTOR_SEARCH_MANY, {"k": top + spare, "queries": queries}))
     first_of: list[str | None] = list(dict.fromkeys(sessions)) if batch.link_temporal else []
     reads += [(q.session_ids(s, newest_first=True), {"limit": 1} if s is None else {"limit": 1, "session": s})
@@ -128,7 +129,7 @@ def write_batch(part: Target, batch: WriteBatch) -> None:
         if extra:
             links.extend((node_id, target, relation, strength) for target, relation, strength in extra)
     # -- 2. the writes ----------------------------------------------------------------------
-    writes = node_statements(nodes, vectors, literals)
+    writes = node_statements(nodes, encoded, terms)
     edges = _edge_rows(links)
     if edges:  # the edges ride on the last node statement: a batch of one chunk is one atomic step
         query, params = writes[-1]
@@ -138,30 +139,22 @@ def write_batch(part: Target, batch: WriteBatch) -> None:
     part.written(nodes, {i for source, target, _, _ in links for i in (source, target)})
 
 
-def node_statements(nodes: Sequence[MemoryNode], vectors: np.ndarray[Any, np.dtype[np.float32]],
-                    literals: Sequence[str] | None = None) -> list[Statement]:
+def node_statements(nodes: Sequence[MemoryNode], vectors: Sequence[tuple[str, str]],
+                    terms: Sequence[Sequence[str]]) -> list[Statement]:
     """`cypher.WRITE_NODES` of the nodes, `_ROWS` a statement: what `CREATE_NODES`,
     `FalkorVectorIndex.add` and `FalkorKeywordIndex.add_many` write, in one statement per chunk.
-    The rows are one Cypher literal, the vectors as `vector_literal` writes them (``literals``,
-    when the caller has them already)."""
+    ``vectors`` and ``terms`` are each node's, as those two give them (``rows=``, ``terms=``); the
+    rows are one Cypher literal."""
     from falkordb.helpers import stringify_param_value
 
     out: list[Statement] = []
     for start in range(0, len(nodes), _ROWS):
-        texts = literals[start:start + _ROWS] if literals is not None else \
-            [vector_literal(v) for v in vectors[start:start + _ROWS]]
-        chunk = zip(nodes[start:start + _ROWS], vectors[start:start + _ROWS], texts, strict=True)
+        chunk = zip(nodes[start:start + _ROWS], vectors[start:start + _ROWS], terms[start:start + _ROWS], strict=True)
         rows = ", ".join(f"[{quote(n.id)}, {stringify_param_value(node_props(n))}, "
-                         f"{stringify_param_value(index_terms(_text(n)))}, {text}, '{raw_bytes(v)}']"
-                         for n, v, text in chunk)
+                         f"{stringify_param_value(list(words))}, {text}, '{raw}']"
+                         for n, (text, raw), words in chunk)
         out.append((q.WRITE_NODES, {"rows": Literal(f"[{rows}]")}))
     return out
-
-
-def _text(node: MemoryNode) -> str:
-    if not isinstance(node.content, str):
-        raise InvalidInputError(f"keyword text must be a string, got {type(node.content).__name__} for {node.id!r}")
-    return node.content
 
 
 def _edge_rows(links: Sequence[tuple[str, str, AnyRelation, float]]) -> list[list[Any]]:
