@@ -240,13 +240,7 @@ def bm25(*, session: bool, among: bool, tail: str = "RETURN n.id, score") -> str
 
 
 # -- a batch write in one round trip (`shared_core.store.falkordb.writes`) -----------------------
-# rows [id, props]: `PUT_NODE` and `TRACK` of each, in order, in one statement
-CREATE_NODES = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0 WITH c, coalesce(c.seq, 0) AS seq "
-                "UNWIND range(0, size($rows) - 1) AS j WITH c, seq, j, $rows[j] AS row "
-                "MERGE (n:Memory {id: row[0]}) "
-                "SET n += row[1], n.tracked = true, n.pos = coalesce(n.pos, seq + j + 1) "
-                "WITH DISTINCT c, seq SET c.seq = seq + size($rows)")
-# rows [id, props, terms, vector, raw]: `CREATE_NODES`, `SET_VECTORS` and `SET_TERMS` of each, in
+# rows [id, props, terms, vector, raw]: `PUT_NODE`, `TRACK`, `SET_VECTORS` and `SET_TERMS` of each, in
 # order, in one statement (each memory's node, tracking, BM25 terms and vector node; the counters once)
 WRITE_NODES = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0, c.docs = 0, c.tokens = 0, "
                "c.kwseq = 0 "
@@ -266,8 +260,8 @@ WRITE_NODES = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0
                "c.docs = coalesce(c.docs, 0) + docs, c.tokens = coalesce(c.tokens, 0) + tokens, "
                "c.kwseq = base + size($rows)")
 
-# `VECTOR_SEARCH_FLAGGED` of each query vector of $queries in one statement: rows [index of the
-# query, id, distance, superseded], each query's $k best (by distance, then id)
+# `VECTOR_SEARCH` of each query vector of $queries in one statement: rows [index of the query,
+# id, distance, the hit's superseded flag], each query's $k best (by distance, then id)
 VECTOR_SEARCH_MANY = ("OPTIONAL MATCH (c:Atlas) WITH $k + coalesce(c.stale, 0) AS wanted "
                       "UNWIND range(0, size($queries) - 1) AS qi "
                       "CALL db.idx.vector.queryNodes('Embedding', 'embedding', wanted, vecf32($queries[qi])) "
@@ -275,8 +269,9 @@ VECTOR_SEARCH_MANY = ("OPTIONAL MATCH (c:Atlas) WITH $k + coalesce(c.stale, 0) A
                       "WITH qi, collect([id, score])[0..$k] AS hits UNWIND hits AS hit "
                       "OPTIONAL MATCH (n:Memory {id: hit[0]}) RETURN qi, hit[0], hit[1], n.superseded")
 
+
 def write_edges(kinds: Sequence[str], *, after: str = "") -> str:
-    """`create_edges` of every row ``[source, target, kind, strength, seq]`` of ``$edges`` in one
+    """`put_edge` (no metadata) of every row ``[source, target, kind, strength, seq]`` of ``$edges`` in one
     statement (``kinds`` the relationship types the rows use), run after ``after`` (a statement
     ending in a single row, such as `WRITE_NODES`, so that both are one atomic step)."""
     creates = " ".join(f"FOREACH (_ IN CASE WHEN r[2] = '{kind}' THEN [1] ELSE [] END | "
@@ -287,21 +282,6 @@ def write_edges(kinds: Sequence[str], *, after: str = "") -> str:
     return (f"{head}UNWIND $edges AS r MATCH (a:Memory {{id: r[0]}}), (b:Memory {{id: r[1]}}) "
             f"OPTIONAL MATCH (a)-[old]->(b) WHERE type(old) = r[2] DELETE old "
             f"WITH DISTINCT a, b, r {creates}")
-
-
-# `VECTOR_SEARCH` with each hit's superseded flag
-VECTOR_SEARCH_FLAGGED = VECTOR_SEARCH.replace(
-    "RETURN node.id, score ORDER BY score, node.id LIMIT $k",
-    "WITH node, score ORDER BY score, node.id LIMIT $k OPTIONAL MATCH (n:Memory {id: node.id}) "
-    "RETURN node.id, score, n.superseded")
-
-
-def create_edges(kind: str) -> str:
-    """`put_edge` of each row ``[source, target, strength, seq]`` of type ``kind`` (no metadata)."""
-    return (f"UNWIND $rows AS r MATCH (a:Memory {{id: r[0]}}), (b:Memory {{id: r[1]}}) "
-            f"OPTIONAL MATCH (a)-[old:{kind}]->(b) DELETE old "
-            f"WITH DISTINCT a, b, r "
-            f"CREATE (a)-[:{kind} {{strength: r[2], created_at: $created_at, metadata: null, seq: r[3]}}]->(b)")
 
 
 # -- one-round-trip forms of recall (`shared_core.store.falkordb.paths`) ----------------------

@@ -141,8 +141,8 @@ def write_batch(part: Target, batch: WriteBatch) -> None:
 
 def node_statements(nodes: Sequence[MemoryNode], vectors: Sequence[tuple[str, str]],
                     terms: Sequence[Sequence[str]]) -> list[Statement]:
-    """`cypher.WRITE_NODES` of the nodes, `_ROWS` a statement: what `CREATE_NODES`,
-    `FalkorVectorIndex.add` and `FalkorKeywordIndex.add_many` write, in one statement per chunk.
+    """`cypher.WRITE_NODES` of the nodes, `_ROWS` a statement: what `GraphStore.put_node`,
+    tracking, `FalkorVectorIndex.add` and `FalkorKeywordIndex.add_many` write, in one statement per chunk.
     ``vectors`` and ``terms`` are each node's, as those two give them (``rows=``, ``terms=``); the
     rows are one Cypher literal."""
     from falkordb.helpers import stringify_param_value
