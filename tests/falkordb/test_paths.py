@@ -199,19 +199,26 @@ def test_a_batch_write_stores_what_the_default_stores(prefixed_url: str) -> None
 
 def test_a_batch_write_refused_half_way_leaves_nothing(shared_atlas: Callable[..., ElasticMemoryAtlas],
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """The server refuses a statement of the write pipeline after the nodes' one ran: the write
-    raises and the atlas removes what the statements before it wrote (BM25's counts too)."""
-    from shared_core.store.falkordb import indexes
+    """A batch written in several statements (two memories each), the last refused by the server
+    part-way through (after its nodes, in its edges): the server undoes that statement, the write
+    raises, and the atlas removes what the statements before it wrote (BM25's counts too)."""
+    from shared_core.store.falkordb import cypher, writes
     from shared_core.values.errors import BackendError
 
     atlas = shared_atlas()
     atlas.add_memories([f"note {i} about {t}" for i, t in enumerate(TOPICS)], namespace="p", session_id="s")
     before = _state(_partition(atlas))
-    monkeypatch.setattr(indexes, "vector_statements", lambda ids, vectors: [("RETURN nonexistent_function(1)", {})])
-    with pytest.raises(BackendError):
-        atlas.add_memories(["coffee again", "trains again"], namespace="p", session_id="s")
+    edges = cypher.write_edges
+    monkeypatch.setattr(writes, "_ROWS", 2)
+    monkeypatch.setattr(cypher, "write_edges", lambda kinds, after="": (  # a division by zero at run time
+        edges(kinds, after=after) + " WITH r RETURN 1 / (size(r) - 5)"))
+    with pytest.raises(BackendError, match=r"(?i)division by zero"):
+        atlas.add_memories(["coffee again", "trains again", "the dentist again", "chess again", "a bicycle"],
+                           namespace="p", session_id="s")
     monkeypatch.undo()
     assert _state(_partition(atlas)) == before
+    atlas.add_memories(["coffee again"], namespace="p", session_id="s")  # and the namespace takes writes again
+    assert len(_state(_partition(atlas))[0]) == len(before[0]) + 1
 
 
 def _state(part: FalkorPartition) -> tuple[object, ...]:

@@ -13,6 +13,7 @@ import redis
 
 from shared_core import ElasticMemoryAtlas, HashingEmbedder, InvalidInputError, ReplicationError
 from shared_core.store.falkordb import FalkorDBBackend, parse_url
+from shared_core.store.falkordb.calls import CallLock
 from shared_core.store.falkordb.client import graph_key
 
 from ._server import drop_all, fresh_prefix, session_cluster
@@ -50,7 +51,8 @@ def test_the_keyword_replaces_the_urls_option(falkordb_url: str) -> None:
     try:
         assert (backend.settings.replicas, backend.settings.replica_timeout) == (0, 9.0)
         assert backend.conn.confirmations is None
-        assert backend.attach(dim=8, config=None) is None  # no replicas asked: a plain lock
+        lock = backend.attach(dim=8, config=None)  # no replicas asked: a lock that confirms nothing
+        assert type(lock) is CallLock and backend.attach(dim=8, config=None) is lock
     finally:
         backend.close()
 

@@ -20,6 +20,7 @@ from ...values.errors import BackendError, InvalidInputError
 from ..base import BackendBase
 from ..contract import AtlasLock
 from . import cypher as q
+from .calls import CallLock
 from .client import Connection, GraphKey, Settings, graph_key, namespace_of, parse_url
 from .partition import FalkorPartition
 from .replication import ConfirmingLock
@@ -55,6 +56,7 @@ class FalkorDBBackend(BackendBase):
         self.conn = Connection(self.settings)
         self._parts: dict[str, FalkorPartition] = {}
         self._lock = threading.Lock()
+        self._calls: CallLock | None = None  # the atlas's lock, once attached
         self.conn.ping()
 
     @classmethod
@@ -64,10 +66,15 @@ class FalkorDBBackend(BackendBase):
         return cls(parse_url(url), dim=dim, replicas=replicas, replica_timeout=replica_timeout)
 
     def attach(self, *, dim: int, config: AtlasConfig | None) -> AtlasLock | None:
-        """With ``replicas``, the lock that raises `ReplicationError` when an atlas call whose
-        writes too few replicas confirmed ends; otherwise None (a plain lock)."""
-        confirmations = self.conn.confirmations
-        return None if confirmations is None else ConfirmingLock(confirmations)
+        """The atlas's lock, a `CallLock` (one per backend): within one atlas call a partition
+        is handed out again without asking the server (see `partition`). With ``replicas``, a
+        `ConfirmingLock`: it raises `ReplicationError` when an atlas call whose writes too few
+        replicas confirmed ends."""
+        with self._lock:
+            if self._calls is None:
+                confirmations = self.conn.confirmations
+                self._calls = CallLock() if confirmations is None else ConfirmingLock(confirmations)
+            return self._calls
 
     def confirm(self) -> None:
         """Raise `ReplicationError` for this thread's first write since the last check that too
@@ -86,31 +93,33 @@ class FalkorDBBackend(BackendBase):
         return graph_key(self.settings.prefix, check.namespace(namespace))
 
     def partition(self, namespace: str, *, create: bool = False) -> FalkorPartition | None:
-        """The namespace's partition with a fresh view of the server (see `FalkorPartition.begin`).
-        Without ``create`` (a read, mostly) the graph's bookkeeping counts are read in the round
-        trip that tells whether it exists (`cypher.SNAPSHOT`: one row whenever the graph does)."""
+        """The namespace's partition with a fresh view of the server (`FalkorPartition.begin`),
+        or None if it has no graph (unless ``create``). Within one atlas call (the attached lock
+        held: `CallLock`), a partition already handed out in that call comes back as it is,
+        without asking the server again: the call keeps the view it started with."""
+        call = None if self._calls is None else self._calls.current()
+        if call is not None:
+            with self._lock:
+                known = self._parts.get(namespace)
+            if known is not None and known.call == call:
+                return known
         key = self.key(namespace)
-        snapshot = None
-        if create:
-            exists = bool(self.conn.command("EXISTS", key))
-        else:
-            rows = self.conn.run(key, q.SNAPSHOT)
-            if not rows:
-                return None
-            exists, snapshot = True, rows[0]
+        exists, snapshot = self.conn.exists_and_read(key, FalkorPartition.SNAPSHOT)  # one round trip
+        if not exists and not create:
+            return None
         with self._lock:
             part = self._parts.get(namespace)
+            upgraded = part is None and exists
             if part is None:
                 part = self._parts[namespace] = FalkorPartition(GraphKey(self.conn, key), namespace, self.dim)
-                snapshot = None  # read again after an upgrade (which may flag memories)
                 if exists:
                     self._check_dimension(part)
                     self._upgrade(part)
         if not exists:
             self._create_schema(part)
-        part.begin()  # every atlas call asks for its partition first: a fresh view of the server
-        if snapshot is not None:
-            part.absorb_snapshot(snapshot)
+        # every atlas call asks for its partition first: a fresh view of the server (the counters
+        # read with EXISTS, unless the graph was just upgraded or created)
+        part.begin(call, snapshot if exists and not upgraded else None)
         return part
 
     def _create_schema(self, part: FalkorPartition) -> None:

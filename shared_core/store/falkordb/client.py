@@ -429,6 +429,35 @@ class Connection:
             out.append(_rows(response))
         return out
 
+    def exists_and_read(self, key: str, statements: Sequence[tuple[str, Mapping[str, Any]]]
+                        ) -> tuple[bool, list[list[list[Any]]]]:
+        """Whether graph ``key`` exists, and the rows of read-only ``statements`` on it (none if it
+        does not), in one round trip."""
+        commands = [["GRAPH.RO_QUERY", key, _params_header(params) + query, "--compact"]
+                    for query, params in statements]
+
+        def call() -> Any:
+            pipe = self._db.connection.pipeline(transaction=False)
+            pipe.execute_command("EXISTS", key)
+            for command in commands:
+                pipe.execute_command(*command)
+            return self._unless_transient(pipe.execute(raise_on_error=False))
+
+        exists, *responses = self._retrying(call, "EXISTS")
+        if isinstance(exists, self._response_error):
+            raise BackendError(f"FalkorDB at {self.settings.url} refused EXISTS: {exists}")
+        if not exists:
+            return False, [[] for _ in statements]
+        out: list[list[list[Any]]] = []
+        for response in responses:
+            if isinstance(response, self._response_error):
+                if "empty key" in str(response):  # deleted between the two commands
+                    out.append([])
+                    continue
+                raise BackendError(f"FalkorDB at {self.settings.url} refused a query: {response}")
+            out.append(_rows(response))
+        return True, out
+
     @property
     def cluster(self) -> bool:
         """Whether the server is a node of a Redis Cluster (the client then routes each graph key

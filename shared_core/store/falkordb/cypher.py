@@ -240,30 +240,54 @@ def bm25(*, session: bool, among: bool, tail: str = "RETURN n.id, score") -> str
 
 
 # -- a batch write in one round trip (`shared_core.store.falkordb.writes`) -----------------------
-# rows [id, props]: `PUT_NODE` and `TRACK` of each, in order, in one statement
-CREATE_NODES = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0 WITH c, coalesce(c.seq, 0) AS seq "
-                "UNWIND range(0, size($rows) - 1) AS j WITH c, seq, j, $rows[j] AS row "
-                "MERGE (n:Memory {id: row[0]}) "
-                "SET n += row[1], n.tracked = true, n.pos = coalesce(n.pos, seq + j + 1) "
-                "WITH DISTINCT c, seq SET c.seq = seq + size($rows)")
+# rows [id, props, terms, vector, raw]: `PUT_NODE`, `TRACK`, `SET_VECTORS` and `SET_TERMS` of each, in
+# order, in one statement (each memory's node, tracking, BM25 terms and vector node; the counters once)
+WRITE_NODES = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0, c.docs = 0, c.tokens = 0, "
+               "c.kwseq = 0 "
+               "WITH c, coalesce(c.seq, 0) AS seq, coalesce(c.kwseq, 0) AS base "
+               "UNWIND range(0, size($rows) - 1) AS j WITH c, seq, base, j, $rows[j] AS row "
+               "MERGE (n:Memory {id: row[0]}) WITH c, seq, base, j, row, n, n.terms AS old "
+               "SET n += row[1], n.tracked = true, n.pos = coalesce(n.pos, seq + j + 1), "
+               "n.terms = row[2], n.kwseq = base + j + 1 "
+               "WITH c, seq, base, row, old OPTIONAL MATCH (e:Embedding {id: row[0]}) "
+               "WITH c, seq, base, row, old, e, CASE WHEN e IS NULL THEN 0 ELSE 1 END AS replaced DELETE e "
+               "WITH c, seq, base, row, old, replaced "
+               "CREATE (:Embedding {id: row[0], embedding: vecf32(row[3]), raw: row[4]}) "
+               "WITH c, seq, base, toInteger(sum(replaced)) AS gone, "
+               "toInteger(sum(CASE WHEN old IS NULL THEN 1 ELSE 0 END)) AS docs, "
+               "toInteger(sum(size(row[2]) - coalesce(size(old), 0))) AS tokens "
+               "SET c.seq = seq + size($rows), c.stale = coalesce(c.stale, 0) + gone, "
+               "c.docs = coalesce(c.docs, 0) + docs, c.tokens = coalesce(c.tokens, 0) + tokens, "
+               "c.kwseq = base + size($rows)")
+
+# `VECTOR_SEARCH` of each query vector of $queries in one statement: rows [index of the query,
+# id, distance, the hit's superseded flag], each query's $k best (by distance, then id)
+VECTOR_SEARCH_MANY = ("OPTIONAL MATCH (c:Atlas) WITH $k + coalesce(c.stale, 0) AS wanted "
+                      "UNWIND range(0, size($queries) - 1) AS qi "
+                      "CALL db.idx.vector.queryNodes('Embedding', 'embedding', wanted, vecf32($queries[qi])) "
+                      "YIELD node, score WITH qi, node.id AS id, score ORDER BY qi, score, id "
+                      "WITH qi, collect([id, score])[0..$k] AS hits UNWIND hits AS hit "
+                      "OPTIONAL MATCH (n:Memory {id: hit[0]}) RETURN qi, hit[0], hit[1], n.superseded")
+
 # `VECTOR_SEARCH` as one row: the ids of the first $head hits, and the distances of them all
 VECTOR_SEARCH_HEAD = VECTOR_SEARCH.replace(
     "RETURN node.id, score ORDER BY score, node.id LIMIT $k",
     "WITH node, score ORDER BY score, node.id LIMIT $k "
     "WITH collect(node.id) AS ids, collect(score) AS scores RETURN ids[0..$head], scores")
-# `VECTOR_SEARCH` with each hit's superseded flag
-VECTOR_SEARCH_FLAGGED = VECTOR_SEARCH.replace(
-    "RETURN node.id, score ORDER BY score, node.id LIMIT $k",
-    "WITH node, score ORDER BY score, node.id LIMIT $k OPTIONAL MATCH (n:Memory {id: node.id}) "
-    "RETURN node.id, score, n.superseded")
 
 
-def create_edges(kind: str) -> str:
-    """`put_edge` of each row ``[source, target, strength, seq]`` of type ``kind`` (no metadata)."""
-    return (f"UNWIND $rows AS r MATCH (a:Memory {{id: r[0]}}), (b:Memory {{id: r[1]}}) "
-            f"OPTIONAL MATCH (a)-[old:{kind}]->(b) DELETE old "
-            f"WITH DISTINCT a, b, r "
-            f"CREATE (a)-[:{kind} {{strength: r[2], created_at: $created_at, metadata: null, seq: r[3]}}]->(b)")
+def write_edges(kinds: Sequence[str], *, after: str = "") -> str:
+    """`put_edge` (no metadata) of every row ``[source, target, kind, strength, seq]`` of ``$edges`` in one
+    statement (``kinds`` the relationship types the rows use), run after ``after`` (a statement
+    ending in a single row, such as `WRITE_NODES`, so that both are one atomic step)."""
+    creates = " ".join(f"FOREACH (_ IN CASE WHEN r[2] = '{kind}' THEN [1] ELSE [] END | "
+                       f"CREATE (a)-[:{kind} {{strength: r[3], created_at: $created_at, metadata: null, "
+                       f"seq: r[4]}}]->(b))"
+                       for kind in kinds)
+    head = f"{after} WITH DISTINCT 1 AS one " if after else ""
+    return (f"{head}UNWIND $edges AS r MATCH (a:Memory {{id: r[0]}}), (b:Memory {{id: r[1]}}) "
+            f"OPTIONAL MATCH (a)-[old]->(b) WHERE type(old) = r[2] DELETE old "
+            f"WITH DISTINCT a, b, r {creates}")
 
 
 # -- one-round-trip forms of recall (`shared_core.store.falkordb.paths`) ----------------------
@@ -279,10 +303,10 @@ def batch_rescale(decay_unit: str, weight_model: str, *, reinforce: bool) -> str
 _COSINE = "vec.cosineDistance(e.embedding, vecf32($vector))"
 SUPERSEDED_COUNT = "MATCH (n:Memory) WHERE n.superseded = true RETURN count(n)"
 BOUNDED_COUNT = "MATCH (n:Memory) WHERE n.bounded = true RETURN count(n)"
-# the write counter, `SUPERSEDED_COUNT` and `BOUNDED_COUNT` in one row (one row whenever the graph exists)
-SNAPSHOT = ("OPTIONAL MATCH (c:Atlas) WITH c.turn AS turn "
-            "OPTIONAL MATCH (s:Memory) WHERE s.superseded = true WITH turn, count(s) AS superseded "
-            "OPTIONAL MATCH (b:Memory) WHERE b.bounded = true RETURN turn, superseded, count(b)")
+# `GET_TURN`, `SUPERSEDED_COUNT` and `BOUNDED_COUNT` in one statement (one row)
+COUNTERS = ("OPTIONAL MATCH (c:Atlas) WITH c.turn AS turn "
+            "OPTIONAL MATCH (n:Memory) WHERE n.superseded = true WITH turn, count(n) AS superseded "
+            "OPTIONAL MATCH (m:Memory) WHERE m.bounded = true RETURN turn, superseded, count(m)")
 VECTORS_AMONG = f"UNWIND $ids AS id MATCH (e:Embedding {{id: id}}) RETURN e.id, {_VECTOR}"
 BETWEEN_COSINE = ("MATCH (n:Memory) WHERE n.tracked AND n.timestamp >= $start AND n.timestamp < $end "
                   f"OPTIONAL MATCH (e:Embedding {{id: n.id}}) RETURN n.id, {_COSINE} ORDER BY n.timestamp, n.id")

@@ -161,10 +161,16 @@ class FalkorPartition(PartitionBase):
         self.sessions = _Sessions(graph)
         self.inactive = _Inactive(graph, self._cache, self._snapshot)
         self._last_turn = 0  # the counter as this process last moved or read it
+        self.call: int | None = None  # the atlas call this partition was last handed out in
 
-    def begin(self) -> None:
-        """A new atlas call: forget what the previous one read (see `ReadCache`)."""
+    def begin(self, call: int | None = None, snapshot: Sequence[Sequence[Sequence[Any]]] | None = None) -> None:
+        """A new atlas call (numbered ``call`` by the atlas's `CallLock`, None outside one):
+        forget what the previous one read (see `ReadCache`); ``snapshot``, the rows of `SNAPSHOT`
+        read just now, starts the new view."""
+        self.call = call
         self._cache.clear()
+        if snapshot is not None:
+            self._take_snapshot(snapshot)
         self._cosines.clear()
         self.vectors.forget()
 
@@ -215,16 +221,17 @@ class FalkorPartition(PartitionBase):
     def remember_cosines(self, query: Vector, values: dict[str, float]) -> None:
         self._cosines.add(query, values)
 
+    #: The statements of `_snapshot` (`FalkorDBBackend.partition` sends them with its ``EXISTS``).
+    SNAPSHOT: tuple[tuple[str, dict[str, Any]], ...] = ((q.COUNTERS, {}),)
+
     def _snapshot(self) -> None:
         """The write counter, the superseded count and `bounded_nodes`, in one statement (a recall
         asks for all three)."""
-        rows = self._g.read(q.SNAPSHOT)
-        self.absorb_snapshot(rows[0] if rows else [None, 0, 0])
+        self._take_snapshot(self._g.read_many(self.SNAPSHOT))
 
-    def absorb_snapshot(self, row: Sequence[Any]) -> None:
-        """Keep a `cypher.SNAPSHOT` row read for this call (the backend reads it when it hands
-        the partition out for a read: the same round trip tells whether the graph exists)."""
-        turn, superseded, bounded = row
+    def _take_snapshot(self, results: Sequence[Sequence[Sequence[Any]]]) -> None:
+        rows = results[0]
+        turn, superseded, bounded = rows[0] if rows else (None, 0, 0)
         self._last_turn = self._cache.turn = 0 if turn is None else int(turn)
         self._cache.superseded_count = int(superseded or 0)
         self._cache.bounded = int(bounded or 0)

@@ -38,6 +38,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...values.errors import ReplicationError
+from .calls import CallLock
 
 __all__ = ["Confirmations", "ConfirmingLock", "refresh_slots", "send_and_wait"]
 
@@ -121,39 +122,20 @@ def refresh_slots(client: Any) -> None:
         client.nodes_manager.initialize()
 
 
-class ConfirmingLock:
-    """The atlas's re-entrant lock: when its outermost hold is released after a call that
-    succeeded, `Confirmations.check` raises for an unconfirmed write; a call that failed keeps
-    its own error (its writes were undone, or their outcome is the error's to tell)."""
+class ConfirmingLock(CallLock):
+    """The atlas's re-entrant lock (a `CallLock`): when its outermost hold is released after a
+    call that succeeded, `Confirmations.check` raises for an unconfirmed write; a call that failed
+    keeps its own error (its writes were undone, or their outcome is the error's to tell)."""
 
     def __init__(self, confirmations: Confirmations) -> None:
-        self._inner = threading.RLock()
-        self._depth = 0
+        super().__init__()
         self._confirmations = confirmations
 
-    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
-        ok = self._inner.acquire(blocking, timeout)
-        if ok:
-            self._depth += 1
-            if self._depth == 1:
-                self._confirmations.clear()
-        return ok
+    def _entered(self) -> None:
+        self._confirmations.clear()
 
-    def release(self, *, failed: bool = False) -> None:
-        self._depth -= 1
-        if self._depth:
-            self._inner.release()
-            return
-        try:
-            if failed:
-                self._confirmations.clear()
-            else:
-                self._confirmations.check()
-        finally:
-            self._inner.release()
-
-    def __enter__(self) -> bool:
-        return self.acquire()
-
-    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
-        self.release(failed=exc_type is not None)
+    def _leaving(self, *, failed: bool) -> None:
+        if failed:
+            self._confirmations.clear()
+        else:
+            self._confirmations.check()

@@ -7,13 +7,23 @@ order), with the server asked twice instead of several times per memory:
 1. one pipelined read: each new vector's nearest stored memories (with their superseded flag,
    so superseded ones are dropped without asking again), and each session's newest tracked
    memory (the ``before`` edge's source);
-2. one pipelined write: the nodes with their tracking (session order and time index), their
-   vectors and BM25 terms (the statements of `FalkorVectorIndex.add` and
-   `FalkorKeywordIndex.add_many`), then the edges, one ``UNWIND`` statement per relation,
-   each edge numbered as `put_edge` would number it.
+2. one write: `cypher.WRITE_NODES` per 512 memories, each memory's node with its tracking
+   (session order and time index), BM25 terms and vector node in one statement, the counters
+   once; the last statement also creates the edges (`cypher.write_edges`), each numbered as
+   `put_edge` would number it.
 
-Each statement is atomic; a failure part-way leaves what the default would leave after the same
-step, and the engine removes the batch's memories (as after any failed write).
+A statement is atomic (the server undoes one that fails part-way), so a batch of up to 512
+memories, an ``add_memory`` among them, is written whole or not at all; a larger batch refused
+after its first statements leaves their memories, which the engine removes (as after any
+failed write).
+
+The edges' rows, one per (source, target, relation), the later of two kept:
+
+>>> from shared_core.values.model import Relation
+>>> rows = _edge_rows([("a", "b", Relation.SIMILAR_TO, 0.5), ("b", "c", Relation.BEFORE, 1.0),
+...                    ("a", "b", Relation.SIMILAR_TO, 0.75)])
+>>> [row[:4] for row in rows]
+[['b', 'c', 'BEFORE', 1.0], ['a', 'b', 'SIMILAR_TO', 0.75]]
 """
 
 from __future__ import annotations
@@ -28,11 +38,11 @@ from ...values.model import AnyRelation, MemoryNode, Relation
 from ..contract import WriteBatch
 from ..vector_math import batch_pairs, merge_links
 from . import cypher as q
-from .client import GraphKey
+from .client import GraphKey, Literal
 from .graph import next_seq, node_props
-from .indexes import FalkorKeywordIndex, FalkorVectorIndex, query_literal
+from .indexes import FalkorKeywordIndex, FalkorVectorIndex, quote
 
-__all__ = ["write_batch"]
+__all__ = ["node_statements", "write_batch"]
 
 Statement = tuple[str, dict[str, Any]]
 _ROWS = 512  # memories per node statement
@@ -78,20 +88,27 @@ def write_batch(part: Target, batch: WriteBatch) -> None:
     top = batch.similar_top
     sessions = [n.session_id for n in nodes]
     # -- 1. the reads ------------------------------------------------------------------------
+    encoded: list[tuple[Literal, str]] = []  # each vector's text and raw bytes, for the search and the write
+    part.vectors.add(ids, vectors, rows=encoded)
+    terms: list[list[str]] = []
+    part.keywords.add_many([(n.id, n.content, n.session_id) for n in nodes], terms=terms)
     reads: list[Statement] = []
     spare = 0
     if top > 0:
         superseded = len(part.inactive)
         spare = min(superseded, 8) + 1 if superseded else 0  # as the default: room for superseded ones
-        reads += [(q.VECTOR_SEARCH_FLAGGED, {"k": top + spare, "query": query_literal(v)}) for v in vectors]
+        queries = Literal("[" + ",".join(text for text, _ in encoded) + "]")
+        reads.append((q.VECTOR_SEARCH_MANY, {"k": top + spare, "queries": queries}))
     first_of: list[str | None] = list(dict.fromkeys(sessions)) if batch.link_temporal else []
     reads += [(q.session_ids(s, newest_first=True), {"limit": 1} if s is None else {"limit": 1, "session": s})
               for s in first_of]
     results = part.graph_key.read_many(reads) if reads else []
-    searched = len(ids) if top > 0 else 0
+    searched = 1 if top > 0 else 0
     similar: list[list[tuple[str | int, float]]] = [[] for _ in ids]
     if top > 0:
-        found = [[(str(i), _sim(d), bool(flag)) for i, d, flag in rows] for rows in results[:searched]]
+        found: list[list[tuple[str, float, bool]]] = [[] for _ in ids]
+        for qi, i, d, flag in sorted(results[0], key=lambda row: (int(row[0]), float(row[2]), str(row[1]))):
+            found[int(qi)].append((str(i), _sim(d), bool(flag)))
         hits = [[(i, s) for i, s, _ in rows if s >= batch.min_similarity] for rows in found]
         flagged = {i for rows in found for i, _, flag in rows if flag}
         merged = merge_links(hits, *batch_pairs(vectors, batch.min_similarity), top + spare)
@@ -112,25 +129,42 @@ def write_batch(part: Target, batch: WriteBatch) -> None:
         if extra:
             links.extend((node_id, target, relation, strength) for target, relation, strength in extra)
     # -- 2. the writes ----------------------------------------------------------------------
-    rows = [[n.id, node_props(n)] for n in nodes]
-    writes: list[Statement] = [(q.CREATE_NODES, {"rows": rows[start:start + _ROWS]})
-                               for start in range(0, len(rows), _ROWS)]
-    part.vectors.add(ids, vectors, into=writes)
-    part.keywords.add_many([(n.id, n.content, n.session_id) for n in nodes], into=writes)
-    writes += _edge_statements(links, batch.created_at)
+    writes = node_statements(nodes, encoded, terms)
+    edges = _edge_rows(links)
+    if edges:  # the edges ride on the last node statement: a batch of one chunk is one atomic step
+        query, params = writes[-1]
+        writes[-1] = (q.write_edges(sorted({r[2] for r in edges}), after=query),
+                      {**params, "edges": edges, "created_at": float(batch.created_at)})
     part.graph_key.write_many(writes)
     part.written(nodes, {i for source, target, _, _ in links for i in (source, target)})
 
 
-def _edge_statements(links: Sequence[tuple[str, str, AnyRelation, float]], created_at: float) -> list[Statement]:
-    """`GraphStore.put_links`: each edge replaces one of the same (source, target, relation);
-    a later one of the batch replaces an earlier one, taking its later number."""
+def node_statements(nodes: Sequence[MemoryNode], vectors: Sequence[tuple[str, str]],
+                    terms: Sequence[Sequence[str]]) -> list[Statement]:
+    """`cypher.WRITE_NODES` of the nodes, `_ROWS` a statement: what `GraphStore.put_node`,
+    tracking, `FalkorVectorIndex.add` and `FalkorKeywordIndex.add_many` write, in one statement per chunk.
+    ``vectors`` and ``terms`` are each node's, as those two give them (``rows=``, ``terms=``); the
+    rows are one Cypher literal."""
+    from falkordb.helpers import stringify_param_value
+
+    out: list[Statement] = []
+    for start in range(0, len(nodes), _ROWS):
+        chunk = zip(nodes[start:start + _ROWS], vectors[start:start + _ROWS], terms[start:start + _ROWS], strict=True)
+        rows = ", ".join(f"[{quote(n.id)}, {stringify_param_value(node_props(n))}, "
+                         f"{stringify_param_value(list(words))}, {text}, '{raw}']"
+                         for n, (text, raw), words in chunk)
+        out.append((q.WRITE_NODES, {"rows": Literal(f"[{rows}]")}))
+    return out
+
+
+def _edge_rows(links: Sequence[tuple[str, str, AnyRelation, float]]) -> list[list[Any]]:
+    """The rows of `cypher.write_edges`, as `GraphStore.put_links` puts them: each edge replaces
+    one of the same (source, target, relation); a later one of the batch replaces an earlier one,
+    taking its later number."""
     latest: dict[tuple[str, str, AnyRelation], tuple[float, int]] = {}
     for source, target, relation, strength in links:
         key = (source, target, relation)
         latest.pop(key, None)
         latest[key] = (float(strength), next_seq())
-    by_type: dict[str, list[list[Any]]] = {}
-    for (source, target, relation), (strength, seq) in latest.items():
-        by_type.setdefault(q.rel_type(relation), []).append([source, target, strength, seq])
-    return [(q.create_edges(kind), {"rows": rows, "created_at": float(created_at)}) for kind, rows in by_type.items()]
+    return [[source, target, q.rel_type(relation), strength, seq]
+            for (source, target, relation), (strength, seq) in latest.items()]
