@@ -63,6 +63,13 @@ class AtlasConfig:
     ``entity_max_mentions`` memories mention (0 for either: not used; either above 0 needs an
     extraction).
 
+    Feedback (`shared_core.engine.feedback`; off by default): with ``feedback_weight`` > 0 recall
+    runs a second candidate generation from the first round's ``feedback_docs`` best hits (the
+    query's vector plus ``feedback_beta`` times their mean vector, and the query plus their
+    ``feedback_terms`` best words) and fuses its candidates as one more path, weighted
+    ``feedback_weight``, so evidence that shares nothing with the query but much with its best
+    answers becomes a candidate.
+
     Limits: a memory holds at most ``max_content_chars`` characters and a query at most
     ``max_query_chars``; longer ones are refused with `InvalidInputError`, never cut.
 
@@ -164,6 +171,11 @@ class AtlasConfig:
     # (shared_core.formulas.diversity)
     list_diversity: float = 0.0
     list_candidates: float = 1.0
+    # recall's second round (shared_core.engine.feedback): pseudo-relevance feedback
+    feedback_weight: float = 0.0
+    feedback_docs: int = 5
+    feedback_terms: int = 8
+    feedback_beta: float = 1.0
     truncation_marker: str = " …[truncated]"
     # lifecycle (see shared_core.engine.lifecycle.manager; all off by default, on in AtlasConfig.managed())
     write_filter: bool = False
@@ -209,7 +221,8 @@ class AtlasConfig:
                 raise InvalidInputError(f"AtlasConfig.{name} must be a positive number, got {value!r}")
         non_negative = ("weight_floor", "weight_exponent", "recency_exponent", "vector_weight",
                         "keyword_weight", "graph_weight", "recent_weight", "time_weight",
-                        "graph_hop_decay", "similar_threshold", "entity_weight", "entity_walk")
+                        "graph_hop_decay", "similar_threshold", "entity_weight", "entity_walk", "feedback_weight",
+                        "feedback_beta")
         for name in non_negative:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not value >= 0 or not math.isfinite(value):
@@ -218,7 +231,8 @@ class AtlasConfig:
                 or self.max_query_chars < 1:
             raise InvalidInputError(f"AtlasConfig.max_query_chars must be an int >= 1, got {self.max_query_chars!r}")
         counts = ("similar_top", "candidate_k", "candidate_min", "graph_hops", "graph_seeds", "graph_fanout",
-                  "recency_window", "working_memory", "entity_phrases", "entity_max_mentions")
+                  "recency_window", "working_memory", "entity_phrases", "entity_max_mentions", "feedback_docs",
+                  "feedback_terms")
         for name in counts:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
