@@ -68,7 +68,8 @@ class AtlasConfig:
     query's vector plus ``feedback_beta`` times their mean vector, and the query plus their
     ``feedback_terms`` best words) and fuses its candidates as one more path, weighted
     ``feedback_weight``, so evidence that shares nothing with the query but much with its best
-    answers becomes a candidate.
+    answers becomes a candidate. Only a recall of at least ``feedback_min_k`` memories (a
+    context's: 0.05 per token of budget) runs it: a short lookup wants the query's own best.
 
     Limits: a memory holds at most ``max_content_chars`` characters and a query at most
     ``max_query_chars``; longer ones are refused with `InvalidInputError`, never cut.
@@ -176,6 +177,7 @@ class AtlasConfig:
     feedback_docs: int = 5
     feedback_terms: int = 8
     feedback_beta: float = 1.0
+    feedback_min_k: int = 40
     truncation_marker: str = " …[truncated]"
     # lifecycle (see shared_core.engine.lifecycle.manager; all off by default, on in AtlasConfig.managed())
     write_filter: bool = False
@@ -232,7 +234,7 @@ class AtlasConfig:
             raise InvalidInputError(f"AtlasConfig.max_query_chars must be an int >= 1, got {self.max_query_chars!r}")
         counts = ("similar_top", "candidate_k", "candidate_min", "graph_hops", "graph_seeds", "graph_fanout",
                   "recency_window", "working_memory", "entity_phrases", "entity_max_mentions", "feedback_docs",
-                  "feedback_terms")
+                  "feedback_terms", "feedback_min_k")
         for name in counts:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:

@@ -12,7 +12,8 @@ Make = Callable[..., ElasticMemoryAtlas]
 
 # no similarity or turn edges (the graph walk would reach the target otherwise); three candidates
 # per path, so the first round cannot reach the target on its own
-COMMON = {"similar_top": 0, "link_temporal": False, "candidate_min": 3, "candidate_ratio": 1.0, "feedback_docs": 2}
+COMMON = {"similar_top": 0, "link_temporal": False, "candidate_min": 3, "candidate_ratio": 1.0, "feedback_docs": 2,
+          "feedback_min_k": 0}
 MEMORIES = ["Melanie: for fun I paint landscapes and go camping in the mountains",
             "Melanie: painting landscapes is what I do for fun, camping too",
             *(f"Melanie said hello on day {i}" for i in range(12)),
@@ -30,6 +31,15 @@ def test_evidence_only_the_second_round_reaches(make_atlas: Make) -> None:
         assert all(h.paths[:2] == ("vector", "keyword") for h in hits[:2])  # the first round's best stay first
     assert found[0.0] == []
     assert len(found[1.0]) == 1 and found[1.0][0].paths == ("feedback",)
+
+
+def test_only_a_wide_recall_runs_the_second_round(make_atlas: Make) -> None:
+    atlas = make_atlas(feedback_weight=1.0, **{**COMMON, "feedback_min_k": 4})
+    target = atlas.add_memories(MEMORIES, namespace="a")[-1]
+    short = atlas.retrieve(QUERY, namespace="a", top_k=3, reinforce=False)
+    assert all("feedback" not in h.paths for h in short) and target.id not in {h.node.id for h in short}
+    wide = atlas.retrieve(QUERY, namespace="a", top_k=4, reinforce=False)
+    assert any("feedback" in h.paths for h in wide) and target.id in {h.node.id for h in wide}
 
 
 def test_the_second_round_keeps_the_relevance_floor(make_atlas: Make) -> None:

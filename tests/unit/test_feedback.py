@@ -26,6 +26,7 @@ def test_a_feedback_document_with_no_relevance_adds_nothing() -> None:
 @pytest.mark.parametrize(("field", "value"), [
     ("feedback_weight", -0.1), ("feedback_beta", float("nan")), ("feedback_docs", -1), ("feedback_docs", 2.5),
     ("feedback_terms", True), ("feedback_terms", -3),
+    ("feedback_min_k", -1), ("feedback_min_k", None),
 ])
 def test_feedback_fields_are_validated(field: str, value: object) -> None:
     with pytest.raises(InvalidInputError, match=field):
