@@ -38,7 +38,7 @@ __all__ = ["GRID", "LEVERS", "OBJECTIVE", "CVScores", "ablations", "cv_tables", 
 #: field -> the values tried, the shipped preset first (it wins ties)
 GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
     ("relevance_floor", (0.1, 0.2)),
-    ("feedback_weight", (0.0, 0.25, 0.5)),
+    ("feedback_weight", (0.5, 0.0, 0.25)),
     ("feedback_docs", (5, 3)),
     ("list_diversity", (0.0, 0.3)),
     ("list_candidates", (1.0, 1.5)),

@@ -63,7 +63,8 @@ class AtlasConfig:
     ``entity_max_mentions`` memories mention (0 for either: not used; either above 0 needs an
     extraction).
 
-    Feedback (`shared_core.engine.feedback`; off by default): with ``feedback_weight`` > 0 recall
+    Feedback (`shared_core.engine.feedback`; on by default, chosen by leave-one-conversation-out
+    on LoCoMo, `benchmarks/README.md`): with ``feedback_weight`` > 0 recall
     runs a second candidate generation from the first round's ``feedback_docs`` best hits (the
     query's vector plus ``feedback_beta`` times their mean vector, and the query plus their
     ``feedback_terms`` best words) and fuses its candidates as one more path, weighted
@@ -173,7 +174,7 @@ class AtlasConfig:
     list_diversity: float = 0.0
     list_candidates: float = 1.0
     # recall's second round (shared_core.engine.feedback): pseudo-relevance feedback
-    feedback_weight: float = 0.0
+    feedback_weight: float = 0.5
     feedback_docs: int = 5
     feedback_terms: int = 8
     feedback_beta: float = 1.0

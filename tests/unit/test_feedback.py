@@ -33,5 +33,6 @@ def test_feedback_fields_are_validated(field: str, value: object) -> None:
         AtlasConfig(**{field: value})
 
 
-def test_feedback_is_off_by_default() -> None:
-    assert AtlasConfig().feedback_weight == 0.0 and AtlasConfig.archive().feedback_weight == 0.0
+def test_feedback_is_on_for_wide_recalls_by_default() -> None:
+    for config in (AtlasConfig(), AtlasConfig.archive()):
+        assert (config.feedback_weight, config.feedback_docs, config.feedback_min_k) == (0.5, 5, 40)
