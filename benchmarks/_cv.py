@@ -37,22 +37,27 @@ __all__ = ["GRID", "LEVERS", "OBJECTIVE", "CVScores", "ablations", "cv_tables", 
 
 #: field -> the values tried, the shipped preset first (it wins ties)
 GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
-    ("relevance_floor", (0.1, None, 0.2)),
-    ("graph_hop_decay", (0.45, 0.5)),
-    ("list_diversity", (0.0, 0.15, 0.3)),
+    ("relevance_floor", (0.1, 0.2)),
+    ("feedback_weight", (0.5, 0.0, 0.25)),
+    ("feedback_docs", (5, 3)),
+    ("list_diversity", (0.0, 0.3)),
     ("list_candidates", (1.0, 1.5)),
 )
 #: the fields that change the ranking itself (the rest change only the context's packing)
-RETRIEVAL_FIELDS = ("relevance_floor", "graph_hop_decay")
+RETRIEVAL_FIELDS = ("relevance_floor", "feedback_weight", "feedback_docs")
+#: field -> (the field that switches it off, that field's off value): answers are cached alike
+#: whatever the field's value while the lever is off
+INERT_WHEN = {"feedback_docs": ("feedback_weight", 0.0)}
 #: the objective a point is chosen by: the mean over the fold's questions of these metrics
 OBJECTIVE = ("R@1000tok", "R@2000tok")
 #: lever -> the grid restricted to it held off (for the ablation rows)
 LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
+    "pseudo-relevance feedback (feedback_weight=0)": {"feedback_weight": (0.0,)},
+    "feedback from 3 documents (feedback_docs=5)": {"feedback_docs": (5,)},
     "list/count analysis (list_diversity=0, list_candidates=1)": {"list_diversity": (0.0,), "list_candidates": (1.0,)},
     "MMR diversity for lists (list_diversity=0)": {"list_diversity": (0.0,)},
     "wider pool for lists (list_candidates=1)": {"list_candidates": (1.0,)},
-    "relevance floor (relevance_floor=None)": {"relevance_floor": (None,)},
-    "hop decay choice (graph_hop_decay=0.45)": {"graph_hop_decay": (0.45,)},
+    "relevance floor 0.2 (relevance_floor=0.1)": {"relevance_floor": (0.1,)},
 }
 METRICS = ("R@5", "R@10", "R@20", "R@1000tok", "R@2000tok")
 BUDGETS = (1000, 2000)
@@ -111,7 +116,7 @@ def run_grid(conversations: Sequence[Conversation], *, base: AtlasConfig, cache:
             config = base.replace(**point)
             view = ElasticMemoryAtlas(config=config, embedder=_CachedEmbedder(cache), token_counter=counter,
                                       clock=ManualClock(now), backend=atlas.backend)
-            key = tuple(point[f] for f in RETRIEVAL_FIELDS)
+            key = _cache_key(point)
             rows = []
             for qi, q in enumerate(conv.questions):
                 rkey = (*key, qi)
@@ -133,6 +138,12 @@ def run_grid(conversations: Sequence[Conversation], *, base: AtlasConfig, cache:
             if progress is not None:
                 progress.update(1)
     return scores
+
+
+def _cache_key(point: dict[str, Any]) -> tuple[Any, ...]:
+    """The retrieval fields' values, a field `INERT_WHEN` its lever is off counted as None."""
+    return tuple(None if f in INERT_WHEN and point[INERT_WHEN[f][0]] == INERT_WHEN[f][1] else point[f]
+                 for f in RETRIEVAL_FIELDS)
 
 
 def _mean(rows: Iterable[tuple[int, dict[str, float]]], metric: str, category: int | None = None) -> float:

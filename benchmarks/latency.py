@@ -28,6 +28,7 @@ memory plus one other word. recall@10 compares each index's top 10 with exact se
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import gc
 import json
@@ -153,12 +154,16 @@ def batch_size(n: int) -> int:
     return max(10, min(1000, n // 10))
 
 
+#: AtlasConfig fields the benchmarked atlases are built with (``--set FIELD=VALUE``; empty: the defaults)
+OVERRIDES: dict[str, Any] = {}
+
+
 def build_atlas(corpus: Corpus, embedder: Any = None, backend: str | None = None, *, step: int | None = None
                 ) -> tuple[ElasticMemoryAtlas, list[float], float]:
     """The atlas of ``corpus``, written in batches of ``step`` memories (default `batch_size`)."""
     with contextlib.suppress(ImportError):  # faiss loads once per process (~90 ms): not a memory's cost
         import faiss  # noqa: F401
-    atlas = ElasticMemoryAtlas(config=AtlasConfig(), embedder=embedder or corpus.embedder(),
+    atlas = ElasticMemoryAtlas(config=AtlasConfig(**OVERRIDES), embedder=embedder or corpus.embedder(),
                                clock=ManualClock(1_700_000_000.0), backend=backend)
     step = step or batch_size(len(corpus.texts))
     per_memory: list[float] = []
@@ -573,6 +578,7 @@ SWEEP: tuple[tuple[str, dict[str, Any]], ...] = (
     ("graph off (graph_weight=0)", {"graph_weight": 0.0}),
     ("graph off, candidate_k=60", {"graph_weight": 0.0, "candidate_k": 60}),
     ("graph off, candidate_k=20, keyword_weight=0", {"graph_weight": 0.0, "candidate_k": 20, "keyword_weight": 0.0}),
+    ("feedback round (feedback_weight=0.5)", {"feedback_weight": 0.5}),
 )
 
 
@@ -736,10 +742,15 @@ def main(argv: Sequence[str] | None = None) -> None:
                              "sizes: durable writes against chromadb's own, reopen, reads against in process")
     parser.add_argument("--report", nargs="+", metavar="RUN.json",
                         help="print the tables (and --plot) from the median of runs saved with --json")
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                        help="an AtlasConfig field of the benchmarked atlases (repeatable), e.g. feedback_weight=0.5")
     parser.add_argument("--rss-probe", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--traced-probe", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--warm", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    for item in args.set:
+        name, _, value = item.partition("=")
+        OVERRIDES[name.strip()] = ast.literal_eval(value.strip())
     if args.rss_probe or args.traced_probe:
         from threadpoolctl import threadpool_limits
 

@@ -9,6 +9,9 @@
 4. **recent**: the latest ``recency_window`` memories of the current session;
    **entity** (``entity_weight`` > 0): the memories that mention an entity the query names
    (`shared_core.engine.entities.entity_path`);
+   **feedback** (``feedback_weight`` > 0, a recall of at least ``feedback_min_k`` memories): a
+   second round from the best fused candidates (Rocchio vector, RM3 words;
+   `shared_core.engine.feedback.feedback_path`);
 5. **fusion**: each path's signal scaled to [0, 1] and summed with the path weights
    (`scoring.convex_fusion`), or weighted reciprocal rank fusion (``fusion="rrf"``);
 6. **graph**: relevance flows along the edges of the best candidates (`scoring.spread_max`,
@@ -58,10 +61,11 @@ from ..values.config import AtlasConfig
 from ..values.model import MemoryNode, Relation, ScoredMemory, scored_of
 from ..values.relations import RELATIONS
 from .entities import entity_path, entity_walk
+from .feedback import feedback_path
 
 __all__ = ["RecallRequest", "breadth", "recall", "resolve_time_cue"]
 
-_PATHS = ("vector", "keyword", "time", "recent", "entity")
+_PATHS = ("vector", "keyword", "time", "recent", "entity", "feedback")
 _MAX_YEARS_BACK = 30
 
 
@@ -205,6 +209,16 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
     floor = float(found_sims[config.candidate_k - 1]) if len(found_sims) >= config.candidate_k > 0 else None
     vector_scale = cosine_scale(raw["vector"], floor)
     base, vector_share = fuse(raw, cosine, vector_scale, weights, config)
+    if config.feedback_weight > 0 and req.top_k >= config.feedback_min_k:  # a second round (wide recalls)
+        relevant = _evidence(cosine, raw, config.relevance_floor)
+        second = feedback_path(part, req.query, req.vector, base if relevant is None else
+                               {i: v for i, v in base.items() if i in relevant}, config, k=k, subset=subset,
+                               every_admissible=every, keyword_session=req.session_id if limited else None,
+                               allowed=allowed)
+        if second is not None and second.signal:
+            raw["feedback"], weights["feedback"] = second.signal, config.feedback_weight
+            cosine.update(second.cosine)
+            base, vector_share = fuse(raw, cosine, vector_scale, weights, config)
 
     relevant = _evidence(cosine, raw, config.relevance_floor)
     if relevant is not None:
@@ -291,6 +305,7 @@ def _evidence(cosine: Mapping[str, float], raw: Mapping[str, Mapping[str, float]
     out.update(raw.get("time", ()))
     out.update(raw.get("recent", ()))
     out.update(raw.get("entity", ()))
+    out.update(raw.get("feedback", ()))  # reached from relevant candidates, as the graph walk
     return out
 
 

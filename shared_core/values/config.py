@@ -110,6 +110,15 @@ class AtlasConfig:
     ``entity_max_mentions`` memories mention (0 for either: not used; either above 0 needs an
     extraction).
 
+    Feedback (`shared_core.engine.feedback`; on by default, chosen by leave-one-conversation-out
+    on LoCoMo, `benchmarks/README.md`): with ``feedback_weight`` > 0 recall
+    runs a second candidate generation from the first round's ``feedback_docs`` best hits (the
+    query's vector plus ``feedback_beta`` times their mean vector, and the query plus their
+    ``feedback_terms`` best words) and fuses its candidates as one more path, weighted
+    ``feedback_weight``, so evidence that shares nothing with the query but much with its best
+    answers becomes a candidate. Only a recall of at least ``feedback_min_k`` memories (a
+    context's: 0.05 per token of budget) runs it: a short lookup wants the query's own best.
+
     Limits: a memory holds at most ``max_content_chars`` characters and a query at most
     ``max_query_chars``; longer ones are refused with `InvalidInputError`, never cut.
 
@@ -211,6 +220,12 @@ class AtlasConfig:
     # (shared_core.formulas.diversity)
     list_diversity: float = 0.0
     list_candidates: float = 1.0
+    # recall's second round (shared_core.engine.feedback): pseudo-relevance feedback
+    feedback_weight: float = 0.5
+    feedback_docs: int = 5
+    feedback_terms: int = 8
+    feedback_beta: float = 1.0
+    feedback_min_k: int = 40
     truncation_marker: str = " …[truncated]"
     # lifecycle (see shared_core.engine.lifecycle.manager; all off by default, on in AtlasConfig.managed())
     write_filter: bool = False
@@ -252,11 +267,13 @@ class AtlasConfig:
         _check_fields(self, positive, _positive_number, "a positive number")
         non_negative = ("weight_floor", "weight_exponent", "recency_exponent", "vector_weight",
                         "keyword_weight", "graph_weight", "recent_weight", "time_weight",
-                        "graph_hop_decay", "similar_threshold", "entity_weight", "entity_walk")
+                        "graph_hop_decay", "similar_threshold", "entity_weight", "entity_walk", "feedback_weight",
+                        "feedback_beta")
         _check_fields(self, non_negative, _non_negative, ">= 0")
         _check_fields(self, ("max_query_chars",), _int_from_1, "an int >= 1")
         counts = ("similar_top", "candidate_k", "candidate_min", "graph_hops", "graph_seeds", "graph_fanout",
-                  "recency_window", "working_memory", "entity_phrases", "entity_max_mentions")
+                  "recency_window", "working_memory", "entity_phrases", "entity_max_mentions", "feedback_docs",
+                  "feedback_terms", "feedback_min_k")
         _check_fields(self, counts, _count, "an int >= 0")
         if self.ann_threshold is not None and (not isinstance(self.ann_threshold, int)
                                                or isinstance(self.ann_threshold, bool) or self.ann_threshold < 64):
