@@ -21,7 +21,8 @@ cache carries over between rounds):
 Configurations: ``before`` is the embedder as it was (texts sorted by characters, each batch padded
 by the tokenizer, no cache); ``after`` is today's `MiniLMEmbedder`; ``after-1t`` the same with one
 intra-op thread; ``after-bNN`` with batch size NN; ``after-int8`` / ``after-fp32`` with that
-``compute``; the parts combine: ``after-int8-1t-b16``. ``static`` is `StaticEmbedder` on the
+``compute``; ``after-spin`` with onnxruntime's spinning intra-op threads (``spin=True``, the
+default before the thread measurement of this section); the parts combine: ``after-int8-1t-b16``. ``static`` is `StaticEmbedder` on the
 table given with ``--static`` (``scripts/distill_static.py``): its ``retrieve`` atlas holds the same
 10,000 texts embedded by the table (not the synthetic 384-dimension vectors).
 """
@@ -55,7 +56,7 @@ class BeforeEmbedder(MiniLMEmbedder):
     """The embedder before issue 27: sorted by characters, tokenizer padding, no cache."""
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(cache_size=0, compute="fp32", **kwargs)
+        super().__init__(cache_size=0, compute="fp32", spin=True, **kwargs)
 
     def embed(self, texts: Sequence[str]) -> Matrix:
         if self._session is None:
@@ -96,6 +97,8 @@ def make(name: str) -> Any:
     for part in name.split("-")[1:]:
         if part in ("int8", "fp32"):
             kwargs["compute"] = part
+        elif part == "spin":
+            kwargs["spin"] = True
         elif part.endswith("t"):
             kwargs["threads"] = int(part[:-1])
         elif part.startswith("b"):
