@@ -22,9 +22,10 @@ Configurations: ``before`` is the embedder as it was (texts sorted by characters
 by the tokenizer, no cache); ``after`` is today's `MiniLMEmbedder`; ``after-1t`` the same with one
 intra-op thread; ``after-bNN`` with batch size NN; ``after-int8`` / ``after-fp32`` with that
 ``compute``; ``after-spin`` with onnxruntime's spinning intra-op threads (``spin=True``, the
-default before the thread measurement of this section); the parts combine: ``after-int8-1t-b16``. ``static`` is `StaticEmbedder` on the
-table given with ``--static`` (``scripts/distill_static.py``): its ``retrieve`` atlas holds the same
-10,000 texts embedded by the table (not the synthetic 384-dimension vectors).
+default before issue 27's thread measurement); the parts combine: ``after-int8-1t-b16``.
+``static`` is `StaticEmbedder` on the table given with ``--static`` (``scripts/distill_static.py``):
+its ``retrieve`` atlas holds the same 10,000 texts embedded by the table (not the synthetic
+384-dimension vectors).
 """
 
 from __future__ import annotations
