@@ -19,9 +19,10 @@ cache carries over between rounds):
   question embedded by the configuration's model on every call (distinct questions: no cache hit).
 
 Configurations: ``before`` is the embedder as it was (texts sorted by characters, each batch padded
-by the tokenizer, no cache); ``after`` is today's `MiniLMEmbedder`; ``after-1t`` the same with one
-intra-op thread; ``after-bNN`` with batch size NN; ``after-int8`` / ``after-fp32`` with that
-``compute``; ``after-spin`` with onnxruntime's spinning intra-op threads (``spin=True``, the
+by the tokenizer, no cache); ``after`` is today's `MiniLMEmbedder` (one intra-op thread since issue
+27's thread measurement); ``after-2t`` the same with two intra-op threads, ``after-1t`` with one;
+``after-bNN`` with batch size NN; ``after-int8`` / ``after-fp32`` with that ``compute``;
+``after-spin`` with onnxruntime's spinning intra-op threads (``spin=True``, the
 default before issue 27's thread measurement); the parts combine: ``after-int8-1t-b16``.
 ``static`` is `StaticEmbedder` on the table given with ``--static`` (``scripts/distill_static.py``):
 its ``retrieve`` atlas holds the same 10,000 texts embedded by the table (not the synthetic
@@ -57,7 +58,7 @@ class BeforeEmbedder(MiniLMEmbedder):
     """The embedder before issue 27: sorted by characters, tokenizer padding, no cache."""
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(cache_size=0, compute="fp32", spin=True, **kwargs)
+        super().__init__(cache_size=0, compute="fp32", spin=True, **{"threads": None, **kwargs})
 
     def embed(self, texts: Sequence[str]) -> Matrix:
         if self._session is None:
