@@ -7,10 +7,11 @@ Each round runs every configuration once, in turn, so load from other jobs on a 
 on all of them alike; the tables are medians over rounds. Rows (each with a fresh embedder, so no
 cache carries over between rounds):
 
-- ``add_memories`` end to end, memories a second: the LoCoMo dev turns (``"<speaker>: <text>"``,
-  each text once) and short synthetic texts (13 words, `latency.make_corpus`), into a default atlas;
-  also per second of this process's CPU time, the figure that load from other jobs disturbs least
-  (with one intra-op thread it is the work done; with two it also counts a thread's spinning);
+- ``add_memories`` end to end (the embedder loaded first), memories a second: the LoCoMo dev
+  turns (``"<speaker>: <text>"``, each text once) and short synthetic texts (13 words,
+  `latency.make_corpus`), into a default atlas; also per second of this process's CPU time,
+  the figure that load from other jobs disturbs least (with one intra-op thread it is the
+  work done; with two it also counts a thread's spinning);
 - ``add_memory`` p50 ms: one LoCoMo turn at a time into that atlas;
 - query embedding p50 ms: ``embed([question])`` for distinct LoCoMo questions (the model runs), and
   for a question asked again (the cache answers, where there is one);
@@ -18,9 +19,14 @@ cache carries over between rounds):
   question embedded by the configuration's model on every call (distinct questions: no cache hit).
 
 Configurations: ``before`` is the embedder as it was (texts sorted by characters, each batch padded
-by the tokenizer, no cache); ``after`` is today's `MiniLMEmbedder`; ``after-1t`` the same with one
-intra-op thread; ``after-bNN`` with batch size NN; ``after-int8`` / ``after-fp32`` with that
-``compute``; the parts combine: ``after-int8-1t-b16``.
+by the tokenizer, no cache); ``after`` is today's `MiniLMEmbedder` (one intra-op thread since issue
+27's thread measurement); ``after-2t`` the same with two intra-op threads, ``after-1t`` with one;
+``after-bNN`` with batch size NN; ``after-int8`` / ``after-fp32`` with that ``compute``;
+``after-spin`` with onnxruntime's spinning intra-op threads (``spin=True``, the
+default before issue 27's thread measurement); the parts combine: ``after-int8-1t-b16``.
+``static`` is `StaticEmbedder` on the table given with ``--static`` (``scripts/distill_static.py``):
+its ``retrieve`` atlas holds the same 10,000 texts embedded by the table (not the synthetic
+384-dimension vectors).
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from _locomo import default_data_path, load_locomo
 from latency import make_corpus, pcts
 
 from shared_core import AtlasConfig, ElasticMemoryAtlas, ManualClock, MiniLMEmbedder
+from shared_core.text.static import StaticEmbedder
 
 Matrix = npt.NDArray[np.float32]
 
@@ -51,7 +58,7 @@ class BeforeEmbedder(MiniLMEmbedder):
     """The embedder before issue 27: sorted by characters, tokenizer padding, no cache."""
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(cache_size=0, compute="fp32", **kwargs)
+        super().__init__(cache_size=0, compute="fp32", spin=True, **{"threads": None, **kwargs})
 
     def embed(self, texts: Sequence[str]) -> Matrix:
         if self._session is None:
@@ -77,14 +84,23 @@ class BeforeEmbedder(MiniLMEmbedder):
         return out
 
 
-def make(name: str) -> MiniLMEmbedder:
+STATIC_TABLE: list[str] = []  # --static's table, for the configuration "static"
+
+
+def make(name: str) -> Any:
     """The configuration called ``name`` (see the module docstring)."""
+    if name == "static":
+        if not STATIC_TABLE:
+            raise SystemExit("the configuration 'static' needs --static TABLE.npz")
+        return StaticEmbedder(table=STATIC_TABLE[0])
     if name == "before":
         return BeforeEmbedder()
     kwargs: dict[str, Any] = {}
     for part in name.split("-")[1:]:
         if part in ("int8", "fp32"):
             kwargs["compute"] = part
+        elif part == "spin":
+            kwargs["spin"] = True
         elif part.endswith("t"):
             kwargs["threads"] = int(part[:-1])
         elif part.startswith("b"):
@@ -99,6 +115,7 @@ def _atlas(embedder: Any) -> ElasticMemoryAtlas:
 def _rate(embedder: Any, texts: Sequence[str]) -> tuple[float, float]:
     """Memories a second of ``add_memories``, by the wall clock and by this process's CPU time."""
     atlas = _atlas(embedder)
+    embedder.embed(["warm up"])  # the model loads before the clock starts
     start, cpu = time.perf_counter(), time.process_time()
     for s in range(0, len(texts), 1000):
         atlas.add_memories(list(texts[s:s + 1000]), namespace="bench", progress=False)
@@ -117,10 +134,9 @@ def _p50(fn: Callable[[int], object], count: int) -> float:
 class _Routed:
     """Memories' vectors from a table (no model), queries through ``model``: retrieve's query cost."""
 
-    dim = 384
-
-    def __init__(self, table: dict[str, Matrix], model: MiniLMEmbedder) -> None:
+    def __init__(self, table: dict[str, Matrix], model: Any) -> None:
         self.table, self.model = table, model
+        self.dim = model.dim
 
     def embed(self, texts: Sequence[str]) -> Matrix:
         if all(t in self.table for t in texts):
@@ -142,7 +158,8 @@ def measure(path: str, names: Sequence[str], *, rounds: int = 3, turns: int = 10
     samples: dict[str, dict[str, list[float]]] = {n: {} for n in names}
     retrieval: dict[str, ElasticMemoryAtlas] = {}
     for name in names:  # the 10k atlas of each configuration is built once, from the table
-        atlas = _atlas(_Routed(table, make(name)))
+        model = make(name)
+        atlas = _atlas(model if name == "static" else _Routed(table, model))
         for s in range(0, len(big.texts), 1000):
             atlas.add_memories(big.texts[s:s + 1000], namespace="bench", progress=False)
         retrieval[name] = atlas
@@ -190,7 +207,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--turns", type=int, default=1000, help="LoCoMo turns per add_memories run")
     parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--static", metavar="TABLE.npz", help="the table of the configuration 'static'")
     args = parser.parse_args(argv)
+    if args.static:
+        STATIC_TABLE.append(args.static)
     print(f"# {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f} before the run", flush=True)
     medians = measure(args.data, args.configs.split(","), rounds=args.rounds, turns=args.turns, short=args.turns,
                       queries=args.queries)

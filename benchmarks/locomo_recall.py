@@ -42,6 +42,7 @@ from _baselines import BASELINES, FRAMEWORK_BASELINES, VectorCache, make_rankers
 from _locomo import CATEGORIES, Conversation, default_data_path, load_locomo, recall_fraction
 
 from shared_core import AtlasConfig, ElasticMemoryAtlas, ManualClock, MiniLMEmbedder, TiktokenCounter
+from shared_core.text.static import StaticEmbedder
 
 KS = (5, 10, 20)
 TABLE_BUDGETS = (1000, 2000)
@@ -301,6 +302,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument("--compute", default="int8", choices=["fp32", "int8"],
                         help="MiniLMEmbedder(compute=...): the model's matmuls (default: %(default)s)")
+    parser.add_argument("--static", metavar="TABLE.npz", help="StaticEmbedder(table=...) instead of MiniLM: a "
+                        "table written by scripts/distill_static.py (--compute is then ignored)")
     parser.add_argument("--backend", metavar="URL", help="the atlas on a FalkorDB server, e.g. "
                         "falkordb://127.0.0.1:6379?prefix=locomo: (its namespaces under the prefix are dropped)")
     args = parser.parse_args(argv)
@@ -330,9 +333,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     results = run_benchmark(conversations, config=config, styles=styles, plot_budgets=plot_budgets,
                             baselines=names, progress=not args.quiet, backend=args.backend,
-                            embedder=MiniLMEmbedder(compute=args.compute, cache_size=0))
+                            embedder=StaticEmbedder(table=args.static) if args.static
+                            else MiniLMEmbedder(compute=args.compute, cache_size=0))
     print(markdown(results, styles=styles))
-    print(f"\n(config preset: {args.config}{''.join(' --set ' + x for x in args.set)}; compute {args.compute}; "
+    print(f"\n(config preset: {args.config}{''.join(' --set ' + x for x in args.set)}; "
+          f"{'static ' + args.static if args.static else 'compute ' + args.compute}; "
           f"total run time {time.perf_counter() - started:.0f} s)")
     if args.plot:
         plot(results, PLOT_BUDGETS, args.plot)

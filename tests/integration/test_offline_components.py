@@ -77,6 +77,17 @@ def test_int8_compute_keeps_the_vectors_and_their_batch_independence() -> None:
         assert np.abs(batched - alone).max() < 1e-5, batch_size
 
 
+def test_idle_threads_sleep_unless_spin_is_asked_and_the_vectors_do_not_change() -> None:
+    """spin=False (default) reaches onnxruntime as allow_spinning 0; spin=True leaves its default."""
+    quiet = MiniLMEmbedder(cache_size=0)
+    spinning = MiniLMEmbedder(cache_size=0, spin=True)
+    vectors = quiet.embed(_VARIED)
+    assert np.abs(vectors - spinning.embed(_VARIED)).max() < 1e-6
+    assert quiet._session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    with pytest.raises(Exception, match="allow_spinning"):  # not set: onnxruntime spins
+        spinning._session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning")
+
+
 def test_the_cache_answers_repeats_with_the_models_vectors() -> None:
     e = MiniLMEmbedder(cache_size=4)
     first = e.embed(["What milk does the user like?", "The quarterly report is due on Friday"])

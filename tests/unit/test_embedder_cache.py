@@ -112,7 +112,8 @@ def test_threads_share_one_cache() -> None:
 
 
 @pytest.mark.parametrize(("name", "bad"), [("batch_size", 0), ("cache_size", -1), ("cache_chars", -1),
-                                           ("threads", 0), ("batch_size", True), ("cache_size", 1.5)])
+                                           ("threads", 0), ("batch_size", True), ("cache_size", 1.5),
+                                           ("spin", 1), ("spin", "no"), ("spin", None)])
 def test_settings_are_checked(name: str, bad: object) -> None:
     with pytest.raises(InvalidInputError, match=name):
         MiniLMEmbedder(**{name: bad})  # type: ignore[arg-type]
