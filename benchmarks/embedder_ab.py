@@ -19,8 +19,8 @@ cache carries over between rounds):
   question embedded by the configuration's model on every call (distinct questions: no cache hit).
 
 Configurations: ``before`` is the embedder as it was (texts sorted by characters, each batch padded
-by the tokenizer, no cache); ``after`` is today's `MiniLMEmbedder` (one intra-op thread since issue
-27's thread measurement); ``after-2t`` the same with two intra-op threads, ``after-1t`` with one;
+by the tokenizer, no cache); ``after`` is today's `MiniLMEmbedder` (one intra-op thread per core, idle threads
+sleeping); ``after-2t`` the same with two intra-op threads, ``after-1t`` with one;
 ``after-bNN`` with batch size NN; ``after-int8`` / ``after-fp32`` with that ``compute``;
 ``after-spin`` with onnxruntime's spinning intra-op threads (``spin=True``, the
 default before issue 27's thread measurement); the parts combine: ``after-int8-1t-b16``.

@@ -111,9 +111,9 @@ class MiniLMEmbedder:
     2. the other texts, each once, are tokenized in one call (no padding), sorted by token count
        and cut into batches of ``batch_size``; each batch is padded only to its own longest text,
        so the model computes almost no padding;
-    3. each batch runs through the model with ``threads`` intra-op threads (default 1: batches
-       of a few short texts split poorly over threads; None: onnxruntime's default, one per
-       core) and is mean-pooled and normalised; rows go back to the callers' order. A text's
+    3. each batch runs through the model with ``threads`` intra-op threads (default None:
+       onnxruntime's one per core; 1 suits a machine whose cores other busy processes share)
+       and is mean-pooled and normalised; rows go back to the callers' order. A text's
        vector does not depend on its batch beyond float rounding (within 1e-5), nor on the
        threads. With ``spin=False`` (default) an idle intra-op thread sleeps instead of
        spin-waiting for the next parallel section, which burns a core other work needs;
@@ -139,7 +139,7 @@ class MiniLMEmbedder:
     dim = 384
     max_length = 256
 
-    def __init__(self, *, batch_size: int = 8, threads: int | None = 1, cache_size: int = 1024,
+    def __init__(self, *, batch_size: int = 8, threads: int | None = None, cache_size: int = 1024,
                  cache_chars: int = 1000, compute: str = "int8", spin: bool = False) -> None:
         for name, value, low in (("batch_size", batch_size, 1), ("cache_size", cache_size, 0),
                                  ("cache_chars", cache_chars, 0)):
