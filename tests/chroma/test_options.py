@@ -33,3 +33,10 @@ def test_collection_names_are_valid_and_distinct(namespace: str) -> None:
     others = {collection_name(n) for n in ("alice", "Bob's notes", "trailing-", "atlas.b32.x", "a" * 501)
               if n != namespace}
     assert name not in others
+
+
+def test_an_unknown_option_is_named_as_unknown() -> None:
+    with pytest.raises(InvalidInputError, match="unknown option 'speed'"):
+        ChromaBackend.from_url("chroma:dir?speed=1")
+    with pytest.raises(InvalidInputError, match="bad value 'soon' for 'flush_interval'"):
+        ChromaBackend.from_url("chroma:dir?flush_interval=soon")

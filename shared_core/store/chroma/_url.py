@@ -30,8 +30,11 @@ def url_options(url: str) -> tuple[str, dict[str, Any]]:
         fields = parse_qs(query, keep_blank_values=True, strict_parsing=bool(query))
     except ValueError:
         raise InvalidInputError(f"malformed options in {url!r}") from None
+    known = ("durability", "flush_interval", "checkpoint_bytes", "maintain_every")
     for key, values in fields.items():
         value = values[-1]
+        if key not in known:
+            raise InvalidInputError(f"unknown option {key!r} in {url!r} ({', '.join(known)})")
         try:
             if key == "durability":
                 options[key] = value
@@ -39,11 +42,8 @@ def url_options(url: str) -> tuple[str, dict[str, Any]]:
                 options[key] = float(value)
             elif key == "checkpoint_bytes":
                 options[key] = int(value)
-            elif key == "maintain_every":
+            else:  # maintain_every
                 options[key] = None if value.lower() in ("", "none", "off") else float(value)
-            else:
-                raise InvalidInputError(f"unknown option {key!r} in {url!r} (durability, flush_interval, "
-                                        "checkpoint_bytes, maintain_every)")
         except ValueError:
             raise InvalidInputError(f"bad value {value!r} for {key!r} in {url!r}") from None
     return path, options
