@@ -78,13 +78,17 @@ def rm3_terms(docs: Sequence[tuple[str, float]], query: str, n: int) -> list[str
     asked = set(query_stems(query))
     score: dict[str, float] = defaultdict(float)
     seen: dict[str, int] = {}
+    skipped: dict[str, bool] = {}  # each distinct word stemmed once, not once per occurrence
     for text, weight in docs:
         words = [w.lower() for w in _WORD.findall(text)]
         if not words:
             continue
         share = max(weight, 0.0) / len(words)
         for w in words:
-            if w in _FILLER or not asked.isdisjoint(index_terms(w)):
+            skip = skipped.get(w)
+            if skip is None:
+                skip = skipped[w] = w in _FILLER or not asked.isdisjoint(index_terms(w))
+            if skip:
                 continue
             score[w] += share
             seen.setdefault(w, len(seen))
