@@ -121,6 +121,36 @@ def test_a_walked_memory_is_admitted_without_reading_it(shared_atlas: Callable[.
     assert not part.graph.has(gone)
 
 
+def test_a_walk_reads_no_cosine_and_the_ranking_asks_for_the_few_it_needs(
+        shared_atlas: Callable[..., ElasticMemoryAtlas], clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hop reads edges only: the cosines of the memories a walk reached, asked for afterwards
+    (as the ranking asks for those of the graph-only memories it visits), come in one statement,
+    equal to those a call that walked nothing reads (0 for an unknown id)."""
+    atlas = shared_atlas()
+    for i in range(40):
+        clock.advance(60)
+        atlas.add_memory(f"note {i} about {TOPICS[i % 5]} and {TOPICS[(i * 2) % 5]}", namespace="p",
+                         session_id=f"s{i % 3}")
+    vector = atlas.embedder.embed(["coffee and milk"])[0]
+    cq = CandidateQuery(text="coffee and milk", vector=vector, k=4, vector_k=4, keyword_k=4, every_admissible=True)
+    part = _partition(atlas)
+    found = part.candidates(cq, part.graph.has)
+    counted = _Statements(part, monkeypatch)
+    spec = WalkSpec(factors=[0.5] * len(Relation), hops=2, decay=0.5, fanout=8, min_activation=0.0, beam=None)
+    walked = part.expand(dict(list(found.paths["vector"].items())[:3]), spec, part.graph.has)
+    hops = [s for s in counted.seen if "m <> n" in s]  # `cypher.WALK_HOP`
+    assert len(hops) == 2
+    assert not [s for s in hops if "cosineDistance" in s or "Embedding" in s]
+    reached = [i for i in walked if i not in found.cosine] + ["no-such-memory"]
+    assert len(reached) > 1
+    before = len(counted.seen)
+    sims = part.vectors.similarities(vector, reached)
+    assert len(counted.seen) == before + 1
+    fresh = _partition(atlas)  # a new call: no cosine known
+    np.testing.assert_array_equal(sims, fresh.vectors.similarities(vector, reached))
+    assert sims[-1] == 0.0
+
+
 def test_a_read_partition_comes_with_its_counts(shared_atlas: Callable[..., ElasticMemoryAtlas],
                                                clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
     """`FalkorDBBackend.partition` without ``create`` reads the write counter and the superseded

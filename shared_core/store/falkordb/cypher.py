@@ -310,12 +310,11 @@ COUNTERS = ("OPTIONAL MATCH (c:Atlas) WITH c.turn AS turn "
 VECTORS_AMONG = f"UNWIND $ids AS id MATCH (e:Embedding {{id: id}}) RETURN e.id, {_VECTOR}"
 BETWEEN_COSINE = ("MATCH (n:Memory) WHERE n.tracked AND n.timestamp >= $start AND n.timestamp < $end "
                   f"OPTIONAL MATCH (e:Embedding {{id: n.id}}) RETURN n.id, {_COSINE} ORDER BY n.timestamp, n.id")
-# one hop of recall's walk: every edge of each id (self-loops aside), its direction and order,
-# and the other end's cosine with $vector
+# one hop of recall's walk: every edge of each id (self-loops aside), its direction and order (not
+# the other ends' cosines: the ranking asks for a dozen of the hundreds reached, `VECTOR_AMONG`)
 WALK_HOP = ("UNWIND $ids AS id MATCH (n:Memory {id: id})-[r]-(m:Memory) WHERE m <> n "
             "WITH DISTINCT id, r, m, startNode(r) = n AS out "
-            f"OPTIONAL MATCH (e:Embedding {{id: m.id}}) "
-            f"RETURN id, m.id, type(r), r.strength, r.seq, out, {_COSINE}")
+            "RETURN id, m.id, type(r), r.strength, r.seq, out")
 
 
 # `VECTOR_SEARCH` with the node of each of the first $heads hits (null after them)

@@ -19,8 +19,6 @@ import math
 from collections.abc import Callable, Collection, Iterable, Iterator, MutableMapping, MutableSet, Sequence
 from typing import Any
 
-import numpy as np
-
 from ...values.config import AtlasConfig
 from ...values.model import MemoryNode
 from ..base import PartitionBase
@@ -209,14 +207,6 @@ class FalkorPartition(PartitionBase):
             cache.superseded[node.id] = False
         for i in touched:
             cache.edges.pop(i, None)
-
-    @property
-    def cosine_query(self) -> Vector:
-        """The query vector of the cosines this call has read (a recall's), or zeros."""
-        query = self._cosines.query
-        if query is None:
-            return np.zeros(self.vectors.dim, dtype=np.float32)
-        return np.frombuffer(query, dtype=np.float32)
 
     def remember_cosines(self, query: Vector, values: dict[str, float]) -> None:
         self._cosines.add(query, values)

@@ -11,10 +11,13 @@ same values, in the same order), with the server asked fewer, larger questions:
   Cypher.
   When every memory may be recalled (``every_admissible``) no node is read with the hits.
 - `walk` (expand): `spread_max` over the server's edges, read one hop at a time for the whole
-  frontier (`cypher.WALK_HOP`): each edge's direction and order and the other end's cosine; the
-  other ends are known to exist (`FalkorGraphStore.has` answers without reading them), the
-  seeds' nodes ride in the first hop's pipeline, and the other ends join the read-ahead list,
-  most reachable first, for ``walkable`` and the ranking that follows.
+  frontier (`cypher.WALK_HOP`): each edge's direction and order; the other ends are known to
+  exist (`FalkorGraphStore.has` answers without reading them), the seeds' nodes ride in the
+  first hop's pipeline, and the other ends join the read-ahead list, most reachable first, for
+  ``walkable`` and the ranking that follows. Their cosines with the query are not read with the
+  edges: the ranking asks for those of a dozen of the hundred-odd memories a walk reaches
+  (`FalkorVectorIndex.similarities`, one statement), and an index lookup of each vector costs the
+  server more than the hop's own work.
 
 >>> from shared_core.store.falkordb.paths import order_edges
 >>> order_edges("a", [("b", "SIMILAR_TO", 0.5, 7, False), ("c", "BEFORE", 1.0, 9, True)])
@@ -48,9 +51,6 @@ class FalkorPartition(Protocol):
 
     @property
     def graph_key(self) -> GraphKey: ...
-
-    @property
-    def cosine_query(self) -> Vector: ...
 
     def default_candidates(self, query: CandidateQuery, allowed: Predicate) -> Candidates: ...
 
@@ -214,7 +214,6 @@ def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkabl
     links: dict[str, list[tuple[str, float]]] = {}
     cache = part.graph.cache
     present = cache.present
-    vector = part.cosine_query
 
     hops = [0]
 
@@ -226,7 +225,7 @@ def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkabl
         # the nodes the ranking asks for first ride along the first hop: the seeds (the best
         # candidates), then the head of the read-ahead list (one round trip, not two)
         ahead = part.graph.next_ahead(list(seeds)) if hops[0] == 1 else []
-        statements: list[tuple[str, dict[str, Any]]] = [(q.WALK_HOP, {"ids": wanted, "vector": query_literal(vector)})]
+        statements: list[tuple[str, dict[str, Any]]] = [(q.WALK_HOP, {"ids": wanted})]
         if ahead:
             statements.append((q.NODES_AMONG, {"ids": ahead}))
         results = part.graph_key.read_many(statements)
@@ -234,11 +233,9 @@ def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkabl
         if ahead:
             part.graph.absorb(ahead, results[1])
         grouped: dict[str, list[tuple[str, str, float, int, bool]]] = {i: [] for i in wanted}
-        cosines: dict[str, float] = {}
-        for node_id, other, kind, strength, seq, out, distance in rows:
+        for node_id, other, kind, strength, seq, out in rows:
             grouped[str(node_id)].append((str(other), str(kind), float(strength), int(seq or 0), bool(out)))
-            cosines[str(other)] = _sim(distance)
-        present.update(cosines)  # each other end is a memory on the server: `has` need not read it
+        present.update(str(r[1]) for r in rows)  # each other end is a memory on the server: `has` need not read it
         reach: dict[str, float] = {}  # what each other end may receive: the order its node is read in
         for node_id, edges in grouped.items():
             weighted = []
@@ -251,7 +248,6 @@ def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkabl
                     if other not in cache.nodes:
                         reach[other] = max(reach.get(other, 0.0), act * w)
             links[node_id] = weighted
-        part.remember_cosines(vector, cosines)
         part.graph.read_ahead(sorted(reach, key=lambda i: -reach[i]))
 
     frontier: list[str] = [i for i, s in seeds.items() if s > spec.min_activation]
