@@ -121,11 +121,12 @@ def test_a_walked_memory_is_admitted_without_reading_it(shared_atlas: Callable[.
     assert not part.graph.has(gone)
 
 
-def test_a_walk_reads_no_cosine_and_the_ranking_asks_for_the_few_it_needs(
+def test_a_walk_reads_no_cosine_and_the_ranking_reads_them_ahead(
         shared_atlas: Callable[..., ElasticMemoryAtlas], clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
     """A hop reads edges only: the cosines of the memories a walk reached, asked for afterwards
-    (as the ranking asks for those of the graph-only memories it visits), come in one statement,
-    equal to those a call that walked nothing reads (0 for an unknown id)."""
+    (as the ranking asks for those of the graph-only memories it visits), come in one statement
+    with those of the next memories the walk reached, equal to those a call that walked nothing
+    reads (0 for an unknown id)."""
     atlas = shared_atlas()
     for i in range(40):
         clock.advance(60)
@@ -141,14 +142,16 @@ def test_a_walk_reads_no_cosine_and_the_ranking_asks_for_the_few_it_needs(
     hops = [s for s in counted.seen if "m <> n" in s]  # `cypher.WALK_HOP`
     assert len(hops) == 2
     assert not [s for s in hops if "cosineDistance" in s or "Embedding" in s]
-    reached = [i for i in walked if i not in found.cosine] + ["no-such-memory"]
-    assert len(reached) > 1
+    reached = [i for i in walked if i not in found.cosine]
+    assert len(reached) > 2
     before = len(counted.seen)
-    sims = part.vectors.similarities(vector, reached)
+    first = part.vectors.similarities(vector, [reached[0], "no-such-memory"])
+    assert len(counted.seen) == before + 1
+    sims = part.vectors.similarities(vector, reached)  # read with the first: the walk reached them
     assert len(counted.seen) == before + 1
     fresh = _partition(atlas)  # a new call: no cosine known
     np.testing.assert_array_equal(sims, fresh.vectors.similarities(vector, reached))
-    assert sims[-1] == 0.0
+    assert first.tolist() == [sims[0], 0.0]
 
 
 def test_a_read_partition_comes_with_its_counts(shared_atlas: Callable[..., ElasticMemoryAtlas],

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import base64
 import threading
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Container, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -37,6 +37,7 @@ _ROWS_PER_WRITE = 256
 AMONG_IN_QUERY = 5000  # a subset up to this size is filtered in the query, larger ones after it
 Prefetch = Callable[..., None]
 Statements = list[tuple[str, dict[str, Any]]]
+_COSINES_AHEAD = 64  # cosines read at once when the ranking asks for some the call lacks
 _WALK = 16  # a search for more hits than this is a recall's, whose graph walk reads their edges next
 
 
@@ -98,11 +99,14 @@ class FalkorVectorIndex(VectorIndexBase):
     """Unit vectors of one namespace's memories, on the server."""
 
     def __init__(self, graph: GraphKey, dim: int, *, prefetch: Prefetch = _no_prefetch,
-                 cosines: CosineCache | None = None) -> None:
+                 cosines: CosineCache | None = None, ahead: Callable[[], Iterable[str]] | None = None) -> None:
         self._g = graph
         self._dim = dim
         self._prefetch = prefetch  # what a search finds is read next: fetch it in one go
         self._cosines = cosines  # the current call's cosines with its query, read beside other rows
+        # ids whose cosines the call may ask for next, most likely first (the memories a graph
+        # walk reached, `FalkorGraphStore.read_ahead`): read with the first cosines it lacks
+        self._ahead = ahead
         self._read: dict[str, Vector] = {}  # vectors the current call read beside other rows
 
     def remember(self, node_id: str, raw: str | None) -> None:
@@ -181,12 +185,50 @@ class FalkorVectorIndex(VectorIndexBase):
         """Cosine of ``query`` with each id (0 for an unknown id)."""
         known = self._cosines.of(query) if self._cosines is not None else None
         wanted = list(dict.fromkeys(ids))
-        if known is not None:
+        if known is not None and self._cosines is not None:
             sims = {i: known[i] for i in wanted if i in known}
-            sims.update(self._among(query, [i for i in wanted if i not in known]))
+            missing = [i for i in wanted if i not in known]
+            if missing:
+                more = self._next_ahead(known, set(missing))
+                found = self._among(query, missing + more)
+                self._cosines.add(query, {i: found.get(i, 0.0) for i in missing + more})
+                sims.update(found)
         else:
             sims = self._among(query, wanted)
         return np.fromiter((sims.get(i, 0.0) for i in ids), dtype=np.float32, count=len(ids))
+
+    def _next_ahead(self, known: dict[str, float], asked: set[str], among: Container[str] | None = None
+                    ) -> list[str]:
+        """The next ids of the read-ahead list (of ``among``, when given) whose cosines are not
+        known (a chunk at most)."""
+        out: list[str] = []
+        for i in self._ahead() if self._ahead is not None else ():
+            if len(out) + len(asked) >= _COSINES_AHEAD:
+                break
+            if i not in known and i not in asked and (among is None or i in among):
+                out.append(i)
+        return out
+
+    def cosines_ahead(self, among: Container[str]) -> tuple[list[str], tuple[str, dict[str, Any]]] | None:
+        """The statement reading the cosines with the call's query of the next ids of the
+        read-ahead list among ``among`` (the memories a walk reached) whose cosines the call
+        lacks, for a caller's pipeline (`keep_cosines` takes its rows); None: no such id, or no
+        query."""
+        cache = self._cosines
+        if cache is None or cache.query is None:
+            return None
+        ids = self._next_ahead(cache.values, set(), among)
+        if not ids:
+            return None
+        query = np.frombuffer(cache.query, dtype=np.float32)
+        return ids, (q.VECTOR_AMONG, {"ids": ids, "query": query_literal(query)})
+
+    def keep_cosines(self, ids: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """Keep the `VECTOR_AMONG` rows of `cosines_ahead`'s statement (0 for an id without a row)."""
+        if self._cosines is None or self._cosines.query is None:
+            return
+        found = {str(i): float(np.float32(1.0 - float(d))) for i, d in rows}
+        self._cosines.values.update({i: found.get(i, 0.0) for i in ids})
 
     def _among(self, query: Vector, ids: list[str]) -> dict[str, float]:
         out: dict[str, float] = {}

@@ -153,7 +153,8 @@ class FalkorPartition(PartitionBase):
         self._cosines = CosineCache()
         self.graph = FalkorGraphStore(graph, namespace, self._cache)
         self.graph.snapshot = self._snapshot
-        self.vectors = FalkorVectorIndex(graph, dim, prefetch=self.graph.prefetch, cosines=self._cosines)
+        self.vectors = FalkorVectorIndex(graph, dim, prefetch=self.graph.prefetch, cosines=self._cosines,
+                                         ahead=lambda: list(self._cache.ahead))
         self.keywords = FalkorKeywordIndex(graph, prefetch=self.graph.prefetch)
         self.entities = FalkorEntityIndex(graph)
         self.sessions = _Sessions(graph)

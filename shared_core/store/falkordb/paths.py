@@ -228,10 +228,17 @@ def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkabl
         statements: list[tuple[str, dict[str, Any]]] = [(q.WALK_HOP, {"ids": wanted})]
         if ahead:
             statements.append((q.NODES_AMONG, {"ids": ahead}))
+        # from the second hop on, the cosines of the memories the previous hops reached, most
+        # reachable first, ride along (the ranking asks for those of the best of them)
+        cosines = part.vectors.cosines_ahead(present) if hops[0] > 1 else None
+        if cosines is not None:
+            statements.append(cosines[1])
         results = part.graph_key.read_many(statements)
         rows = results[0]
         if ahead:
             part.graph.absorb(ahead, results[1])
+        if cosines is not None:
+            part.vectors.keep_cosines(cosines[0], results[-1])
         grouped: dict[str, list[tuple[str, str, float, int, bool]]] = {i: [] for i in wanted}
         for node_id, other, kind, strength, seq, out in rows:
             grouped[str(node_id)].append((str(other), str(kind), float(strength), int(seq or 0), bool(out)))
