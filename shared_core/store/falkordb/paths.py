@@ -14,10 +14,12 @@ same values, in the same order), with the server asked fewer, larger questions:
   frontier (`cypher.WALK_HOP`): each edge's direction and order; the other ends are known to
   exist (`FalkorGraphStore.has` answers without reading them), the seeds' nodes ride in the
   first hop's pipeline, and the other ends join the read-ahead list, most reachable first, for
-  ``walkable`` and the ranking that follows. Their cosines with the query are not read with the
-  edges: the ranking asks for those of a dozen of the hundred-odd memories a walk reaches
-  (`FalkorVectorIndex.similarities`, one statement), and an index lookup of each vector costs the
-  server more than the hop's own work.
+  ``walkable`` and the ranking that follows. Their cosines with the query are not read per edge
+  (an index lookup of each far end's vector, row by row, cost the server more than the hop's own
+  work, and the ranking asks for a dozen of the hundred-odd memories a walk reaches): the second
+  hop's pipeline reads those of the memories the first reached, most reachable first, once each
+  (`FalkorVectorIndex.cosines_ahead`), and a cosine the ranking still lacks is read with the
+  next ones (`FalkorVectorIndex.similarities`).
 
 >>> from shared_core.store.falkordb.paths import order_edges
 >>> order_edges("a", [("b", "SIMILAR_TO", 0.5, 7, False), ("c", "BEFORE", 1.0, 9, True)])
