@@ -226,6 +226,9 @@ def cv_tables(scores: CVScores) -> str:
     for name, by_conv in scores.baselines.items():
         out.append(_row(name, [r for c in convs for r in by_conv[c]]))
     out.append(f"\nContexts over budget: {scores.over_budget}.")
+    if len(scores.points) <= 12:  # a small grid: every point on all conversations (fitted, not held out)
+        out += ["", "### Every point on all conversations (fitted)", "", *_head()]
+        out += [_row(_point(p), [r for c in convs for r in scores.atlas[i][c]]) for i, p in enumerate(scores.points)]
     return "\n".join(out)
 
 

@@ -88,20 +88,23 @@ def with_neighbours(part: Partition, hits: Sequence[ScoredMemory], *, max_tokens
     by_session: dict[str | None, list[tuple[int, int]]] = {}  # session -> sorted (turn, hit position)
     for pos, h in enumerate(hits):
         by_session.setdefault(h.node.session_id, []).append((h.node.turn, pos))
-    for line in by_session.values():
-        line.sort()
+    for ordered in by_session.values():
+        ordered.sort()
     after: dict[int, list[MemoryNode]] = {}
     get_node = part.graph.get_node
     for node_id in sorted(reached):
         if node_id in ids:
             continue
         node = get_node(node_id)
-        line = by_session.get(node.session_id) if node is not None else None
-        if node is None or not line or not admit(node) or count(node.content) > max_tokens:
+        if node is None:
             continue
-        i = bisect.bisect_left(line, (node.turn, -1))
+        line = by_session.get(node.session_id)
+        if not line or not admit(node) or count(node.content) > max_tokens:
+            continue
+        turn = node.turn
+        i = bisect.bisect_left(line, (turn, -1))
         near = [line[j] for j in (i - 1, i) if 0 <= j < len(line)]
-        pos = min(near, key=lambda tp: (abs(tp[0] - node.turn), tp[1]))[1]
+        pos = min(near, key=lambda tp: (abs(tp[0] - turn), tp[1]))[1]
         after.setdefault(pos, []).append(node)
     out: list[ScoredMemory] = []
     companions: dict[str, str] = {}
