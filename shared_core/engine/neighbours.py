@@ -6,7 +6,8 @@ recall finds is worth more with its neighbours beside it. `with_neighbours` puts
 each recalled memory (in the packing's priority order), the turns just before and after it in
 its session that are at most ``max_tokens`` long, and returns which memory each one came with;
 `shared_core.engine.context.build_context_block` packs a companion only once the memory it came
-with is packed, so the budget stays exact and a companion never comes alone.
+with is packed, so the budget stays exact and a companion never comes alone. On by default
+(``AtlasConfig.context_neighbours``, 12 tokens: a short message comes along, a long turn does not).
 
 The neighbours are the ends of the memories' ``before`` edges (the session's order, written by
 `shared_core.engine.writes`), reached with one `Partition.expand` call of one hop over that

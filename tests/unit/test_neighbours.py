@@ -90,4 +90,4 @@ def test_neighbours_are_not_reinforced(make_atlas: Make) -> None:
 def test_the_field_is_checked(bad: object) -> None:
     with pytest.raises(InvalidInputError, match="context_neighbours"):
         AtlasConfig(context_neighbours=bad)  # type: ignore[arg-type]
-    assert AtlasConfig().context_neighbours == 0
+    assert AtlasConfig().context_neighbours == 12 and AtlasConfig.archive().context_neighbours == 12
