@@ -33,7 +33,7 @@ from _locomo import CATEGORIES, Conversation, recall_fraction
 from shared_core import AtlasConfig, ElasticMemoryAtlas, ManualClock, TiktokenCounter
 from shared_core.engine.context import context_breadth
 
-__all__ = ["GRID", "LEVERS", "OBJECTIVE", "CVScores", "ablations", "cv_tables", "run_grid"]
+__all__ = ["GRID", "GRIDS", "LEVERS", "OBJECTIVE", "CVScores", "ablations", "cv_tables", "run_grid"]
 
 #: field -> the values tried, the shipped preset first (it wins ties)
 GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
@@ -43,8 +43,17 @@ GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
     ("list_diversity", (0.0, 0.3)),
     ("list_candidates", (1.0, 1.5)),
 )
+#: context windows (`shared_core.engine.neighbours`): the longest neighbour that comes along, in
+#: tokens; the other fields at the presets (`--grid neighbours`)
+NEIGHBOUR_GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
+    ("context_neighbours", (0, 12, 20, 30)),
+)
+#: the grids `--cv` can run, by name (``--grid``; the first is the default)
+GRIDS = {"feedback": GRID, "neighbours": NEIGHBOUR_GRID}
 #: the fields that change the ranking itself (the rest change only the context's packing)
 RETRIEVAL_FIELDS = ("relevance_floor", "feedback_weight", "feedback_docs")
+#: packing fields that a context's cache key must hold (the list levers' are in `context_breadth`)
+CONTEXT_FIELDS = ("context_neighbours",)
 #: field -> (the field that switches it off, that field's off value): answers are cached alike
 #: whatever the field's value while the lever is off
 INERT_WHEN = {"feedback_docs": ("feedback_weight", 0.0)}
@@ -58,6 +67,7 @@ LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
     "MMR diversity for lists (list_diversity=0)": {"list_diversity": (0.0,)},
     "wider pool for lists (list_candidates=1)": {"list_candidates": (1.0,)},
     "relevance floor 0.2 (relevance_floor=0.1)": {"relevance_floor": (0.1,)},
+    "context windows (context_neighbours=0)": {"context_neighbours": (0,)},
 }
 METRICS = ("R@5", "R@10", "R@20", "R@1000tok", "R@2000tok")
 BUDGETS = (1000, 2000)
@@ -69,6 +79,7 @@ class CVScores:
     """Per grid point and conversation, each question's (category, {metric: recall})."""
 
     points: list[dict[str, Any]]
+    grid: tuple[tuple[str, tuple[Any, ...]], ...] = GRID
     atlas: dict[int, dict[str, list[tuple[int, dict[str, float]]]]] = field(
         default_factory=lambda: defaultdict(dict))
     baselines: dict[str, dict[str, list[tuple[int, dict[str, float]]]]] = field(
@@ -83,12 +94,12 @@ def grid_points(grid: Sequence[tuple[str, tuple[Any, ...]]] = GRID) -> list[dict
 
 
 def run_grid(conversations: Sequence[Conversation], *, base: AtlasConfig, cache: VectorCache, embedder: Any,
-             now: float, progress: Any = None) -> CVScores:
+             now: float, progress: Any = None, grid: tuple[tuple[str, tuple[Any, ...]], ...] = GRID) -> CVScores:
     """Score every grid point (and the baselines) on every question of every conversation."""
     from locomo_recall import _CachedEmbedder, ingest
 
-    points = grid_points()
-    scores = CVScores(points)
+    points = grid_points(grid)
+    scores = CVScores(points, grid)
     counter = TiktokenCounter()
     count = functools.lru_cache(maxsize=None)(counter.count)
     for conv in conversations:
@@ -126,7 +137,8 @@ def run_grid(conversations: Sequence[Conversation], *, base: AtlasConfig, cache:
                     retrieved[rkey] = {f"R@{k}": recall_fraction(q.evidence, found[:k]) for k in KS}
                 row = dict(retrieved[rkey])
                 for b in BUDGETS:
-                    ckey = (*key, qi, b, *context_breadth(q.question, b, config))
+                    ckey = (*key, *(point.get(f) for f in CONTEXT_FIELDS), qi, b,
+                            *context_breadth(q.question, b, config))
                     if ckey not in contexts:
                         ctx = view.build_context(q.question, namespace=conv.sample_id, token_budget=b,
                                                  style="timeline", reinforce=False)
@@ -142,7 +154,7 @@ def run_grid(conversations: Sequence[Conversation], *, base: AtlasConfig, cache:
 
 def _cache_key(point: dict[str, Any]) -> tuple[Any, ...]:
     """The retrieval fields' values, a field `INERT_WHEN` its lever is off counted as None."""
-    return tuple(None if f in INERT_WHEN and point[INERT_WHEN[f][0]] == INERT_WHEN[f][1] else point[f]
+    return tuple(None if f in INERT_WHEN and point.get(INERT_WHEN[f][0]) == INERT_WHEN[f][1] else point.get(f)
                  for f in RETRIEVAL_FIELDS)
 
 
@@ -201,7 +213,7 @@ def cv_tables(scores: CVScores) -> str:
     fitted, rows, chosen = select(scores)
     every = [r for c in convs for r in scores.atlas[fitted][c]]
     preset = [r for c in convs for r in scores.atlas[0][c]]
-    out = [f"Grid: {len(scores.points)} points, " + "; ".join(f"{n} in {v}" for n, v in GRID)
+    out = [f"Grid: {len(scores.points)} points, " + "; ".join(f"{n} in {v}" for n, v in scores.grid)
            + f". Objective: mean of {' and '.join(OBJECTIVE)}.", "",
            f"Fitted on all {len(convs)} conversations: {_point(scores.points[fitted])}.", ""]
     out += [f"- {c} held out: chosen on the other {len(convs) - 1}: {_point(scores.points[i])}"
@@ -214,6 +226,9 @@ def cv_tables(scores: CVScores) -> str:
     for name, by_conv in scores.baselines.items():
         out.append(_row(name, [r for c in convs for r in by_conv[c]]))
     out.append(f"\nContexts over budget: {scores.over_budget}.")
+    if len(scores.points) <= 12:  # a small grid: every point on all conversations (fitted, not held out)
+        out += ["", "### Every point on all conversations (fitted)", "", *_head()]
+        out += [_row(_point(p), [r for c in convs for r in scores.atlas[i][c]]) for i, p in enumerate(scores.points)]
     return "\n".join(out)
 
 
@@ -222,8 +237,10 @@ def ablations(scores: CVScores) -> str:
     out = ["### Ablations (cross-validated; each lever held off, the others still chosen per fold)", ""]
     out += _head()
     out.append(_row("every lever chosen per fold", select(scores)[1]))
-    for lever, hold in LEVERS.items():
+    fields = {name for name, _ in scores.grid}
+    levers = {lever: hold for lever, hold in LEVERS.items() if set(hold) <= fields}  # the grid's levers
+    for lever, hold in levers.items():
         out.append(_row(f"without {lever}", select(scores, hold)[1]))
-    off = {name: values for hold in LEVERS.values() for name, values in hold.items()}
+    off = {name: values for hold in levers.values() for name, values in hold.items()}
     out.append(_row("every lever off", select(scores, off)[1]))
     return "\n".join(out)

@@ -23,11 +23,13 @@ __all__ = [
     "evidence_ids",
     "load_locomo",
     "recall_fraction",
+    "split_messages",
 ]
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 _EVIDENCE = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
 _SESSION_KEY = re.compile(r"session_(\d+)")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
 
 
 def default_data_path() -> Path:
@@ -142,3 +144,28 @@ def recall_fraction(gold: frozenset[str], found: Iterable[str]) -> float:
     0.5
     """
     return len(gold & set(found)) / len(gold)
+
+
+def split_messages(conv: Conversation) -> Conversation:
+    """The conversation as a chat of short messages: each turn cut after each sentence (``.``,
+    ``!`` or ``?`` then a space) into consecutive messages of its speaker, a shared photo's
+    caption on the last one; an evidence turn becomes all of its messages (``D1:3`` ->
+    ``D1:3.0``, ``D1:3.1``, ...), so R@B tok is the fraction of the evidence's messages in the
+    context. A proxy for chats of short messages, where one fact spans several of them.
+
+    >>> t = Turn("D1:1", 1, "Ann", "Hi! Went swimming. Fun.", "a pool", "", 0.0)
+    >>> [m.content for m in split_messages(Conversation("c", (t,), (Question("q", 1, frozenset({"D1:1"})),), 0)).turns]
+    ['Ann: Hi!', 'Ann: Went swimming.', 'Ann: Fun. [shares a pool]']
+    """
+    turns: list[Turn] = []
+    pieces: dict[str, list[str]] = {}
+    for t in conv.turns:
+        parts = _SENTENCE_END.split(t.text.strip()) or [t.text]
+        for j, part in enumerate(parts):
+            dia = f"{t.dia_id}.{j}"
+            pieces.setdefault(t.dia_id, []).append(dia)
+            turns.append(Turn(dia, t.session, t.speaker, part, t.caption if j == len(parts) - 1 else None,
+                              t.date_text, t.timestamp))
+    questions = tuple(Question(q.question, q.category, frozenset(p for e in q.evidence for p in pieces[e]))
+                      for q in conv.questions)
+    return Conversation(conv.sample_id, tuple(turns), questions, conv.skipped)

@@ -39,7 +39,7 @@ import numpy.typing as npt
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _baselines import BASELINES, FRAMEWORK_BASELINES, VectorCache, make_rankers, pack_lines
-from _locomo import CATEGORIES, Conversation, default_data_path, load_locomo, recall_fraction
+from _locomo import CATEGORIES, Conversation, default_data_path, load_locomo, recall_fraction, split_messages
 
 from shared_core import AtlasConfig, ElasticMemoryAtlas, ManualClock, MiniLMEmbedder, TiktokenCounter
 from shared_core.text.static import StaticEmbedder
@@ -298,6 +298,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="override an AtlasConfig field for an ablation, e.g. --set graph_hops=0")
     parser.add_argument("--cv", action="store_true", help="leave-one-conversation-out over the grid of "
                         "_cv.GRID: the fitted and the cross-validated tables, and the ablations (timeline style)")
+    parser.add_argument("--grid", default="feedback", help="with --cv: the grid of _cv.GRIDS to run "
+                        "(feedback, neighbours; default: %(default)s)")
     parser.add_argument("--json", metavar="FILE", help="also write every mean to a JSON file")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument("--compute", default="int8", choices=["fp32", "int8"],
@@ -306,12 +308,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "table written by scripts/distill_static.py (--compute is then ignored)")
     parser.add_argument("--backend", metavar="URL", help="the atlas on a FalkorDB server, e.g. "
                         "falkordb://127.0.0.1:6379?prefix=locomo: (its namespaces under the prefix are dropped)")
+    parser.add_argument("--split-messages", action="store_true", help="each turn cut into one message per "
+                        "sentence (a proxy for chats of short messages; see _locomo.split_messages)")
     args = parser.parse_args(argv)
 
     if not Path(args.data).exists():
         parser.error(f"no data at {args.data}; see ../shared/data/locomo/README.md")
     conversations = load_locomo(args.data, limit=args.limit,
                                 conversations=args.conversations.split(",") if args.conversations else None)
+    if args.split_messages:
+        conversations = [split_messages(c) for c in conversations]
     styles = tuple(s for s in args.styles.split(",") if s)
     config = {"archive": AtlasConfig.archive, "default": AtlasConfig.default,
               "rrf": lambda: AtlasConfig.archive(fusion="rrf", vector_weight=1.0, keyword_weight=1.0)}[args.config]()
@@ -327,7 +333,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 overrides[name.strip()] = value.strip()
         config = config.replace(**overrides)
     if args.cv:
-        return _cross_validate(conversations, config, quiet=args.quiet)
+        return _cross_validate(conversations, config, quiet=args.quiet, grid=args.grid)
     names = BASELINES if args.no_frameworks else BASELINES + FRAMEWORK_BASELINES
     plot_budgets = PLOT_BUDGETS if args.plot else ()
     started = time.perf_counter()
@@ -350,16 +356,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _cross_validate(conversations: Sequence[Conversation], config: AtlasConfig, *, quiet: bool) -> int:
-    from _cv import ablations, cv_tables, grid_points, run_grid
+def _cross_validate(conversations: Sequence[Conversation], config: AtlasConfig, *, quiet: bool,
+                    grid: str = "feedback") -> int:
+    from _cv import GRIDS, ablations, cv_tables, grid_points, run_grid
+
+    if grid not in GRIDS:
+        raise SystemExit(f"unknown grid {grid!r}; one of {', '.join(GRIDS)}")
 
     started = time.perf_counter()
     embedder = MiniLMEmbedder()
     cache = VectorCache(embedder)
     embed_all(conversations, cache, progress=not quiet)
-    bar = _progress(total=len(conversations) * len(grid_points()), desc="grid points x conversations",
+    bar = _progress(total=len(conversations) * len(grid_points(GRIDS[grid])), desc="grid points x conversations",
                     disable=quiet)
-    scores = run_grid(conversations, base=config, cache=cache, embedder=embedder, now=NOW, progress=bar)
+    scores = run_grid(conversations, base=config, cache=cache, embedder=embedder, now=NOW, progress=bar,
+                      grid=GRIDS[grid])
     bar.close()
     print(cv_tables(scores))
     print()

@@ -24,6 +24,7 @@ from .engine.events import AtlasEvent, EventLog
 from .engine.lifecycle.compression import CompressionReport
 from .engine.lifecycle.maintenance import MaintenanceReport, MaintenanceTimer, maintain
 from .engine.lifecycle.manager import AtlasStats, Lifecycle
+from .engine.neighbours import admission, with_neighbours
 from .engine.recall import RecallRequest, recall
 from .engine.state import EngineState
 from .formulas.filters import compile_filters
@@ -284,13 +285,18 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews, Writes):
             hits = [h for h in recall(part, request, self.config) if h.node.id not in excluded]
             recalled = diversify([h for h in hits if h.node.kind != "summary"], part.vectors, diversity)
             summaries = [h for h in hits if h.node.kind == "summary"]
+            recalled, companions = with_neighbours(  # short adjacent turns come along (context_neighbours)
+                part, recalled, max_tokens=self.config.context_neighbours, count=counter.count,
+                admit=admission(part, now=now, as_of=when, predicate=predicate, excluded=excluded))
             ctx = build_context_block(working, recalled, summaries, style=style, budget=budget,
-                                      count=counter.count, marker=self.config.truncation_marker)
+                                      count=counter.count, marker=self.config.truncation_marker, companions=companions)
             while redundant := summaries_beside_sources(part.graph, ctx.memories) & {h.node.id for h in summaries}:
                 summaries = [h for h in summaries if h.node.id not in redundant]
                 ctx = build_context_block(working, recalled, summaries, style=style, budget=budget,
-                                          count=counter.count, marker=self.config.truncation_marker)
-            recalled_shown = [m for m in ctx.memories if m.paths != ("working",)]
+                                          count=counter.count, marker=self.config.truncation_marker,
+                                          companions=companions)
+            # working memory is shown for being recent, a neighbour for sitting next to a hit: not recalled
+            recalled_shown = [m for m in ctx.memories if m.paths not in (("working",), ("neighbour",))]
             self._life.recalled(part, recalled_shown, now, via="build_context")
             if reinforce and recalled_shown:  # working memory is shown for being recent, not recalled
                 reinforced = {n.id: n for n in self._reinforce(part, recalled_shown, now)}

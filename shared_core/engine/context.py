@@ -27,7 +27,7 @@ import bisect
 import functools
 import math
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -259,7 +259,8 @@ class _Packer:
 
 def build_context_block(working: Sequence[ScoredMemory], recalled: Sequence[ScoredMemory],
                         summaries: Sequence[ScoredMemory], *, style: str, budget: int,
-                        count: Callable[[str], int], marker: str = " …[truncated]") -> Context:
+                        count: Callable[[str], int], marker: str = " …[truncated]",
+                        companions: Mapping[str, str] | None = None) -> Context:
     """Pack the three tiers into ``budget`` tokens and render them in ``style``.
 
     Items are taken greedily in priority order when their marginal cost fits; a cheaper item
@@ -270,6 +271,9 @@ def build_context_block(working: Sequence[ScoredMemory], recalled: Sequence[Scor
     With ``count=TiktokenCounter().count`` (the atlas's default), a memory whose layout plus
     its number of words exceeds the room left is known not to fit and is not counted (see
     `_words`); any other ``count`` is called for every memory considered.
+
+    ``companions`` (memory id -> the id it comes with, `shared_core.engine.neighbours`): such a
+    memory is packed only if the one it comes with was packed before it.
     """
     if style not in STYLES:
         raise InvalidInputError(f"style must be one of {', '.join(STYLES)}; got {style!r}")
@@ -287,7 +291,12 @@ def build_context_block(working: Sequence[ScoredMemory], recalled: Sequence[Scor
     words_floor = getattr(count, "__func__", None) is TiktokenCounter.count
     dropped: list[_Item] = []
     top_seen = False
+    packed: set[str] = set()
     for item in items:
+        lead = companions.get(item.hit.node.id) if companions else None
+        if lead is not None and lead not in packed:  # a context window never comes alone
+            dropped.append(item)
+            continue
         if budget - packer.used < 3:  # not even a one-word line fits any more
             dropped.append(item)
             continue
@@ -298,6 +307,7 @@ def build_context_block(working: Sequence[ScoredMemory], recalled: Sequence[Scor
             cost = layout + count(item.body)
         if packer.used + cost <= budget:
             packer.add(item, cost)
+            packed.add(item.hit.node.id)
         elif item.tier == RECALLED and not top_seen:
             empty = _Item(item.tier, item.hit, "", style)
             room = budget - packer.used - packer.cost(empty)
@@ -305,6 +315,7 @@ def build_context_block(working: Sequence[ScoredMemory], recalled: Sequence[Scor
             if cut:
                 short = _Item(item.tier, item.hit, cut, style)
                 packer.add(short, packer.cost(short))
+                packed.add(item.hit.node.id)
             else:
                 dropped.append(item)
         else:

@@ -123,7 +123,12 @@ class AtlasConfig:
     ``max_query_chars``; longer ones are refused with `InvalidInputError`, never cut.
 
     Context: `build_context` recalls ``context_candidates`` memories per token of budget (20 to
-    400) to pack, after the session's last ``working_memory`` turns.
+    400) to pack, after the session's last ``working_memory`` turns. A packed memory brings the
+    turns just before and after it in its session along when they are at most
+    ``context_neighbours`` tokens long (a question and its short answer, a message split over
+    several; `shared_core.engine.neighbours`); 0 packs the recalled memories only. The preset, 12,
+    was chosen by leave-one-conversation-out on LoCoMo and on LoCoMo cut into one message per
+    sentence (`benchmarks/README.md`).
 
     List and count questions ("What are Kate's hobbies?", "How many times...", see
     `shared_core.formulas.questions`) recall ``list_candidates`` times as many memories for the
@@ -215,6 +220,7 @@ class AtlasConfig:
     # context
     working_memory: int = 10
     context_candidates: float = 0.05
+    context_neighbours: int = 12
     # list and count questions (shared_core.formulas.questions): their context recalls
     # list_candidates times as many memories and packs them in MMR order with list_diversity
     # (shared_core.formulas.diversity)
@@ -273,7 +279,7 @@ class AtlasConfig:
         _check_fields(self, ("max_query_chars",), _int_from_1, "an int >= 1")
         counts = ("similar_top", "candidate_k", "candidate_min", "graph_hops", "graph_seeds", "graph_fanout",
                   "recency_window", "working_memory", "entity_phrases", "entity_max_mentions", "feedback_docs",
-                  "feedback_terms", "feedback_min_k")
+                  "feedback_terms", "feedback_min_k", "context_neighbours")
         _check_fields(self, counts, _count, "an int >= 0")
         if self.ann_threshold is not None and (not isinstance(self.ann_threshold, int)
                                                or isinstance(self.ann_threshold, bool) or self.ann_threshold < 64):

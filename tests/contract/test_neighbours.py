@@ -1,0 +1,51 @@
+"""Context windows (`shared_core.engine.neighbours`) on every backend: a packed memory brings its
+short session neighbours along, through the storage contract's graph walk; long neighbours, and
+those a filter leaves out, stay out; with ``context_neighbours=0`` nothing comes along."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from shared_core import ElasticMemoryAtlas
+
+Make = Callable[..., ElasticMemoryAtlas]
+
+# no graph walk: the neighbours are no candidates of recall, only the context window brings them
+COMMON = {"graph_hops": 0, "similar_top": 0}
+TURNS = [("Ann: What did you do this weekend?", "Ann"), ("Bob: Went swimming with the kids", "Bob"),
+         ("Ann: Nice!", "Ann"),
+         ("Bob: Work was busy, the quarterly report is due on Friday and the new manager wants slides", "Bob"),
+         ("Ann: Sounds like a long week ahead", "Ann")]
+
+
+def _chat(atlas: ElasticMemoryAtlas) -> None:
+    atlas.add_memories([{"content": text, "session_id": "s1", "metadata": {"speaker": who}} for text, who in TURNS],
+                       namespace="chat")
+
+
+def _shown(atlas: ElasticMemoryAtlas, query: str, **kwargs: object) -> list[str]:
+    ctx = atlas.build_context(query, namespace="chat", token_budget=200, reinforce=False, **kwargs)  # type: ignore[arg-type]
+    assert ctx.tokens <= 200
+    return [m.content for m in ctx.memories]
+
+
+def test_short_neighbours_come_along(make_atlas: Make) -> None:
+    off, on = make_atlas(context_neighbours=0, **COMMON), make_atlas(context_neighbours=12, **COMMON)
+    _chat(off)
+    _chat(on)
+    assert _shown(off, "swimming") == ["Bob: Went swimming with the kids"]
+    assert _shown(on, "swimming") == ["Ann: What did you do this weekend?", "Bob: Went swimming with the kids",
+                                      "Ann: Nice!"]
+
+
+def test_a_long_neighbour_stays_out(make_atlas: Make) -> None:
+    atlas = make_atlas(context_neighbours=12, **COMMON)
+    _chat(atlas)
+    shown = _shown(atlas, "Sounds like a long week")
+    assert shown == ["Ann: Sounds like a long week ahead"]  # its only neighbour is 20-odd tokens
+
+
+def test_a_filter_holds_for_the_neighbours(make_atlas: Make) -> None:
+    atlas = make_atlas(context_neighbours=12, **COMMON)
+    _chat(atlas)
+    assert _shown(atlas, "swimming", filters={"speaker": "Bob"}) == ["Bob: Went swimming with the kids"]
