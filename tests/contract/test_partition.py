@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from shared_core import AtlasConfig, InProcessBackend, MemoryNode, Partition
-from shared_core.store.contract import WriteBatch
 from shared_core.formulas.decay import decayed_weight, reinforced_weight, rich_weight
+from shared_core.store.contract import WriteBatch
 
 DIM = 8
 
