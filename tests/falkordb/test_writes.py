@@ -31,9 +31,9 @@ def _round_trips(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
 def test_an_add_memory_asks_the_server_twice(shared_atlas: Callable[..., ElasticMemoryAtlas],
                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    """One pipeline of reads (EXISTS with the counters, the neighbour search, the session's newest
-    memory) and one write statement (nodes, vector, terms, the turn's reservation and the
-    edges), however often the engine asks for the partition within the call."""
+    """One pipeline of reads (EXISTS, the neighbour search with the superseded count, the
+    session's newest memory) and one write statement (nodes, vector, terms, the turn's
+    reservation and the edges), however often the engine asks for the partition within the call."""
     atlas = shared_atlas()
     atlas.add_memories(["oat milk in the coffee", "the train to Lyon", "oat milk again"], namespace="p",
                        session_id="s")

@@ -226,21 +226,23 @@ class FalkorPartition(PartitionBase):
         exists, snapshot = self._g.conn.exists_and_read(self.key, self.SNAPSHOT)
         self._checked(exists, snapshot)
 
-    def _checked(self, exists: bool, snapshot: Sequence[Sequence[Sequence[Any]]]) -> None:
+    def _checked(self, exists: bool, snapshot: Sequence[Sequence[Sequence[Any]]] | None) -> None:
         self._g.arm(None)
         if not exists and self._create_schema is not None:
             self._create_schema()
-        self._take_snapshot(snapshot)
+        if snapshot is not None:
+            self._take_snapshot(snapshot)
 
     def read_checked(self, statements: Sequence[tuple[str, dict[str, Any]]]) -> list[list[list[Any]]]:
         """The rows of the read-only ``statements`` in one round trip, which, in a call that has not
-        asked yet whether the graph exists (`begin`), also asks that and reads the counters (the
-        schema is created if the graph is missing; the statements then read nothing)."""
+        asked yet whether the graph exists (`begin`), also asks that (the schema is created if the
+        graph is missing; the statements then read nothing). The counters are not read: a batch
+        write takes its turns in its write statement and counts superseded hits in its search."""
         if self._g.check is None:
             return self._g.read_many(statements) if statements else []
-        exists, results = self._g.conn.exists_and_read(self.key, [*self.SNAPSHOT, *statements])
-        self._checked(exists, results[:len(self.SNAPSHOT)])
-        return results[len(self.SNAPSHOT):]
+        exists, results = self._g.conn.exists_and_read(self.key, statements)
+        self._checked(exists, None)
+        return results
 
     @property
     def key(self) -> str:

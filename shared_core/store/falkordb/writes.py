@@ -7,7 +7,7 @@ order), with the server asked twice instead of several times per memory:
 1. one pipelined read: each new vector's nearest stored memories (with their superseded flag,
    so superseded ones are dropped without asking again), and each session's newest tracked
    memory (the ``before`` edge's source); in an atlas call whose partition was handed out
-   without a request (`FalkorDBBackend.partition`), ``EXISTS`` and the counters ride along;
+   without a request (`FalkorDBBackend.partition`), ``EXISTS`` rides along;
 2. one write: `cypher.WRITE_NODES` of the nodes with their tracking (session order and time
    index), BM25 terms and vector nodes, the counters once, the turns' reservation
    (`cypher.RESERVE_TURNS`: the statement takes the next turns from the counter and answers the
