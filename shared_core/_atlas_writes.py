@@ -92,7 +92,6 @@ class Writes(Relations, AtlasCore):
             self._life.namespaces.check_limit((s.namespace for s in specs), self.config.max_namespaces)
             now = self.clock.now()
             written: list[tuple[Partition, MemoryNode]] = []
-            turns = {ns: p.turn for ns in {s.namespace for s in specs} if (p := self._part(ns)) is not None}
             try:
                 batch = [spec.embedding if spec.embedding is not None else vectors[i]
                          for i, spec in enumerate(specs)]
@@ -107,8 +106,11 @@ class Writes(Relations, AtlasCore):
             except BaseException:
                 for part, node in reversed(written):
                     self._life.remove(part, node, kind=None, reason="rollback")
-                for part, _ in written:
-                    part.turn = turns.get(part.namespace, 0)
+                first: dict[str, tuple[Partition, int]] = {}  # each namespace's first turn this write took
+                for part, node in written:
+                    first.setdefault(part.namespace, (part, node.turn))
+                for part, turn in first.values():
+                    part.turn = turn - 1
                 self._life.drop_empty(also={s.namespace for s in specs})  # a namespace the failed write made
                 raise
             self.events.emit_many("add", namespaces=[part.namespace for part, _ in written],
@@ -210,7 +212,6 @@ class Writes(Relations, AtlasCore):
         with self._lock:
             part, old = self._newest(node_id, namespace)
             now = self.clock.now()
-            turn = part.turn
             new_part, new = self._insert(spec, vec, now, mentions=mentions)
             ends = new.valid_from if spec.valid_from is not None else now
             marked = False
@@ -222,7 +223,7 @@ class Writes(Relations, AtlasCore):
                 part.inactive.add(old.id)
             except BaseException:
                 self._life.remove(new_part, new, kind=None, reason="rollback")  # its edges go with it
-                part.turn = turn
+                part.turn = new.turn - 1  # the turn the new version took
                 if marked:
                     part.graph.put_node(old)
                     part.inactive.discard(old.id)

@@ -116,18 +116,21 @@ def insert_memories(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDAr
     """
     if mentions is None:
         mentions = entity_keys([spec.content for spec in specs], cfg)
-    first_turn = part.turn
     done: list[MemoryNode] = []
+    first_turn: int | None = None  # the first turn the batch's chunks reserved
     try:
         with collector_paused():
             for start in range(0, len(specs), CHUNK):
                 chunk = specs[start:start + CHUNK]
-                _insert_chunk(part, chunk, vecs[start:start + len(chunk)], now, cfg, done,
-                              None if mentions is None else mentions[start:start + len(chunk)])
+                nodes = _insert_chunk(part, chunk, vecs[start:start + len(chunk)], now, cfg, done,
+                                      None if mentions is None else mentions[start:start + len(chunk)])
+                if first_turn is None and nodes:
+                    first_turn = nodes[0].turn
     except BaseException:
         for node in reversed(done):
             on_rollback(part, node, kind=None, reason="rollback")
-        part.turn = first_turn
+        if first_turn is not None:  # a failed `write_batch` gave its own turns back
+            part.turn = first_turn - 1
         raise
     return done
 
@@ -184,30 +187,40 @@ def returned_nodes(written: Sequence[tuple[Partition, MemoryNode]], vectors: Seq
 
 
 def _insert_chunk(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDArray[np.float32], now: float,
-                  cfg: AtlasConfig, done: list[MemoryNode], mentions: Mentions | None) -> None:
-    """Insert one chunk, appending its nodes to ``done`` before the first change to a store."""
+                  cfg: AtlasConfig, done: list[MemoryNode], mentions: Mentions | None) -> list[MemoryNode]:
+    """Insert one chunk and append its nodes to ``done`` (also when the write fails: the caller
+    removes what it may have stored); the partition reserves the chunk's turns
+    (`Partition.write_batch`)."""
     fresh_ids = new_ids(len(specs))
-    first_turn = part.next_turn(len(specs))  # one atomic reservation: a shared counter never interleaves
     weight_floor, namespace, intern, new_node = cfg.weight_floor, part.namespace, sys.intern, node_of
-    nodes: list[MemoryNode] = []
-    for j, spec in enumerate(specs):
-        turn = number(first_turn + j)  # one shared int object (see shared_core.store.memory._ints)
-        nodes.append(new_node(id=fresh_ids[j], content=spec.content, namespace=namespace,
-                              session_id=spec.session_id if spec.session_id is None else intern(spec.session_id),
-                              embedding=None, weight=spec.importance if spec.importance > 0 else weight_floor,
-                              importance=spec.importance,
-                              timestamp=spec.timestamp if spec.timestamp is not None else now, created_at=now,
-                              last_accessed_at=now, access_count=0, turn=turn, accessed_turn=turn,
-                              metadata=spec.metadata or _NO_METADATA, pinned=spec.pinned,
-                              expires_at=None if spec.ttl is None else now + spec.ttl,
-                              valid_from=now if spec.valid_from is None else spec.valid_from, valid_to=None,
-                              kind=spec.kind))
+    sessions = [spec.session_id if spec.session_id is None else intern(spec.session_id) for spec in specs]
+
+    def build(first_turn: int) -> list[MemoryNode]:
+        nodes: list[MemoryNode] = []
+        for j, spec in enumerate(specs):
+            turn = number(first_turn + j)  # one shared int object (see shared_core.store.memory._ints)
+            nodes.append(new_node(id=fresh_ids[j], content=spec.content, namespace=namespace, session_id=sessions[j],
+                                  embedding=None, weight=spec.importance if spec.importance > 0 else weight_floor,
+                                  importance=spec.importance,
+                                  timestamp=spec.timestamp if spec.timestamp is not None else now, created_at=now,
+                                  last_accessed_at=now, access_count=0, turn=turn, accessed_turn=turn,
+                                  metadata=spec.metadata or _NO_METADATA, pinned=spec.pinned,
+                                  expires_at=None if spec.ttl is None else now + spec.ttl,
+                                  valid_from=now if spec.valid_from is None else spec.valid_from, valid_to=None,
+                                  kind=spec.kind))
+        return nodes
+
+    try:
+        nodes = part.write_batch(WriteBatch(build=build, vectors=vecs, similar_top=cfg.similar_top,
+                                            min_similarity=cfg.similar_threshold, link_temporal=cfg.link_temporal,
+                                            links=[spec.links for spec in specs], created_at=now))
+    except BaseException:
+        done.extend(build(0))  # the ids the failed write may have stored part of
+        raise
     done.extend(nodes)  # from here on a failure must undo these too
-    part.write_batch(WriteBatch(nodes=nodes, vectors=vecs, similar_top=cfg.similar_top,
-                                min_similarity=cfg.similar_threshold, link_temporal=cfg.link_temporal,
-                                links=[spec.links for spec in specs], created_at=now))
     if mentions is not None:
         part.entities.add_many([(node.id, keys) for node, keys in zip(nodes, mentions, strict=True) if keys])
+    return nodes
 
 
 def specs_from_items(config: AtlasConfig, dim: int, items: object, *, namespace: str,

@@ -144,6 +144,17 @@ class PartitionBase:
         def reinforce(self, node_id: str, *, now: float, config: AtlasConfig) -> MemoryNode | None:
             ...
 
+        def next_turn(self, count: int = 1) -> int:
+            ...
+
+        @property
+        def turn(self) -> int:
+            ...
+
+        @turn.setter
+        def turn(self, value: int) -> None:
+            ...
+
     def reinforce_many(self, node_ids: Sequence[str], *, now: float, config: AtlasConfig) -> list[MemoryNode | None]:
         return [self.reinforce(node_id, now=now, config=config) for node_id in node_ids]
 
@@ -161,8 +172,8 @@ class PartitionBase:
                           fanout=walk.fanout, min_activation=walk.min_activation, beam=walk.beam,
                           walkable=walkable)
 
-    def write_batch(self, batch: WriteBatch) -> None:
-        _write(self, batch)
+    def write_batch(self, batch: WriteBatch) -> list[MemoryNode]:
+        return _write(self, batch)
 
 
 class BackendBase:
@@ -249,10 +260,22 @@ def _gather(part: PartitionBase, q: CandidateQuery, allowed: Predicate) -> Candi
     return Candidates(paths, found_sims, cosine)
 
 
-def _write(part: PartitionBase, batch: WriteBatch) -> None:
-    """The default `Partition.write_batch`: nodes, then vectors with their neighbour search,
-    keywords, ``before``/``similar_to``/extra edges in one `GraphStore.put_links`, tracking."""
-    nodes, graph = batch.nodes, part.graph
+def _write(part: PartitionBase, batch: WriteBatch) -> list[MemoryNode]:
+    """The default `Partition.write_batch`: the turns (`Partition.next_turn`), nodes, then
+    vectors with their neighbour search, keywords, ``before``/``similar_to``/extra edges in one
+    `GraphStore.put_links`, tracking; the turns given back if a store fails."""
+    first = part.next_turn(batch.count)
+    try:
+        nodes = list(batch.build(first))
+        _store(part, batch, nodes)
+    except BaseException:
+        part.turn = first - 1
+        raise
+    return nodes
+
+
+def _store(part: PartitionBase, batch: WriteBatch, nodes: Sequence[MemoryNode]) -> None:
+    graph = part.graph
     put_node = graph.put_node
     for node in nodes:
         put_node(node)

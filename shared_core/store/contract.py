@@ -12,8 +12,8 @@ absent; the engine never probes a store with ``getattr``.
 Designed for a server: recall's candidate generation is one call (`Partition.candidates`: vector
 top-k with the similarities, keyword top-k, a time range's memories, a session's latest turns,
 and the cosine of every candidate) plus one per walked hop of the graph (`GraphStore.weighted_links`),
-and a batch write is one call (`Partition.write_batch`: nodes, vectors and neighbour search,
-keywords, session and time tracking, edges).
+and a batch write is one call (`Partition.write_batch`: the turns' reservation, nodes, vectors
+and neighbour search, keywords, session and time tracking, edges).
 
 >>> from shared_core.store.memory.backend import InProcessBackend
 >>> part = InProcessBackend(dim=4).partition("alice", create=True)
@@ -250,19 +250,36 @@ class WalkSpec:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WriteBatch:
-    """One chunk of new memories for `Partition.write_batch`: the nodes (turns reserved), their
-    vectors, the neighbour search (``similar_k`` best at or above ``min_similarity``, of which
-    ``similar_top`` are kept after superseded memories are dropped), whether each memory follows
-    its session's previous one (``before`` edges), the caller's extra links per node, and the
-    edges' creation time."""
+    """One chunk of new memories for `Partition.write_batch`: how to build their nodes once the
+    partition has reserved their turns (``build(first)``: one node per row of ``vectors``, the
+    j-th with ``turn`` and ``accessed_turn`` ``first + j``; the same ids and fields whatever
+    ``first`` is), their vectors, the neighbour search (the ``similar_top`` best at or above
+    ``min_similarity``, superseded memories dropped), whether each memory follows its session's
+    previous one (``before`` edges), the caller's extra links per node, and the edges' creation
+    time.
 
-    nodes: Sequence[MemoryNode]
+    >>> import numpy as np
+    >>> from shared_core.values.model import MemoryNode
+    >>> batch = WriteBatch(build=lambda first: [MemoryNode(id="a", content="x", namespace="u", turn=first,
+    ...                                                    accessed_turn=first)],
+    ...                    vectors=np.ones((1, 4), dtype=np.float32), similar_top=3, min_similarity=0.5,
+    ...                    link_temporal=True, links=[()], created_at=0.0)
+    >>> batch.count, batch.build(7)[0].turn
+    (1, 7)
+    """
+
+    build: Callable[[int], Sequence[MemoryNode]]
     vectors: npt.NDArray[np.float32]
     similar_top: int
     min_similarity: float
     link_temporal: bool
     links: Sequence[Sequence[tuple[str, AnyRelation, float]]]
     created_at: float
+
+    @property
+    def count(self) -> int:
+        """The number of memories (rows of ``vectors``)."""
+        return len(self.vectors)
 
 
 Predicate = Callable[[str], bool]
@@ -309,7 +326,8 @@ class Partition(Protocol):
     turn: int  # the namespace's write counter; assigning rolls back a failed write's turns
 
     def next_turn(self, count: int = 1) -> int:
-        """Reserve ``count`` consecutive turns; returns the first (the counter ends on the last)."""
+        """Reserve ``count`` consecutive turns; returns the first (the counter ends on the last).
+        (`write_batch` reserves its memories' turns itself.)"""
 
     def track(self, node_id: str, session_id: str | None, timestamp: float) -> None:
         """Count a stored memory in its session's order and in the time index."""
@@ -345,9 +363,15 @@ class Partition(Protocol):
     def expand(self, seeds: dict[str, float], walk: WalkSpec, walkable: Predicate | None) -> dict[str, float]:
         """The graph expansion of recall's seeds: `spread_max` over `GraphStore.weighted_links`."""
 
-    def write_batch(self, batch: WriteBatch) -> None:
-        """Store a chunk of new memories in one call: nodes, vectors, keywords, session and time
-        tracking, ``similar_to`` edges to the neighbours found, ``before`` edges, extra links."""
+    def write_batch(self, batch: WriteBatch) -> list[MemoryNode]:
+        """Store a chunk of new memories in one call and return their nodes as stored.
+
+        Reserves ``batch.count`` consecutive turns (one atomic step, as `next_turn`: concurrent
+        writers never share a turn), builds the nodes from the first (``batch.build``), and
+        stores them: nodes, vectors, keywords, session and time tracking, ``similar_to`` edges
+        to the neighbours found, ``before`` edges, extra links. If it raises, the reserved turns
+        are given back (as assigning ``turn`` does), and what it stored of the chunk is for the
+        caller to remove (the nodes of ``batch.build``: ids do not depend on the turn)."""
 
 
 class AtlasLock(Protocol):

@@ -12,6 +12,7 @@ import pytest
 
 from shared_core import AtlasConfig, InProcessBackend, MemoryNode, Partition
 from shared_core.formulas.decay import decayed_weight, reinforced_weight, rich_weight
+from shared_core.store.contract import WriteBatch
 
 DIM = 8
 
@@ -41,6 +42,38 @@ def test_turns_are_reserved_in_blocks_and_roll_back(part: Partition) -> None:
     assert part.next_turn() == 1 and part.next_turn(3) == 2 and part.turn == 4
     part.turn = 1  # a failed write gives its turns back
     assert part.turn == 1 and part.next_turn() == 2
+
+
+def _batch(first_id: int, count: int, *, built: list[int] | None = None, dim: int = DIM) -> WriteBatch:
+    """A `WriteBatch` of ``count`` memories of session "s" (ids ``b<first_id>``...); ``built``
+    collects each turn ``build`` is called with."""
+    def build(first: int) -> list[MemoryNode]:
+        if built is not None:
+            built.append(first)
+        return [MemoryNode(id=f"b{first_id + j}", content=f"batch text {first_id + j}", namespace="ns",
+                           session_id="s", timestamp=100.0 + j, created_at=100.0, last_accessed_at=100.0,
+                           turn=first + j, accessed_turn=first + j) for j in range(count)]
+
+    vectors = np.eye(count, dim, dtype=np.float32)
+    return WriteBatch(build=build, vectors=vectors, similar_top=2, min_similarity=0.5, link_temporal=True,
+                      links=[()] * count, created_at=100.0)
+
+
+def test_a_batch_write_reserves_its_turns(part: Partition) -> None:
+    """`write_batch` takes the next turns itself, builds the nodes from the first and returns them
+    as stored; a batch whose write fails gives its turns back."""
+    assert part.next_turn(2) == 1
+    stored = part.write_batch(_batch(0, 3))
+    assert [n.turn for n in stored] == [3, 4, 5] and [n.accessed_turn for n in stored] == [3, 4, 5]
+    assert part.turn == 5 and [part.graph.get_node(n.id) for n in stored] == stored
+    assert part.latest("s", 3) == ["b2", "b1", "b0"]
+    assert [(e.source, e.target) for e in part.graph.edges("b1") if e.relation.value == "before"] == \
+        [("b1", "b2"), ("b0", "b1")]
+    built: list[int] = []
+    with pytest.raises(ValueError):  # vectors of the wrong width: refused part-way
+        part.write_batch(_batch(10, 2, built=built, dim=DIM + 1))
+    assert built and part.turn == 5  # the failed write's turns are given back
+    assert [n.turn for n in part.write_batch(_batch(20, 1))] == [6]
 
 
 def test_sessions_latest_and_time_ranges(part: Partition) -> None:

@@ -214,14 +214,15 @@ def test_a_batch_write_stores_what_the_default_stores(prefixed_url: str) -> None
             links[0] = [("m001", Relation.RELATED_TO, 0.7), ("m002", Relation.CAUSED_BY, 0.5),
                         ("m001", Relation.RELATED_TO, 0.9)]
         for part in (fast, default):
-            batch = WriteBatch(nodes=[dataclasses.replace(n, namespace=part.namespace) for n in nodes],
-                               vectors=np.array(vectors, dtype=np.float32), similar_top=3, min_similarity=0.2,
-                               link_temporal=True, links=links, created_at=2000.0 + b)
+            def build(first: int, nodes: list[MemoryNode] = nodes, ns: str = part.namespace) -> list[MemoryNode]:
+                return [dataclasses.replace(n, namespace=ns, turn=first + j, accessed_turn=first + j)
+                        for j, n in enumerate(nodes)]
+
+            batch = WriteBatch(build=build, vectors=np.array(vectors, dtype=np.float32), similar_top=3,
+                               min_similarity=0.2, link_temporal=True, links=links, created_at=2000.0 + b)
             part.begin()
-            if part is fast:
-                part.write_batch(batch)
-            else:
-                PartitionBase.write_batch(part, batch)
+            stored = part.write_batch(batch) if part is fast else PartitionBase.write_batch(part, batch)
+            assert [n.turn for n in stored] == [n.turn for n in nodes] and part.turn == nodes[-1].turn  # reserved
         if b == 1:
             for part in (fast, default):
                 part.inactive.add("m002")

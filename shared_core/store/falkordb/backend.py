@@ -96,12 +96,19 @@ class FalkorDBBackend(BackendBase):
         """The namespace's partition with a fresh view of the server (`FalkorPartition.begin`),
         or None if it has no graph (unless ``create``). Within one atlas call (the attached lock
         held: `CallLock`), a partition already handed out in that call comes back as it is,
-        without asking the server again: the call keeps the view it started with."""
+        without asking the server again: the call keeps the view it started with. A partition
+        this process has handed out before, asked for with ``create`` (a write) in a new call,
+        comes back without a request: its first request asks whether the graph exists (and
+        creates it if another process dropped it), so that a write's ``EXISTS`` rides with its
+        reads (`FalkorPartition.read_checked`)."""
         call = None if self._calls is None else self._calls.current()
         if call is not None:
             with self._lock:
                 known = self._parts.get(namespace)
-            if known is not None and known.call == call:
+            if known is not None and known.call == call and (create or known.checked):
+                return known
+            if known is not None and create and known.call != call:
+                known.begin(call, checked=False)
                 return known
         key = self.key(namespace)
         exists, snapshot = self.conn.exists_and_read(key, FalkorPartition.SNAPSHOT)  # one round trip
@@ -111,20 +118,22 @@ class FalkorDBBackend(BackendBase):
             part = self._parts.get(namespace)
             upgraded = part is None and exists
             if part is None:
-                part = self._parts[namespace] = FalkorPartition(GraphKey(self.conn, key), namespace, self.dim)
+                part = self._parts[namespace] = FalkorPartition(
+                    GraphKey(self.conn, key), namespace, self.dim, create_schema=lambda: self._create_schema(key))
                 if exists:
                     self._check_dimension(part)
                     self._upgrade(part)
         if not exists:
-            self._create_schema(part)
+            self._create_schema(key)
         # every atlas call asks for its partition first: a fresh view of the server (the counters
         # read with EXISTS, unless the graph was just upgraded or created)
         part.begin(call, snapshot if exists and not upgraded else None)
         return part
 
-    def _create_schema(self, part: FalkorPartition) -> None:
-        """Indexes and the counter node; another process creating them at once is fine."""
-        graph = GraphKey(self.conn, part.key)
+    def _create_schema(self, key: str) -> None:
+        """Indexes and the counter node of graph ``key``; another process creating them at once
+        is fine."""
+        graph = GraphKey(self.conn, key)
         for statement in (q.RANGE_INDEX, q.EMBEDDING_INDEX, q.FLAGS_INDEX, q.vector_index(self.dim), q.TERMS_INDEX):
             try:
                 graph.write(statement)

@@ -260,14 +260,35 @@ WRITE_NODES = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0
                "c.docs = coalesce(c.docs, 0) + docs, c.tokens = coalesce(c.tokens, 0) + tokens, "
                "c.kwseq = base + size($rows)")
 
+# a batch's turns, reserved by the statement that writes it (appended to `WRITE_NODES`: one atomic
+# step, so concurrent writers never share a turn and a refused write takes none): row j of $rows
+# gets turn and accessed_turn `first + j`, the counter ends on the last; leaves `first` in scope
+RESERVE_TURNS = ("WITH DISTINCT 1 AS one MATCH (c:Atlas) WITH c, coalesce(c.turn, 0) + 1 AS first "
+                 "SET c.turn = first + size($rows) - 1 "
+                 "WITH first UNWIND range(0, size($rows) - 1) AS j MATCH (n:Memory {id: $rows[j][0]}) "
+                 "SET n.turn = first + j, n.accessed_turn = first + j WITH DISTINCT first")
+
+
+def write_reserving(kinds: Sequence[str]) -> str:
+    """`WRITE_NODES` of ``$rows`` with their turns reserved (`RESERVE_TURNS`), then, when ``kinds``
+    is not empty, the edges of ``$edges`` (`write_edges`, in a subquery: the first turn's row
+    stays whatever the edges match): one statement, returning the first turn."""
+    edges = f" CALL {{ {write_edges(kinds)} }}" if kinds else ""
+    return f"{WRITE_NODES} {RESERVE_TURNS}{edges} RETURN first"
+
+
 # `VECTOR_SEARCH` of each query vector of $queries in one statement: rows [index of the query,
-# id, distance, the hit's superseded flag], each query's $k best (by distance, then id)
-VECTOR_SEARCH_MANY = ("OPTIONAL MATCH (c:Atlas) WITH $k + coalesce(c.stale, 0) AS wanted "
-                      "UNWIND range(0, size($queries) - 1) AS qi "
-                      "CALL db.idx.vector.queryNodes('Embedding', 'embedding', wanted, vecf32($queries[qi])) "
-                      "YIELD node, score WITH qi, node.id AS id, score ORDER BY qi, score, id "
-                      "WITH qi, collect([id, score])[0..$k] AS hits UNWIND hits AS hit "
-                      "OPTIONAL MATCH (n:Memory {id: hit[0]}) RETURN qi, hit[0], hit[1], n.superseded")
+# id, distance, the hit's superseded flag, k], each query's k best (by distance, then id), k being
+# $top plus room for superseded hits (as `shared_core.store.base`'s default: one more than
+# their number, at most 9), counted in the same statement
+VECTOR_SEARCH_MANY = ("OPTIONAL MATCH (c:Atlas) WITH coalesce(c.stale, 0) AS stale "
+                      "OPTIONAL MATCH (s:Memory) WHERE s.superseded = true WITH stale, count(s) AS superseded "
+                      "WITH stale, $top + CASE WHEN superseded = 0 THEN 0 WHEN superseded < 8 THEN superseded + 1 "
+                      "ELSE 9 END AS k UNWIND range(0, size($queries) - 1) AS qi "
+                      "CALL db.idx.vector.queryNodes('Embedding', 'embedding', k + stale, vecf32($queries[qi])) "
+                      "YIELD node, score WITH k, qi, node.id AS id, score ORDER BY qi, score, id "
+                      "WITH k, qi, collect([id, score])[0..k] AS hits UNWIND hits AS hit "
+                      "OPTIONAL MATCH (n:Memory {id: hit[0]}) RETURN qi, hit[0], hit[1], n.superseded, k")
 
 # `VECTOR_SEARCH` as one row: the ids of the first $head hits, and the distances of them all
 VECTOR_SEARCH_HEAD = VECTOR_SEARCH.replace(

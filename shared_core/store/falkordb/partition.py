@@ -3,7 +3,8 @@
 Several processes may share a namespace, so nothing here is a process-local cache:
 
 - ``turn`` is the ``(:Atlas)`` node's counter; `next_turn` reserves turns with one atomic
-  statement, so two writers never get the same turn;
+  statement, and `write_batch` reserves its memories' turns in the statement that writes them,
+  so two writers never get the same turn;
 - ``sessions`` is a view of the tracked memories grouped by ``session_id`` and ordered by
   ``pos`` (a per-namespace sequence taken when a memory is tracked, so sessions keep the order
   in which their memories were stored, and a summary can be moved before its members);
@@ -16,7 +17,7 @@ Several processes may share a namespace, so nothing here is a process-local cach
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Iterable, Iterator, MutableMapping, MutableSet, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, MutableMapping, MutableSet, Sequence
 from typing import Any
 
 from ...values.config import AtlasConfig
@@ -25,7 +26,7 @@ from ..base import PartitionBase
 from ..contract import CandidateQuery, Candidates, Predicate, Vector, WalkSpec, WriteBatch
 from . import cypher as q
 from . import paths, writes
-from .client import GraphKey
+from .client import Connection, GraphKey
 from .entities import FalkorEntityIndex
 from .graph import FalkorGraphStore, ReadCache, node_from_row
 from .indexes import CosineCache, FalkorKeywordIndex, FalkorVectorIndex
@@ -34,6 +35,39 @@ __all__ = ["FalkorPartition"]
 
 _LN2 = math.log(2.0)
 _NO_LIMIT = 2**31 - 1  # larger LIMITs return nothing on FalkorDB 4.16
+
+
+class CheckedKey(GraphKey):
+    """A namespace's `GraphKey` that may be handed out, within an atlas call, before the server
+    was asked whether the graph exists (`FalkorDBBackend.partition` for a write): while
+    ``check`` is set, the first write calls it first (``EXISTS``; the graph's schema created if
+    it is missing), so that no write ever makes a graph without its indexes. Reads need no check:
+    a graph that does not exist reads as empty."""
+
+    __slots__ = ("_check",)
+    _check: Callable[[], None] | None
+
+    def __init__(self, conn: Connection, key: str) -> None:
+        super().__init__(conn, key)
+        self.arm(None)
+
+    @property
+    def check(self) -> Callable[[], None] | None:
+        return self._check
+
+    def arm(self, check: Callable[[], None] | None) -> None:
+        """Set ``check`` (None: the graph is known to exist). (`GraphKey` is frozen.)"""
+        object.__setattr__(self, "_check", check)
+
+    def write(self, query: str, params: Mapping[str, Any] | None = None) -> list[list[Any]]:
+        if self.check is not None:
+            self.check()
+        return super().write(query, params)
+
+    def write_many(self, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[list[Any]]]:
+        if self.check is not None:
+            self.check()
+        return super().write_many(statements)
 
 
 class _Sessions(MutableMapping[str | None, Collection[str]]):
@@ -146,8 +180,11 @@ class _Inactive(MutableSet[str]):
 class FalkorPartition(PartitionBase):
     """One namespace on the server: graph, vectors, keywords and bookkeeping."""
 
-    def __init__(self, graph: GraphKey, namespace: str, dim: int) -> None:
+    def __init__(self, graph: GraphKey, namespace: str, dim: int, *,
+                 create_schema: Callable[[], None] | None = None) -> None:
+        graph = CheckedKey(graph.conn, graph.key)
         self._g = graph
+        self._create_schema = create_schema  # the graph's indexes and counter (`FalkorDBBackend`)
         self.namespace = namespace
         self._cache = ReadCache()
         self._cosines = CosineCache()
@@ -162,16 +199,49 @@ class FalkorPartition(PartitionBase):
         self._last_turn = 0  # the counter as this process last moved or read it
         self.call: int | None = None  # the atlas call this partition was last handed out in
 
-    def begin(self, call: int | None = None, snapshot: Sequence[Sequence[Sequence[Any]]] | None = None) -> None:
+    def begin(self, call: int | None = None, snapshot: Sequence[Sequence[Sequence[Any]]] | None = None, *,
+              checked: bool = True) -> None:
         """A new atlas call (numbered ``call`` by the atlas's `CallLock`, None outside one):
         forget what the previous one read (see `ReadCache`); ``snapshot``, the rows of `SNAPSHOT`
-        read just now, starts the new view."""
+        read just now, starts the new view. ``checked=False``: the server has not been asked
+        whether the graph exists in this call; the call's first request asks (`read_checked`,
+        or `check` before its first write), and creates the graph's schema if it is missing."""
         self.call = call
         self._cache.clear()
         if snapshot is not None:
             self._take_snapshot(snapshot)
         self._cosines.clear()
         self.vectors.forget()
+        self._g.arm(None if checked or self._create_schema is None else self.check)
+
+    @property
+    def checked(self) -> bool:
+        """Whether this call knows that the graph exists (see `begin`)."""
+        return self._g.check is None
+
+    def check(self) -> None:
+        """Ask whether the graph exists (with the counters: `SNAPSHOT`), and create its schema
+        if it does not: what a call handed out unchecked does before its first write."""
+        exists, snapshot = self._g.conn.exists_and_read(self.key, self.SNAPSHOT)
+        self._checked(exists, snapshot)
+
+    def _checked(self, exists: bool, snapshot: Sequence[Sequence[Sequence[Any]]] | None) -> None:
+        self._g.arm(None)
+        if not exists and self._create_schema is not None:
+            self._create_schema()
+        if snapshot is not None:
+            self._take_snapshot(snapshot)
+
+    def read_checked(self, statements: Sequence[tuple[str, dict[str, Any]]]) -> list[list[list[Any]]]:
+        """The rows of the read-only ``statements`` in one round trip, which, in a call that has not
+        asked yet whether the graph exists (`begin`), also asks that (the schema is created if the
+        graph is missing; the statements then read nothing). The counters are not read: a batch
+        write takes its turns in its write statement and counts superseded hits in its search."""
+        if self._g.check is None:
+            return self._g.read_many(statements) if statements else []
+        exists, results = self._g.conn.exists_and_read(self.key, statements)
+        self._checked(exists, None)
+        return results
 
     @property
     def key(self) -> str:
@@ -192,8 +262,8 @@ class FalkorPartition(PartitionBase):
     def expand(self, seeds: dict[str, float], walk: WalkSpec, walkable: Predicate | None) -> dict[str, float]:
         return paths.walk(self, seeds, walk, walkable)
 
-    def write_batch(self, batch: WriteBatch) -> None:
-        writes.write_batch(self, batch)
+    def write_batch(self, batch: WriteBatch) -> list[MemoryNode]:
+        return writes.write_batch(self, batch)
 
     def written(self, nodes: Sequence[MemoryNode], touched: Iterable[str]) -> None:
         """Update this call's caches after a batch write: the new nodes as written, the edges of
@@ -248,6 +318,20 @@ class FalkorPartition(PartitionBase):
         rows = self._g.write(q.NEXT_TURN, {"count": int(count)})
         self._last_turn = self._cache.turn = int(rows[0][0])
         return self._last_turn - count + 1
+
+    @property
+    def known_turn(self) -> int | None:
+        """The counter as this call last read or moved it (None: not read in this call)."""
+        return self._cache.turn
+
+    def took_turns(self, first: int, count: int) -> None:
+        """A write reserved ``count`` turns from ``first`` (`cypher.RESERVE_TURNS`): the counter
+        ends on the last."""
+        self._last_turn = self._cache.turn = first + count - 1
+
+    def give_back(self, first: int) -> None:
+        """Roll the counter back to before ``first`` (a failed write's turns; see ``turn``)."""
+        self.turn = first - 1
 
     def track(self, node_id: str, session_id: str | None, timestamp: float) -> None:
         self._g.write(q.TRACK, {"id": node_id})

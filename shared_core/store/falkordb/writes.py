@@ -6,16 +6,20 @@ order), with the server asked twice instead of several times per memory:
 
 1. one pipelined read: each new vector's nearest stored memories (with their superseded flag,
    so superseded ones are dropped without asking again), and each session's newest tracked
-   memory (the ``before`` edge's source);
-2. one write: `cypher.WRITE_NODES` per 512 memories, each memory's node with its tracking
-   (session order and time index), BM25 terms and vector node in one statement, the counters
-   once; the last statement also creates the edges (`cypher.write_edges`), each numbered as
-   `put_edge` would number it.
+   memory (the ``before`` edge's source); in an atlas call whose partition was handed out
+   without a request (`FalkorDBBackend.partition`), ``EXISTS`` rides along;
+2. one write: `cypher.WRITE_NODES` of the nodes with their tracking (session order and time
+   index), BM25 terms and vector nodes, the counters once, the turns' reservation
+   (`cypher.RESERVE_TURNS`: the statement takes the next turns from the counter and answers the
+   first) and the edges (`cypher.write_edges`), each numbered as `put_edge` would number it.
 
 A statement is atomic (the server undoes one that fails part-way), so a batch of up to 512
-memories, an ``add_memory`` among them, is written whole or not at all; a larger batch refused
-after its first statements leaves their memories, which the engine removes (as after any
-failed write).
+memories, an ``add_memory`` among them, is written whole or not at all, turns included: the
+nodes are built (`WriteBatch.build`) before the write with the turns the counter promised when
+last read, and built again with the turns the statement answers if another process took turns
+in between. A larger batch reserves its turns first (`Partition.next_turn`) and is written 512
+memories a statement; one refused after the first statements leaves their memories, which the
+engine removes (as after any failed write), and gives the turns back.
 
 The edges' rows, one per (source, target, relation), the later of two kept:
 
@@ -28,7 +32,7 @@ The edges' rows, one per (source, target, relation), the later of two kept:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -59,13 +63,21 @@ class Target(Protocol):
     def graph_key(self) -> GraphKey: ...
 
     @property
-    def inactive(self) -> Collection[str]: ...
-
-    @property
     def vectors(self) -> FalkorVectorIndex: ...
 
     @property
     def keywords(self) -> FalkorKeywordIndex: ...
+
+    @property
+    def known_turn(self) -> int | None: ...
+
+    def next_turn(self, count: int = 1) -> int: ...
+
+    def give_back(self, first: int) -> None: ...
+
+    def read_checked(self, statements: Sequence[Statement]) -> list[list[list[Any]]]: ...
+
+    def took_turns(self, first: int, count: int) -> None: ...
 
     def written(self, nodes: Sequence[MemoryNode], touched: Iterable[str]) -> None: ...
 
@@ -74,11 +86,26 @@ def _sim(distance: Any) -> float:
     return float(np.float32(1.0 - float(distance)))
 
 
-def write_batch(part: Target, batch: WriteBatch) -> None:
+def write_batch(part: Target, batch: WriteBatch) -> list[MemoryNode]:
     """`Partition.write_batch` in two round trips (see the module docstring)."""
-    nodes = batch.nodes
-    if not nodes:
-        return
+    count = batch.count
+    if not count:
+        return []
+    whole = count <= _ROWS  # one statement: the turns are reserved by the write itself
+    first = (part.known_turn or 0) + 1 if whole else part.next_turn(count)
+    try:
+        nodes = _write(part, batch, first, whole)
+    except BaseException:
+        if not whole:
+            part.give_back(first)
+        raise
+    return nodes
+
+
+def _write(part: Target, batch: WriteBatch, first: int, whole: bool) -> list[MemoryNode]:
+    nodes = list(batch.build(first))
+    if len(nodes) != batch.count:
+        raise ValueError(f"WriteBatch.build gave {len(nodes)} nodes for {batch.count} vectors")
     for node in nodes:
         if node.namespace != part.namespace:
             raise NamespaceViolationError(f"memory {node.id!r} belongs to namespace {node.namespace!r}, "
@@ -93,24 +120,23 @@ def write_batch(part: Target, batch: WriteBatch) -> None:
     terms: list[list[str]] = []
     part.keywords.add_many([(n.id, n.content, n.session_id) for n in nodes], terms=terms)
     reads: list[Statement] = []
-    spare = 0
     if top > 0:
-        superseded = len(part.inactive)
-        spare = min(superseded, 8) + 1 if superseded else 0  # as the default: room for superseded ones
         queries = Literal("[" + ",".join(text for text, _ in encoded) + "]")
-        reads.append((q.VECTOR_SEARCH_MANY, {"k": top + spare, "queries": queries}))
+        reads.append((q.VECTOR_SEARCH_MANY, {"top": top, "queries": queries}))
     first_of: list[str | None] = list(dict.fromkeys(sessions)) if batch.link_temporal else []
     reads += [(q.session_ids(s, newest_first=True), {"limit": 1} if s is None else {"limit": 1, "session": s})
               for s in first_of]
-    results = part.graph_key.read_many(reads) if reads else []
+    results = part.read_checked(reads)
     searched = 1 if top > 0 else 0
     similar: list[list[tuple[str | int, float]]] = [[] for _ in ids]
     if top > 0:
         found: list[list[tuple[str, float, bool]]] = [[] for _ in ids]
-        for qi, i, d, flag in sorted(results[0], key=lambda row: (int(row[0]), float(row[2]), str(row[1]))):
+        rows = sorted(results[0], key=lambda row: (int(row[0]), float(row[2]), str(row[1])))
+        spare = int(rows[0][4]) - top if rows else 0  # the statement's room for superseded hits
+        for qi, i, d, flag, _ in rows:
             found[int(qi)].append((str(i), _sim(d), bool(flag)))
-        hits = [[(i, s) for i, s, _ in rows if s >= batch.min_similarity] for rows in found]
-        flagged = {i for rows in found for i, _, flag in rows if flag}
+        hits = [[(i, s) for i, s, _ in found_of if s >= batch.min_similarity] for found_of in found]
+        flagged = {i for found_of in found for i, _, flag in found_of if flag}
         merged = merge_links(hits, *batch_pairs(vectors, batch.min_similarity), top + spare)
         similar = [[h for h in row if not (isinstance(h[0], str) and h[0] in flagged)][:top] if spare else row[:top]
                    for row in merged]
@@ -128,15 +154,25 @@ def write_batch(part: Target, batch: WriteBatch) -> None:
             links.append((node_id, other if isinstance(other, str) else ids[other], Relation.SIMILAR_TO, sim))
         if extra:
             links.extend((node_id, target, relation, strength) for target, relation, strength in extra)
-    # -- 2. the writes ----------------------------------------------------------------------
+    # -- 2. the write -------------------------------------------------------------------------
     writes = node_statements(nodes, encoded, terms)
     edges = _edge_rows(links)
-    if edges:  # the edges ride on the last node statement: a batch of one chunk is one atomic step
-        query, params = writes[-1]
-        writes[-1] = (q.write_edges(sorted({r[2] for r in edges}), after=query),
-                      {**params, "edges": edges, "created_at": float(batch.created_at)})
-    part.graph_key.write_many(writes)
+    kinds = sorted({r[2] for r in edges})
+    edge_params = {"edges": edges, "created_at": float(batch.created_at)} if edges else {}
+    if whole:
+        _, params = writes[0]
+        answer = part.graph_key.write(q.write_reserving(kinds), {**params, **edge_params})
+        reserved = int(answer[0][0])
+        part.took_turns(reserved, len(nodes))
+        if reserved != first:  # another process took turns since the counter was read
+            nodes = list(batch.build(reserved))
+    else:
+        if edges:  # the edges ride on the last node statement
+            query, params = writes[-1]
+            writes[-1] = (q.write_edges(kinds, after=query), {**params, **edge_params})
+        part.graph_key.write_many(writes)
     part.written(nodes, {i for source, target, _, _ in links for i in (source, target)})
+    return nodes
 
 
 def node_statements(nodes: Sequence[MemoryNode], vectors: Sequence[tuple[str, str]],
