@@ -47,19 +47,32 @@ def _metadata(text: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+_AT = {f: i for i, f in enumerate(_PLAIN)}  # each plain field's column, then each time field's two
+_AT.update({f: len(_PLAIN) + 2 * i for i, f in enumerate(q.TIME_FIELDS)})
+(_ID, _CONTENT, _SESSION, _WEIGHT, _IMPORTANCE, _ACCESS_COUNT, _TURN, _ACCESSED_TURN, _METADATA, _PINNED, _KIND,
+ _TIMESTAMP, _CREATED_AT, _LAST_ACCESSED_AT, _EXPIRES_AT, _VALID_FROM, _VALID_TO) = (
+    _AT[f] for f in ("id", "content", "session_id", "weight", "importance", "access_count", "turn", "accessed_turn",
+                     "metadata", "pinned", "kind", *q.TIME_FIELDS))
+
+
 def node_from_row(row: Sequence[Any], namespace: str) -> MemoryNode:
-    """A `MemoryNode` from the columns of `cypher.NODE_COLUMNS`."""
-    v = dict(zip(_PLAIN, row, strict=False))
-    times = {f: _time(row[len(_PLAIN) + 2 * i], row[len(_PLAIN) + 2 * i + 1]) for i, f in enumerate(q.TIME_FIELDS)}
+    """A `MemoryNode` from the columns of `cypher.NODE_COLUMNS` (a time as two columns, its
+    whole seconds and the rest: a double comes back with 15 significant digits).
+
+    A recall reads dozens of nodes: each column is taken by its position, with no mapping built."""
+    session, expires, valid_to = row[_SESSION], row[_EXPIRES_AT], row[_VALID_TO]
     return MemoryNode(
-        id=str(v["id"]), content=str(v["content"]), namespace=namespace,
-        session_id=None if v["session_id"] is None else str(v["session_id"]),
-        weight=float(v["weight"]), importance=float(v["importance"]), access_count=int(v["access_count"]),
-        turn=int(v["turn"]), accessed_turn=int(v["accessed_turn"]), metadata=_metadata(v["metadata"]),
-        pinned=bool(v["pinned"]), kind=str(v["kind"]),
-        timestamp=times["timestamp"] or 0.0, created_at=times["created_at"] or 0.0,
-        last_accessed_at=times["last_accessed_at"] or 0.0, expires_at=times["expires_at"],
-        valid_from=times["valid_from"] or 0.0, valid_to=times["valid_to"],
+        id=str(row[_ID]), content=str(row[_CONTENT]), namespace=namespace,
+        session_id=None if session is None else str(session),
+        weight=float(row[_WEIGHT]), importance=float(row[_IMPORTANCE]), access_count=int(row[_ACCESS_COUNT]),
+        turn=int(row[_TURN]), accessed_turn=int(row[_ACCESSED_TURN]), metadata=_metadata(row[_METADATA]),
+        pinned=bool(row[_PINNED]), kind=str(row[_KIND]),
+        timestamp=_time(row[_TIMESTAMP], row[_TIMESTAMP + 1]) or 0.0,
+        created_at=_time(row[_CREATED_AT], row[_CREATED_AT + 1]) or 0.0,
+        last_accessed_at=_time(row[_LAST_ACCESSED_AT], row[_LAST_ACCESSED_AT + 1]) or 0.0,
+        expires_at=None if expires is None else float(expires) + float(row[_EXPIRES_AT + 1]),
+        valid_from=_time(row[_VALID_FROM], row[_VALID_FROM + 1]) or 0.0,
+        valid_to=None if valid_to is None else float(valid_to) + float(row[_VALID_TO + 1]),
     )
 
 
