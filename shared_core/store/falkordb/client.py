@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from ...values.errors import BackendError, MissingDependencyError
 from .replication import Confirmations, refresh_slots, send_and_wait
-from .replies import Literal, params_header, rows
+from .replies import Literal, query_command, reply_rows
 from .settings import Settings, graph_key, namespace_of, parse_url
 
 __all__ = ["Connection", "GraphKey", "Literal", "Settings", "graph_key", "namespace_of", "parse_url"]
@@ -195,22 +195,21 @@ class Connection:
 
     def _run_once(self, key: str, query: str, params: Mapping[str, Any] | None, *,
                   write: bool) -> list[list[Any]]:
-        command = ["GRAPH.QUERY" if write else "GRAPH.RO_QUERY", key, params_header(params or {}) + query,
-                   "--compact"]
+        sent = query_command(key, query, params or {}, write=write)
         ttl = self.settings.namespace_ttl
 
         def call() -> Any:
             expire = [["EXPIRE", key, ttl]] if write and ttl is not None else []
             if write and self.confirmations is not None:
-                return self._confirmed(key, [command, *expire])
+                return self._confirmed(key, [sent, *expire])
             if self._lane is not None:  # a refusal comes back as its error (below), not raised
-                return self._unless_transient(self._lane.send([command, *expire]))[0]
+                return self._unless_transient(self._lane.send([sent, *expire]))[0]
             if write and ttl is not None:
                 pipe = self._db.connection.pipeline(transaction=False)
-                pipe.execute_command(*command)
+                pipe.execute_command(*sent)
                 pipe.expire(key, ttl)
                 return self._unless_transient(pipe.execute(raise_on_error=False))[0]
-            return self._db.connection.execute_command(*command)
+            return self._db.connection.execute_command(*sent)
 
         try:
             response = self._retrying(call, "a query")
@@ -224,7 +223,7 @@ class Connection:
         for item in errors:
             if isinstance(item, self._response_error):
                 raise BackendError(f"FalkorDB at {self.settings.url} refused a query: {item}")
-        return rows(response)
+        return reply_rows(query, response)
 
     def _confirmed(self, key: str, commands: list[list[Any]]) -> Any:
         """The first command's reply of `_confirmed_all`."""
@@ -256,8 +255,7 @@ class Connection:
         of each. Reads of a graph that does not exist give no rows. With ``write``, each is a
         write (and ``namespace_ttl`` is applied again after them); a refused one raises after
         the pipeline ran (the statements before it stay written, each atomic)."""
-        commands = [["GRAPH.QUERY" if write else "GRAPH.RO_QUERY", key, params_header(params) + query, "--compact"]
-                    for query, params in statements]
+        commands = [query_command(key, query, params, write=write) for query, params in statements]
         ttl = self.settings.namespace_ttl
 
         def call() -> Any:
@@ -268,7 +266,7 @@ class Connection:
 
         responses = self._retrying(call, "a query")
         out: list[list[list[Any]]] = []
-        for response in responses:
+        for (query, _), response in zip(statements, responses, strict=True):
             if isinstance(response, self._response_error):
                 if "empty key" in str(response) and not write:
                     out.append([])
@@ -277,15 +275,14 @@ class Connection:
                     time.sleep(INDEX_WAIT / 4)  # see `run`: asked again once, as a whole
                     return self.run_many(key, statements, retried=True)
                 raise BackendError(f"FalkorDB at {self.settings.url} refused a query: {response}")
-            out.append(rows(response))
+            out.append(reply_rows(query, response))
         return out
 
     def exists_and_read(self, key: str, statements: Sequence[tuple[str, Mapping[str, Any]]]
                         ) -> tuple[bool, list[list[list[Any]]]]:
         """Whether graph ``key`` exists, and the rows of read-only ``statements`` on it (none if it
         does not), in one round trip."""
-        commands = [["GRAPH.RO_QUERY", key, params_header(params) + query, "--compact"]
-                    for query, params in statements]
+        commands = [query_command(key, query, params) for query, params in statements]
 
         def call() -> Any:
             return self._send([["EXISTS", key], *commands])
@@ -296,13 +293,13 @@ class Connection:
         if not exists:
             return False, [[] for _ in statements]
         out: list[list[list[Any]]] = []
-        for response in responses:
+        for (query, _), response in zip(statements, responses, strict=True):
             if isinstance(response, self._response_error):
                 if "empty key" in str(response):  # deleted between the two commands
                     out.append([])
                     continue
                 raise BackendError(f"FalkorDB at {self.settings.url} refused a query: {response}")
-            out.append(rows(response))
+            out.append(reply_rows(query, response))
         return True, out
 
     @property
