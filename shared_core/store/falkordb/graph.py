@@ -27,7 +27,7 @@ from ..base import GraphStoreBase
 from . import cypher as q
 from .client import GraphKey
 
-__all__ = ["FalkorGraphStore", "next_seq", "node_from_row", "node_props"]
+__all__ = ["FalkorGraphStore", "Nodes", "next_seq", "node_from_row", "node_props"]
 
 _PLAIN = [f for f in q.NODE_FIELDS if f not in q.TIME_FIELDS]
 _PAGE = 5000
@@ -119,13 +119,71 @@ def next_seq() -> int:
     return _SEQ.next()
 
 
+class _Row:
+    """A node's `cypher.NODE_COLUMNS` row, read but not yet asked for."""
+
+    __slots__ = ("namespace", "row")
+
+    def __init__(self, row: Sequence[Any], namespace: str) -> None:
+        self.row, self.namespace = row, namespace
+
+
+class Nodes(dict[str, MemoryNode | None]):
+    """A call's nodes by id (None: no such memory). A row read ahead becomes a `MemoryNode` only
+    when it is first asked for: a recall reads its candidates' nodes in chunks, and its ranking
+    stops after scoring a fraction of them.
+
+    >>> nodes = Nodes()
+    >>> nodes.keep("m1", ["m1", "text", None, 1.0, 1.0, 0, 1, 1, None, False, "memory", *[0.0] * 12, None], "ns")
+    >>> "m1" in nodes, nodes.get("m1").content, nodes["m1"] is nodes.get("m1")
+    (True, 'text', True)
+    """
+
+    __slots__ = ()
+
+    def keep(self, node_id: str, row: Sequence[Any], namespace: str) -> None:
+        """Keep ``row``, the node ``node_id`` of ``namespace``, to be made a node when asked for."""
+        unread: Any = _Row(row, namespace)
+        dict.__setitem__(self, node_id, unread)
+
+    def _made(self, node_id: str, value: Any) -> MemoryNode | None:
+        if value.__class__ is _Row:
+            value = node_from_row(value.row, value.namespace)
+            dict.__setitem__(self, node_id, value)
+        return value  # type: ignore[no-any-return]
+
+    def __getitem__(self, node_id: str) -> MemoryNode | None:
+        return self._made(node_id, dict.__getitem__(self, node_id))
+
+    def get(self, node_id: str, default: Any = None) -> Any:
+        return self._made(node_id, dict.get(self, node_id, default))
+
+    def pop(self, node_id: str, default: Any = None) -> Any:
+        return self._made(node_id, dict.pop(self, node_id, default))
+
+    def setdefault(self, node_id: str, default: MemoryNode | None = None) -> MemoryNode | None:
+        return self._made(node_id, dict.setdefault(self, node_id, default))
+
+    def _all(self) -> None:
+        for node_id, value in list(dict.items(self)):
+            self._made(node_id, value)
+
+    def items(self) -> Any:
+        self._all()
+        return dict.items(self)
+
+    def values(self) -> Any:
+        self._all()
+        return dict.values(self)
+
+
 class ReadCache:
     """What the current atlas call has read from one graph (see the module docstring)."""
 
     __slots__ = ("ahead", "bounded", "edges", "nodes", "present", "superseded", "superseded_count", "turn")
 
     def __init__(self) -> None:
-        self.nodes: dict[str, MemoryNode | None] = {}
+        self.nodes = Nodes()
         self.superseded: dict[str, bool] = {}
         self.edges: dict[str, list[MemoryEdge]] = {}
         self.turn: int | None = None
@@ -164,10 +222,11 @@ class FalkorGraphStore(GraphStoreBase):
         self._remember(rows)
 
     def _remember(self, rows: Sequence[Sequence[Any]]) -> None:
+        keep, superseded, namespace = self.cache.nodes.keep, self.cache.superseded, self.namespace
         for row in rows:
-            node = node_from_row(row, self.namespace)
-            self.cache.nodes[node.id] = node
-            self.cache.superseded[node.id] = bool(row[-1])
+            node_id = str(row[_ID])
+            keep(node_id, row, namespace)  # made a node when asked for
+            superseded[node_id] = bool(row[-1])
 
     def put_node(self, node: MemoryNode) -> None:
         if node.namespace != self.namespace:

@@ -244,28 +244,34 @@ def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkabl
         rows = results[0]
         if ahead:
             part.graph.absorb(ahead, results[1])
-        grouped: dict[str, list[tuple[str, str, float, int, bool]]] = {i: [] for i in wanted}
+        # each node's edges in `order_edges`'s order: sorted on (in-edge, seq, place in the reply)
+        grouped: dict[str, list[tuple[bool, int, int, str, str, float]]] = {i: [] for i in wanted}
         cosines: dict[str, float] = {}
-        for (node_id, other, kind, strength, seq, out, _), sim in zip(rows, _sims([r[6] for r in rows]), strict=True):
+        sims = _sims([r[6] for r in rows])
+        for n, (node_id, other, kind, strength, seq, out, _) in enumerate(rows):
             other = str(other)
-            grouped[str(node_id)].append((other, str(kind), float(strength), int(seq or 0), bool(out)))
-            cosines[other] = sim
+            grouped[str(node_id)].append((not out, int(seq or 0), n, other, str(kind), float(strength)))
+            cosines[other] = sims[n]
         present.update(cosines)  # each other end is a memory on the server: `has` need not read it
         reach: dict[str, float] = {}  # what each other end may receive: the order its node is read in
         codes: dict[str, int] = {}  # each edge type's `_code`
+        nodes = cache.nodes
         for node_id, edges in grouped.items():
+            edges.sort()
             weighted = []
             act = seeds.get(node_id, 1.0)
-            for other, kind, strength, _, _ in order_edges(node_id, edges):
+            for _, _, _, other, kind, strength in edges:
                 code = codes.get(kind)
                 if code is None:
                     code = codes[kind] = _code(kind, len(factors))
                 factor = factors[code]
                 if factor is not None:
-                    w = min(1.0, strength) * factor
+                    w = (strength if strength < 1.0 else 1.0) * factor  # min(1.0, strength) * factor
                     weighted.append((other, w))
-                    if other not in cache.nodes:
-                        reach[other] = max(reach.get(other, 0.0), act * w)
+                    if other not in nodes:
+                        passed, held = act * w, reach.get(other)  # reach[other] = max(held or 0.0, passed)
+                        reach[other] = (passed if passed > 0.0 else 0.0) if held is None else \
+                            (passed if passed > held else held)
             links[node_id] = weighted
         part.remember_cosines(vector, cosines)
         part.graph.read_ahead(sorted(reach, key=lambda i: -reach[i]))
