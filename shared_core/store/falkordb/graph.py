@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from ...values.errors import NamespaceViolationError
@@ -164,6 +164,18 @@ class Nodes(dict[str, MemoryNode | None]):
     def setdefault(self, node_id: str, default: MemoryNode | None = None) -> MemoryNode | None:
         return self._made(node_id, dict.setdefault(self, node_id, default))
 
+    def exists(self, node_id: str) -> bool | None:
+        """Whether ``node_id`` was read as a memory (True) or as none (False); None when it was
+        not read. Makes no node."""
+        value = dict.get(self, node_id, _UNREAD)
+        return None if value is _UNREAD else value is not None
+
+    def absent(self, ids: Iterable[str]) -> None:
+        """Record each of ``ids`` not read (kept or made) as no such memory."""
+        for node_id in ids:
+            if node_id not in self:
+                dict.__setitem__(self, node_id, None)
+
     def _all(self) -> None:
         for node_id, value in list(dict.items(self)):
             self._made(node_id, value)
@@ -276,8 +288,7 @@ class FalkorGraphStore(GraphStoreBase):
     def absorb(self, ids: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         """Keep the `cypher.NODES_AMONG` rows read for ``ids`` (an id without a row: no node)."""
         self._remember(rows)
-        for i in ids:
-            self.cache.nodes.setdefault(i, None)
+        self.cache.nodes.absent(ids)
 
     def read_ahead(self, ids: Sequence[str]) -> None:
         """Ids whose nodes the current call may ask for next, most likely first: a miss on one of
@@ -301,8 +312,7 @@ class FalkorGraphStore(GraphStoreBase):
         missing = [i for i in dict.fromkeys(ids) if i not in self.cache.nodes]
         if missing:
             self._remember(self._g.read(q.NODES_AMONG, {"ids": missing}))
-            for i in missing:
-                self.cache.nodes.setdefault(i, None)
+            self.cache.nodes.absent(missing)
         if not edges:
             return
         wanted = [i for i in dict.fromkeys(ids) if i not in self.cache.edges and self.cache.nodes.get(i)]
@@ -395,9 +405,9 @@ class FalkorGraphStore(GraphStoreBase):
         """Whether the node exists: from this call's reads (a node read, or an id a walk's hop
         found on the server) or, failing them, one indexed lookup."""
         cache = self.cache
-        node = cache.nodes.get(node_id, _UNREAD)
-        if node is not _UNREAD:
-            return node is not None
+        read = cache.nodes.exists(node_id)
+        if read is not None:
+            return read
         if node_id in cache.present:
             return True
         found = bool(self._g.read(q.HAS_NODE, {"id": node_id}))
