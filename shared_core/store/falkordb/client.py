@@ -6,7 +6,9 @@ doubling to 1 s) for at most ``retry_for`` seconds, then raised as `BackendError
 attempt is bounded by ``connect_timeout`` and ``timeout``, so nothing hangs. Commands are
 retried whole: a write whose reply was lost may run twice, which the backend's statements
 tolerate (they replace, they do not append, except that the write counter may skip turns and a
-recall may be reinforced twice).
+recall may be reinforced twice). On a single server the statements travel on connections of the
+backend's own (`_Lane`); where the server is and how patiently to talk to it is `settings`, how
+a statement and its reply are written and read is `replies`.
 """
 
 from __future__ import annotations
