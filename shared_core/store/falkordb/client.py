@@ -1,4 +1,4 @@
-"""The connection to a FalkorDB server: URL parsing, timeouts, bounded retries, error mapping.
+"""The connection to a FalkorDB server: timeouts, bounded retries, error mapping.
 
 Every command goes through `Connection.run` or `Connection.command`. A connection or timeout
 error (the server restarting, a network blip) is retried with exponential backoff (50 ms

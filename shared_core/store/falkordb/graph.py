@@ -133,10 +133,14 @@ class Nodes(dict[str, MemoryNode | None]):
     when it is first asked for: a recall reads its candidates' nodes in chunks, and its ranking
     stops after scoring a fraction of them.
 
+    >>> row = ["m1", "text", None, 1.0, 1.0, 0, 1, 1, None, False, "memory", *[0.0] * 12, None]
     >>> nodes = Nodes()
-    >>> nodes.keep("m1", ["m1", "text", None, 1.0, 1.0, 0, 1, 1, None, False, "memory", *[0.0] * 12, None], "ns")
+    >>> nodes.keep("m1", row, "ns")
     >>> "m1" in nodes, nodes.get("m1").content, nodes["m1"] is nodes.get("m1")
     (True, 'text', True)
+    >>> nodes.keep("m2", ["m2", *row[1:]], "ns")
+    >>> nodes.pop("m2").id, sorted(nodes)
+    ('m2', ['m1'])
     """
 
     __slots__ = ()
@@ -158,8 +162,9 @@ class Nodes(dict[str, MemoryNode | None]):
     def get(self, node_id: str, default: Any = None) -> Any:
         return self._made(node_id, dict.get(self, node_id, default))
 
-    def pop(self, node_id: str, default: Any = None) -> Any:
-        return self._made(node_id, dict.pop(self, node_id, default))
+    def pop(self, node_id: str, *default: Any) -> Any:
+        value: Any = dict.pop(self, node_id, *default)
+        return node_from_row(value.row, value.namespace) if value.__class__ is _Row else value
 
     def setdefault(self, node_id: str, default: MemoryNode | None = None) -> MemoryNode | None:
         return self._made(node_id, dict.setdefault(self, node_id, default))
