@@ -1,4 +1,4 @@
-"""The connection to a FalkorDB server: URL parsing, timeouts, bounded retries, error mapping.
+"""The connection to a FalkorDB server: timeouts, bounded retries, error mapping.
 
 Every command goes through `Connection.run` or `Connection.command`. A connection or timeout
 error (the server restarting, a network blip) is retried with exponential backoff (50 ms
@@ -6,199 +6,35 @@ doubling to 1 s) for at most ``retry_for`` seconds, then raised as `BackendError
 attempt is bounded by ``connect_timeout`` and ``timeout``, so nothing hangs. Commands are
 retried whole: a write whose reply was lost may run twice, which the backend's statements
 tolerate (they replace, they do not append, except that the write counter may skip turns and a
-recall may be reinforced twice).
+recall may be reinforced twice). On a single server the statements travel on connections of the
+backend's own (`_Lane`); where the server is and how patiently to talk to it is `settings`, how
+a statement and its reply are written and read is `replies`.
 """
 
 from __future__ import annotations
 
-import math
-import re
+import os
+import threading
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
-from urllib.parse import parse_qsl, unquote, urlsplit
 
-import numpy as np
-
-from ...values import _validate as check
-from ...values.errors import BackendError, InvalidInputError, MissingDependencyError
+from ...values.errors import BackendError, MissingDependencyError
 from .replication import Confirmations, refresh_slots, send_and_wait
+from .replies import Literal, query_command, reply_rows
+from .settings import Settings, graph_key, namespace_of, parse_url
 
 __all__ = ["Connection", "GraphKey", "Literal", "Settings", "graph_key", "namespace_of", "parse_url"]
 
 T = TypeVar("T")
 FIRST_CONTACT = 3.0  # seconds of retries for the first connection
-_SCHEMES = ("falkordb", "falkor", "redis")
-
-
-
 INDEX_WAIT = 1.0  # seconds a read waits for a vector index that refuses a valid query (see `Connection.run`)
 
 
 def _index_not_ready(message: str) -> bool:
     return "Invalid arguments for procedure 'db.idx.vector.queryNodes'" in message
-
-class Literal(str):
-    """A query parameter already written as Cypher (a vector literal), passed through verbatim."""
-
-    __slots__ = ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Settings:
-    """Where the server is and how patiently to talk to it.
-
-    ``namespace_ttl`` (seconds) expires a namespace's graph that long after its last write;
-    ``prefix`` starts every graph key (``atlas:alice``), so several atlases can share a server.
-    ``replicas`` (N >= 1) makes every write wait until N replicas of its shard confirm it, for
-    at most ``replica_timeout`` seconds (`shared_core.store.falkordb.replication`).
-    A prefix is empty or ends with ``:`` and holds no control character: with the escaping of
-    `graph_key`, that makes every (prefix, namespace) pair's key its own, however prefixes nest.
-    """
-
-    host: str = "127.0.0.1"
-    port: int = 6379
-    username: str | None = None
-    password: str | None = None
-    prefix: str = "atlas:"
-    namespace_ttl: int | None = None
-    timeout: float = 30.0
-    connect_timeout: float = 2.0
-    retry_for: float = 10.0
-    replicas: int = 0
-    replica_timeout: float = 2.0
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.prefix, str) or (self.prefix and not self.prefix.endswith(":")):
-            raise InvalidInputError(f"the graph key prefix must be empty or end with ':', got {self.prefix!r}")
-        char = check.control_char(self.prefix)
-        if char is not None:
-            raise InvalidInputError(f"the graph key prefix must not contain a control character "
-                                    f"(U+{ord(char):04X}), got {self.prefix!r}")
-        if not self.host:
-            raise InvalidInputError("the FalkorDB host is empty")
-        if not 0 < self.port < 65536:
-            raise InvalidInputError(f"the FalkorDB port must be in 1..65535, got {self.port!r}")
-        if self.namespace_ttl is not None and self.namespace_ttl < 1:
-            raise InvalidInputError(f"namespace_ttl must be None or an int >= 1, got {self.namespace_ttl!r}")
-        for name in ("timeout", "connect_timeout"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and 0 < value < math.inf):
-                raise InvalidInputError(f"{name} must be a positive number of seconds, got {value!r}")
-        if not (isinstance(self.retry_for, (int, float)) and 0 <= self.retry_for < math.inf):
-            raise InvalidInputError(f"retry_for must be >= 0 seconds, got {self.retry_for!r}")
-        if isinstance(self.replicas, bool) or not isinstance(self.replicas, int) or not 0 <= self.replicas <= 64:
-            raise InvalidInputError(f"replicas must be an int in 0..64 (0: writes wait for no replica), "
-                                    f"got {self.replicas!r}")
-        timeout = self.replica_timeout
-        if isinstance(timeout, bool) or not (isinstance(timeout, (int, float)) and 0.001 <= timeout <= 3600):
-            raise InvalidInputError(f"replica_timeout must be a number of seconds in 0.001..3600, got {timeout!r}")
-
-    @property
-    def address(self) -> str:
-        return f"{self.host}:{self.port}"
-
-    @property
-    def url(self) -> str:
-        """The server's URL as messages show it (no credentials, no options)."""
-        return f"falkordb://{self.address}"
-
-
-_ESCAPES = {"%": "%25", ":": "%3A"}
-_ESCAPED = re.compile("%(25|3A)")
-
-
-def graph_key(prefix: str, namespace: str) -> str:
-    """The graph key of ``namespace``: the prefix, then the namespace with ``%`` and ``:`` escaped.
-
-    The escaped namespace holds no ``:`` and a prefix ends with one, so a key's prefix is
-    everything up to its last ``:``: no two (prefix, namespace) pairs share a key, and an atlas
-    on ``pp:`` never reaches one on ``pp:team2:``. A namespace without ``%`` or ``:`` keeps
-    the key it always had.
-
-    >>> graph_key("pp:", "team2:alice"), graph_key("pp:team2:", "alice"), graph_key("pp:", "50%")
-    ('pp:team2%3Aalice', 'pp:team2:alice', 'pp:50%25')
-    """
-    if "%" in namespace or ":" in namespace:
-        namespace = "".join(_ESCAPES.get(c, c) for c in namespace)
-    return prefix + namespace
-
-
-def namespace_of(prefix: str, key: str) -> str | None:
-    """The namespace whose `graph_key` under ``prefix`` is ``key``, or None when there is none
-    (another prefix's key, such as a nested prefix's, a key this scheme never writes, or a
-    name the namespace rule refuses).
-
-    >>> namespace_of("pp:", "pp:team2%3Aalice"), namespace_of("pp:", "pp:team2:alice")
-    ('team2:alice', None)
-    """
-    if not key.startswith(prefix) or len(key) == len(prefix):
-        return None
-    namespace = _ESCAPED.sub(lambda m: "%" if m.group(1) == "25" else ":", key[len(prefix):])
-    if graph_key(prefix, namespace) != key:
-        return None
-    try:
-        return check.namespace(namespace)
-    except InvalidInputError:
-        return None
-
-
-def parse_url(url: str) -> Settings:
-    """``falkordb://[user:password@]host[:port][?ttl=S&prefix=P&timeout=S&connect_timeout=S&retry_for=S
-    &replicas=N&replica_timeout=S]``.
-
-    >>> s = parse_url("falkordb://127.0.0.1:6390?ttl=3600&prefix=team1:&replicas=1")
-    >>> (s.host, s.port, s.namespace_ttl, s.prefix, s.replicas)
-    ('127.0.0.1', 6390, 3600, 'team1:', 1)
-    """
-    if not isinstance(url, str):
-        raise InvalidInputError(f"a FalkorDB URL must be a string, got {type(url).__name__}")
-    shown = _redact(url)
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError as exc:
-        raise InvalidInputError(f"bad FalkorDB URL {shown!r}: {exc}") from None
-    if parts.scheme.lower() not in _SCHEMES:
-        raise InvalidInputError(f"bad FalkorDB URL {shown!r}: the scheme must be one of {', '.join(_SCHEMES)}")
-    if not parts.hostname:
-        raise InvalidInputError(f"bad FalkorDB URL {shown!r}: no host (expected falkordb://host:port)")
-    if parts.path not in ("", "/"):
-        raise InvalidInputError(f"bad FalkorDB URL {shown!r}: unexpected path {parts.path!r}")
-    options: dict[str, Any] = {}
-    numbers = {"ttl": ("namespace_ttl", int), "timeout": ("timeout", float),
-               "connect_timeout": ("connect_timeout", float), "retry_for": ("retry_for", float),
-               "replicas": ("replicas", int), "replica_timeout": ("replica_timeout", float)}
-    for key, value in parse_qsl(parts.query, keep_blank_values=True):
-        if key == "prefix":
-            options["prefix"] = value
-        elif key in numbers:
-            name, kind = numbers[key]
-            try:
-                options[name] = kind(value)
-            except ValueError:
-                what = "an integer" if kind is int else "a number"
-                raise InvalidInputError(f"bad FalkorDB URL {shown!r}: {key}={value!r} is not {what}") from None
-        else:
-            raise InvalidInputError(f"bad FalkorDB URL {shown!r}: unknown option {key!r} "
-                                    f"(known: prefix, {', '.join(numbers)})")
-    try:
-        return Settings(host=parts.hostname, port=6379 if port is None else port,
-                        username=unquote(parts.username) if parts.username else None,
-                        password=unquote(parts.password) if parts.password else None, **options)
-    except InvalidInputError as exc:
-        raise InvalidInputError(f"bad FalkorDB URL {shown!r}: {exc}") from None
-
-
-def _redact(url: str) -> str:
-    """The URL as error messages show it: without its password.
-
-    >>> _redact("falkordb://bob:secret@db:6379")
-    'falkordb://bob:***@db:6379'
-    """
-    return re.sub(r"(//[^/@:]*:)[^/@]*@", r"\1***@", url)
 
 
 def _client() -> Any:
@@ -209,55 +45,57 @@ def _client() -> Any:
     return falkordb
 
 
-def _params_header(params: Mapping[str, Any]) -> str:
-    from falkordb.helpers import stringify_param_value
+class _Lane:
+    """Connections of the backend's own to a single server, which the statements use in place of
+    redis-py's pool and pipeline: a recall sends a dozen statements in a few round trips, and
+    the pool's bookkeeping on each (metrics, a readiness poll of the socket, retry wrappers)
+    cost this process about as much as reading the replies.
 
-    if not params:
-        return ""
-    items = " ".join(f"{k}={v if isinstance(v, Literal) else stringify_param_value(v)}" for k, v in params.items())
-    return f"CYPHER {items} "
-
-
-def _value(kind: int, value: Any) -> Any:
-    """One value of a compact result set, of type ``kind`` (scalars, arrays, maps, float32 vectors)."""
-    if kind == 2:
-        return value
-    if kind == 5:
-        return float(value)
-    if kind == 3:
-        return int(value)
-    if kind == 1:
-        return None
-    if kind == 4:
-        return value == "true"
-    if kind == 6:
-        return _cells(value)
-    if kind == 12:  # a vector's elements as decimal strings: read as doubles, as float() would
-        return np.array(value, dtype=np.bytes_).astype(np.float64).astype(np.float32)
-    if kind == 10:
-        return {str(value[i]): _value(*value[i + 1]) for i in range(0, len(value), 2)}
-    raise BackendError(f"unexpected value of type {kind} in a FalkorDB result (the backend reads no graph objects)")
-
-
-def _cells(cells: Sequence[Sequence[Any]]) -> list[Any]:
-    """The values of ``[type, value]`` cells: the common scalars (string, double, integer, null)
-    inline, the rest through `_value` (a recall reads thousands of cells: a call per cell shows)."""
-    return [v if k == 2 else float(v) if k == 5 else int(v) if k == 3 else None if k == 1 else _value(k, v)
-            for k, v in cells]
-
-
-def _rows(response: list[Any]) -> list[list[Any]]:
-    """The rows of a compact ``GRAPH.QUERY`` reply (``[header, rows, stats]``, or ``[stats]``).
-
-    Parsed here rather than by the client's `QueryResult`, which builds an object per value: the
-    backend only ever returns scalars, and a recall reads thousands of them.
-
-    >>> _rows([[[1, "a"], [1, "b"]], [[[2, "x"], [5, "0.5"]], [[1, None], [6, [[3, 7], [4, "true"]]]]], ["stats"]])
-    [['x', 0.5], [None, [7, True]]]
+    A round trip takes a free connection (or opens one with the pool's own settings: address,
+    credentials, timeouts, decoding), writes every command in one send, reads every reply (a
+    refusal as its `redis.ResponseError`, the others unaffected), and puts the connection back.
+    Any other failure (a lost connection, a timeout) closes that connection and propagates, for
+    `Connection._retrying` to retry the whole round trip on a new one: a connection half read is
+    never reused. Thread safe (each round trip holds its connection alone); after a fork the
+    child opens its own.
     """
-    if len(response) < 3:
-        return []
-    return [_cells(row) for row in response[1]]
+
+    def __init__(self, pool: Any) -> None:
+        from redis.exceptions import ResponseError
+
+        self._open: Callable[[], Any] = lambda: pool.connection_class(**pool.connection_kwargs)
+        self._refused = ResponseError
+        self._free: list[Any] = []
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+
+    def send(self, commands: Sequence[Sequence[Any]]) -> list[Any]:
+        with self._lock:
+            if self._pid != os.getpid():  # a forked child never shares its parent's sockets
+                self._free, self._pid = [], os.getpid()
+            conn = self._free.pop() if self._free else None
+        if conn is None:
+            conn = self._open()
+        try:
+            conn.send_packed_command(conn.pack_commands(commands), check_health=False)
+            replies: list[Any] = []
+            for _ in commands:
+                try:
+                    replies.append(conn.read_response())
+                except self._refused as exc:
+                    replies.append(exc)
+        except BaseException:
+            conn.disconnect()
+            raise
+        with self._lock:
+            self._free.append(conn)
+        return replies
+
+    def close(self) -> None:
+        with self._lock:
+            free, self._free = self._free, []
+        for conn in free:
+            conn.disconnect()
 
 
 class Connection:
@@ -293,6 +131,10 @@ class Connection:
                     retry=Retry(NoBackoff(), 0))  # retries are ours: bounded in time
 
         self._db = self._retrying(connect, "connecting", budget=min(settings.retry_for, FIRST_CONTACT))
+        self._cluster = isinstance(self._db.connection, redis.RedisCluster)
+        pool = None if self._cluster else self._db.connection.connection_pool
+        #: the statements' own connections to a single server (`_Lane`); None on a cluster
+        self._lane = _Lane(pool) if type(pool) is redis.ConnectionPool else None
 
     def _retrying(self, call: Callable[[], T], what: str, *, budget: float | None = None) -> T:
         budget = self.settings.retry_for if budget is None else budget
@@ -321,6 +163,16 @@ class Connection:
                 raise reply
         return replies
 
+    def _send(self, commands: Sequence[Sequence[Any]]) -> list[Any]:
+        """``commands`` in one round trip (a pipeline), in order; each reply, a refused command's
+        as its `redis.ResponseError`."""
+        if self._lane is not None:
+            return self._unless_transient(self._lane.send(commands))
+        pipe = self._db.connection.pipeline(transaction=False)
+        for command in commands:
+            pipe.execute_command(*command)
+        return self._unless_transient(pipe.execute(raise_on_error=False))
+
     def command(self, *args: Any, budget: float | None = None) -> Any:
         """A plain server command (EXISTS, GRAPH.LIST ...), with retries."""
         return self._retrying(lambda: self._db.connection.execute_command(*args), str(args[0]), budget=budget)
@@ -345,19 +197,21 @@ class Connection:
 
     def _run_once(self, key: str, query: str, params: Mapping[str, Any] | None, *,
                   write: bool) -> list[list[Any]]:
-        command = ["GRAPH.QUERY" if write else "GRAPH.RO_QUERY", key, _params_header(params or {}) + query,
-                   "--compact"]
+        sent = query_command(key, query, params or {}, write=write)
         ttl = self.settings.namespace_ttl
 
         def call() -> Any:
+            expire = [["EXPIRE", key, ttl]] if write and ttl is not None else []
             if write and self.confirmations is not None:
-                return self._confirmed(key, [command, *([["EXPIRE", key, ttl]] if ttl is not None else [])])
+                return self._confirmed(key, [sent, *expire])
+            if self._lane is not None:  # a refusal comes back as its error (below), not raised
+                return self._unless_transient(self._lane.send([sent, *expire]))[0]
             if write and ttl is not None:
                 pipe = self._db.connection.pipeline(transaction=False)
-                pipe.execute_command(*command)
+                pipe.execute_command(*sent)
                 pipe.expire(key, ttl)
                 return self._unless_transient(pipe.execute(raise_on_error=False))[0]
-            return self._db.connection.execute_command(*command)
+            return self._db.connection.execute_command(*sent)
 
         try:
             response = self._retrying(call, "a query")
@@ -365,11 +219,13 @@ class Connection:
             if not write and "empty key" in str(exc):
                 return []
             raise
+        if not write and isinstance(response, self._response_error) and "empty key" in str(response):
+            return []
         errors = [response, *response] if isinstance(response, list) else [response]
         for item in errors:
             if isinstance(item, self._response_error):
                 raise BackendError(f"FalkorDB at {self.settings.url} refused a query: {item}")
-        return _rows(response)
+        return reply_rows(query, response)
 
     def _confirmed(self, key: str, commands: list[list[Any]]) -> Any:
         """The first command's reply of `_confirmed_all`."""
@@ -401,23 +257,18 @@ class Connection:
         of each. Reads of a graph that does not exist give no rows. With ``write``, each is a
         write (and ``namespace_ttl`` is applied again after them); a refused one raises after
         the pipeline ran (the statements before it stay written, each atomic)."""
-        commands = [["GRAPH.QUERY" if write else "GRAPH.RO_QUERY", key, _params_header(params) + query, "--compact"]
-                    for query, params in statements]
+        commands = [query_command(key, query, params, write=write) for query, params in statements]
         ttl = self.settings.namespace_ttl
 
         def call() -> Any:
             expire: list[list[Any]] = [["EXPIRE", key, ttl]] if write and ttl is not None else []
             if write and self.confirmations is not None:  # ``?replicas=N``: one WAIT after the batch
                 return self._confirmed_all(key, [*commands, *expire])[:len(commands)]
-            pipe = self._db.connection.pipeline(transaction=False)
-            for command in [*commands, *expire]:
-                pipe.execute_command(*command)
-            replies = self._unless_transient(pipe.execute(raise_on_error=False))
-            return replies[:len(commands)]
+            return self._send([*commands, *expire])[:len(commands)]
 
         responses = self._retrying(call, "a query")
         out: list[list[list[Any]]] = []
-        for response in responses:
+        for (query, _), response in zip(statements, responses, strict=True):
             if isinstance(response, self._response_error):
                 if "empty key" in str(response) and not write:
                     out.append([])
@@ -426,22 +277,17 @@ class Connection:
                     time.sleep(INDEX_WAIT / 4)  # see `run`: asked again once, as a whole
                     return self.run_many(key, statements, retried=True)
                 raise BackendError(f"FalkorDB at {self.settings.url} refused a query: {response}")
-            out.append(_rows(response))
+            out.append(reply_rows(query, response))
         return out
 
     def exists_and_read(self, key: str, statements: Sequence[tuple[str, Mapping[str, Any]]]
                         ) -> tuple[bool, list[list[list[Any]]]]:
         """Whether graph ``key`` exists, and the rows of read-only ``statements`` on it (none if it
         does not), in one round trip."""
-        commands = [["GRAPH.RO_QUERY", key, _params_header(params) + query, "--compact"]
-                    for query, params in statements]
+        commands = [query_command(key, query, params) for query, params in statements]
 
         def call() -> Any:
-            pipe = self._db.connection.pipeline(transaction=False)
-            pipe.execute_command("EXISTS", key)
-            for command in commands:
-                pipe.execute_command(*command)
-            return self._unless_transient(pipe.execute(raise_on_error=False))
+            return self._send([["EXISTS", key], *commands])
 
         exists, *responses = self._retrying(call, "EXISTS")
         if isinstance(exists, self._response_error):
@@ -449,22 +295,20 @@ class Connection:
         if not exists:
             return False, [[] for _ in statements]
         out: list[list[list[Any]]] = []
-        for response in responses:
+        for (query, _), response in zip(statements, responses, strict=True):
             if isinstance(response, self._response_error):
                 if "empty key" in str(response):  # deleted between the two commands
                     out.append([])
                     continue
                 raise BackendError(f"FalkorDB at {self.settings.url} refused a query: {response}")
-            out.append(_rows(response))
+            out.append(reply_rows(query, response))
         return True, out
 
     @property
     def cluster(self) -> bool:
         """Whether the server is a node of a Redis Cluster (the client then routes each graph key
         to its shard)."""
-        import redis
-
-        return isinstance(self._db.connection, redis.RedisCluster)
+        return self._cluster
 
     def graphs(self) -> list[str]:
         """Every graph key on the server (on a cluster: on every master)."""
@@ -492,6 +336,8 @@ class Connection:
             raise
 
     def close(self) -> None:
+        if self._lane is not None:
+            self._lane.close()
         self._db.connection.close()
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from ...values.errors import NamespaceViolationError
@@ -27,7 +27,7 @@ from ..base import GraphStoreBase
 from . import cypher as q
 from .client import GraphKey
 
-__all__ = ["FalkorGraphStore", "next_seq", "node_from_row", "node_props"]
+__all__ = ["FalkorGraphStore", "Nodes", "next_seq", "node_from_row", "node_props"]
 
 _PLAIN = [f for f in q.NODE_FIELDS if f not in q.TIME_FIELDS]
 _PAGE = 5000
@@ -47,19 +47,32 @@ def _metadata(text: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+_AT = {f: i for i, f in enumerate(_PLAIN)}  # each plain field's column, then each time field's two
+_AT.update({f: len(_PLAIN) + 2 * i for i, f in enumerate(q.TIME_FIELDS)})
+(_ID, _CONTENT, _SESSION, _WEIGHT, _IMPORTANCE, _ACCESS_COUNT, _TURN, _ACCESSED_TURN, _METADATA, _PINNED, _KIND,
+ _TIMESTAMP, _CREATED_AT, _LAST_ACCESSED_AT, _EXPIRES_AT, _VALID_FROM, _VALID_TO) = (
+    _AT[f] for f in ("id", "content", "session_id", "weight", "importance", "access_count", "turn", "accessed_turn",
+                     "metadata", "pinned", "kind", *q.TIME_FIELDS))
+
+
 def node_from_row(row: Sequence[Any], namespace: str) -> MemoryNode:
-    """A `MemoryNode` from the columns of `cypher.NODE_COLUMNS`."""
-    v = dict(zip(_PLAIN, row, strict=False))
-    times = {f: _time(row[len(_PLAIN) + 2 * i], row[len(_PLAIN) + 2 * i + 1]) for i, f in enumerate(q.TIME_FIELDS)}
+    """A `MemoryNode` from the columns of `cypher.NODE_COLUMNS` (a time as two columns, its
+    whole seconds and the rest: a double comes back with 15 significant digits).
+
+    A recall reads dozens of nodes: each column is taken by its position, with no mapping built."""
+    session, expires, valid_to = row[_SESSION], row[_EXPIRES_AT], row[_VALID_TO]
     return MemoryNode(
-        id=str(v["id"]), content=str(v["content"]), namespace=namespace,
-        session_id=None if v["session_id"] is None else str(v["session_id"]),
-        weight=float(v["weight"]), importance=float(v["importance"]), access_count=int(v["access_count"]),
-        turn=int(v["turn"]), accessed_turn=int(v["accessed_turn"]), metadata=_metadata(v["metadata"]),
-        pinned=bool(v["pinned"]), kind=str(v["kind"]),
-        timestamp=times["timestamp"] or 0.0, created_at=times["created_at"] or 0.0,
-        last_accessed_at=times["last_accessed_at"] or 0.0, expires_at=times["expires_at"],
-        valid_from=times["valid_from"] or 0.0, valid_to=times["valid_to"],
+        id=str(row[_ID]), content=str(row[_CONTENT]), namespace=namespace,
+        session_id=None if session is None else str(session),
+        weight=float(row[_WEIGHT]), importance=float(row[_IMPORTANCE]), access_count=int(row[_ACCESS_COUNT]),
+        turn=int(row[_TURN]), accessed_turn=int(row[_ACCESSED_TURN]), metadata=_metadata(row[_METADATA]),
+        pinned=bool(row[_PINNED]), kind=str(row[_KIND]),
+        timestamp=_time(row[_TIMESTAMP], row[_TIMESTAMP + 1]) or 0.0,
+        created_at=_time(row[_CREATED_AT], row[_CREATED_AT + 1]) or 0.0,
+        last_accessed_at=_time(row[_LAST_ACCESSED_AT], row[_LAST_ACCESSED_AT + 1]) or 0.0,
+        expires_at=None if expires is None else float(expires) + float(row[_EXPIRES_AT + 1]),
+        valid_from=_time(row[_VALID_FROM], row[_VALID_FROM + 1]) or 0.0,
+        valid_to=None if valid_to is None else float(valid_to) + float(row[_VALID_TO + 1]),
     )
 
 
@@ -106,13 +119,88 @@ def next_seq() -> int:
     return _SEQ.next()
 
 
+class _Row:
+    """A node's `cypher.NODE_COLUMNS` row, read but not yet asked for."""
+
+    __slots__ = ("namespace", "row")
+
+    def __init__(self, row: Sequence[Any], namespace: str) -> None:
+        self.row, self.namespace = row, namespace
+
+
+class Nodes(dict[str, MemoryNode | None]):
+    """A call's nodes by id (None: no such memory). A row read ahead becomes a `MemoryNode` only
+    when it is first asked for: a recall reads its candidates' nodes in chunks, and its ranking
+    stops after scoring a fraction of them.
+
+    >>> row = ["m1", "text", None, 1.0, 1.0, 0, 1, 1, None, False, "memory", *[0.0] * 12, None]
+    >>> nodes = Nodes()
+    >>> nodes.keep("m1", row, "ns")
+    >>> "m1" in nodes, nodes.get("m1").content, nodes["m1"] is nodes.get("m1")
+    (True, 'text', True)
+    >>> nodes.keep("m2", ["m2", *row[1:]], "ns")
+    >>> nodes.pop("m2").id, sorted(nodes)
+    ('m2', ['m1'])
+    """
+
+    __slots__ = ()
+
+    def keep(self, node_id: str, row: Sequence[Any], namespace: str) -> None:
+        """Keep ``row``, the node ``node_id`` of ``namespace``, to be made a node when asked for."""
+        unread: Any = _Row(row, namespace)
+        dict.__setitem__(self, node_id, unread)
+
+    def _made(self, node_id: str, value: Any) -> MemoryNode | None:
+        if value.__class__ is _Row:
+            value = node_from_row(value.row, value.namespace)
+            dict.__setitem__(self, node_id, value)
+        return value  # type: ignore[no-any-return]
+
+    def __getitem__(self, node_id: str) -> MemoryNode | None:
+        return self._made(node_id, dict.__getitem__(self, node_id))
+
+    def get(self, node_id: str, default: Any = None) -> Any:
+        return self._made(node_id, dict.get(self, node_id, default))
+
+    def pop(self, node_id: str, *default: Any) -> Any:
+        value: Any = dict.pop(self, node_id, *default)
+        return node_from_row(value.row, value.namespace) if value.__class__ is _Row else value
+
+    def setdefault(self, node_id: str, default: MemoryNode | None = None) -> MemoryNode | None:
+        return self._made(node_id, dict.setdefault(self, node_id, default))
+
+    def exists(self, node_id: str) -> bool | None:
+        """Whether ``node_id`` was read as a memory (True) or as none (False); None when it was
+        not read. Makes no node."""
+        value = dict.get(self, node_id, _UNREAD)
+        return None if value is _UNREAD else value is not None
+
+    def absent(self, ids: Iterable[str]) -> None:
+        """Record each of ``ids`` not read (kept or made) as no such memory."""
+        for node_id in ids:
+            if node_id not in self:
+                dict.__setitem__(self, node_id, None)
+
+    def _all(self) -> None:
+        for node_id, value in list(dict.items(self)):
+            self._made(node_id, value)
+
+    def items(self) -> Any:
+        self._all()
+        return dict.items(self)
+
+    def values(self) -> Any:
+        self._all()
+        return dict.values(self)
+
+
 class ReadCache:
     """What the current atlas call has read from one graph (see the module docstring)."""
 
     __slots__ = ("ahead", "bounded", "edges", "nodes", "present", "superseded", "superseded_count", "turn")
 
     def __init__(self) -> None:
-        self.nodes: dict[str, MemoryNode | None] = {}
+        self.nodes = Nodes()
         self.superseded: dict[str, bool] = {}
         self.edges: dict[str, list[MemoryEdge]] = {}
         self.turn: int | None = None
@@ -151,10 +239,11 @@ class FalkorGraphStore(GraphStoreBase):
         self._remember(rows)
 
     def _remember(self, rows: Sequence[Sequence[Any]]) -> None:
+        keep, superseded, namespace = self.cache.nodes.keep, self.cache.superseded, self.namespace
         for row in rows:
-            node = node_from_row(row, self.namespace)
-            self.cache.nodes[node.id] = node
-            self.cache.superseded[node.id] = bool(row[-1])
+            node_id = str(row[_ID])
+            keep(node_id, row, namespace)  # made a node when asked for
+            superseded[node_id] = bool(row[-1])
 
     def put_node(self, node: MemoryNode) -> None:
         if node.namespace != self.namespace:
@@ -204,8 +293,7 @@ class FalkorGraphStore(GraphStoreBase):
     def absorb(self, ids: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         """Keep the `cypher.NODES_AMONG` rows read for ``ids`` (an id without a row: no node)."""
         self._remember(rows)
-        for i in ids:
-            self.cache.nodes.setdefault(i, None)
+        self.cache.nodes.absent(ids)
 
     def read_ahead(self, ids: Sequence[str]) -> None:
         """Ids whose nodes the current call may ask for next, most likely first: a miss on one of
@@ -229,8 +317,7 @@ class FalkorGraphStore(GraphStoreBase):
         missing = [i for i in dict.fromkeys(ids) if i not in self.cache.nodes]
         if missing:
             self._remember(self._g.read(q.NODES_AMONG, {"ids": missing}))
-            for i in missing:
-                self.cache.nodes.setdefault(i, None)
+            self.cache.nodes.absent(missing)
         if not edges:
             return
         wanted = [i for i in dict.fromkeys(ids) if i not in self.cache.edges and self.cache.nodes.get(i)]
@@ -323,9 +410,9 @@ class FalkorGraphStore(GraphStoreBase):
         """Whether the node exists: from this call's reads (a node read, or an id a walk's hop
         found on the server) or, failing them, one indexed lookup."""
         cache = self.cache
-        node = cache.nodes.get(node_id, _UNREAD)
-        if node is not _UNREAD:
-            return node is not None
+        read = cache.nodes.exists(node_id)
+        if read is not None:
+            return read
         if node_id in cache.present:
             return True
         found = bool(self._g.read(q.HAS_NODE, {"id": node_id}))

@@ -1,0 +1,153 @@
+"""CPU per recall on the FalkorDB backend, A/B between source trees, interleaved.
+
+    .venv/bin/python benchmarks/falkordb_cpu.py --trees /tmp/main,. --runs 3
+
+starts a FalkorDB server (or uses ``--url`` with the server's ``--pid``), writes
+`latency.make_corpus`'s memories once into a base graph (10,000 by default), then runs each tree
+in turn, ``--runs`` times (A, B, A, B, ...): each run is a fresh process with that tree first on
+``sys.path``, on a fresh copy of the base graph (``GRAPH.COPY``, so every run starts from the same
+state), and times ``retrieve`` and ``build_context`` over the corpus's queries as `latency.py`
+does. For each call it reports the wall time's median, this process's CPU time per call
+(``time.process_time``) and the server's (its ``utime + stime`` from ``/proc``, which counts
+every client of the server: run it on a server of its own), and a digest of every result (ids,
+scores, factors, the context's text): two trees that rank alike print the same digest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+BASE = "cpubase:bench"
+
+
+def _server_cpu(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _redis(url: str) -> Any:
+    import redis
+
+    host, port = url.split("//", 1)[1].split("?")[0].rsplit(":", 1)
+    return redis.Redis(host=host, port=int(port))
+
+
+def child(url: str, pid: int, n: int, queries: int) -> dict[str, Any]:
+    """One run of the tree first on ``sys.path`` (see the module docstring)."""
+    import numpy as np
+    from latency import BUDGET, OVERRIDES, TOP_K, make_corpus  # type: ignore[import-not-found]
+
+    from shared_core import AtlasConfig, ElasticMemoryAtlas, ManualClock
+
+    r = _redis(url)
+    prefix = f"cpurun{os.getpid()}:"
+    try:
+        r.execute_command("GRAPH.COPY", BASE, prefix + "bench")
+    except Exception:  # the server has been seen to copy and still answer an error
+        if not r.exists(prefix + "bench"):
+            raise
+    try:
+        corpus = make_corpus(n, queries)[0]
+        atlas = ElasticMemoryAtlas(config=AtlasConfig(**OVERRIDES), embedder=corpus.embedder(),
+                                   clock=ManualClock(1_700_000_000.0), backend=f"{url.split('?')[0]}?prefix={prefix}")
+        q = corpus.queries
+        digest = hashlib.sha256()
+        out: dict[str, Any] = {"tree": os.environ.get("PYTHONPATH", "").split(os.pathsep)[0]}
+        calls = {"retrieve": lambda i: atlas.retrieve(q[i % len(q)], namespace="bench", top_k=TOP_K),
+                 "build_context": lambda i: atlas.build_context(q[i % len(q)], namespace="bench",
+                                                                token_budget=BUDGET, style="bullet")}
+        for name, call in calls.items():
+            for i in range(3):
+                call(i)
+            walls = []
+            cpu, server = time.process_time(), _server_cpu(pid)
+            for i in range(len(q)):
+                t0 = time.perf_counter()
+                res = call(i)
+                walls.append(time.perf_counter() - t0)
+                if name == "retrieve":
+                    digest.update(repr([(m.node.id, m.score, sorted(m.components.items()), m.paths, m.node.weight)
+                                        for m in res]).encode())
+                else:
+                    digest.update(repr((res.text, [(m.node.id, m.score) for m in res.memories])).encode())
+            cpu, server = time.process_time() - cpu, _server_cpu(pid) - server
+            out[name] = {"p50": float(np.median(walls)) * 1e3, "cpu": 1e3 * cpu / len(q),
+                         "server": 1e3 * server / len(q)}
+        out["digest"] = digest.hexdigest()[:16]
+        out["load"] = os.getloadavg()[0]
+        return out
+    finally:
+        r.delete(prefix + "bench")
+
+
+def build(url: str, n: int, queries: int) -> None:
+    from latency import build_atlas, make_corpus
+
+    r = _redis(url)
+    r.delete(BASE)
+    build_atlas(make_corpus(n, queries)[0], backend=f"{url.split('?')[0]}?prefix=cpubase:")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--trees", default=".", help="comma-separated source trees (each holding shared_core)")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--size", type=int, default=10_000)
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--url", help="a FalkorDB server of its own (default: one started for the run)")
+    parser.add_argument("--pid", type=int, help="the pid of --url's server")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.url, args.pid, args.size, args.queries)))
+        return
+    trees = [str(Path(t).resolve()) for t in args.trees.split(",")]
+    with tempfile.TemporaryDirectory() as tmp:
+        server = None
+        url, pid = args.url, args.pid
+        if url is None:
+            from shared_core.store.falkordb.server import start_server
+
+            server = start_server(tmp)
+            url, pid = server.url, server.pid
+        if pid is None:
+            parser.error("--url needs the server's --pid")
+        try:
+            build(url, args.size, args.queries)
+            results: dict[str, list[dict[str, Any]]] = {t: [] for t in trees}
+            for _ in range(args.runs):
+                for tree in trees:
+                    env = {**os.environ, "PYTHONPATH": os.pathsep.join([tree, str(HERE)])}
+                    done = subprocess.run([sys.executable, __file__, "--child", "--url", url, "--pid", str(pid),
+                                           "--size", str(args.size), "--queries", str(args.queries)],
+                                          env=env, check=True, capture_output=True, text=True)
+                    results[tree].append(json.loads(done.stdout.strip().splitlines()[-1]))
+                    print(done.stdout.strip().splitlines()[-1], flush=True)
+        finally:
+            _redis(url).delete(BASE)
+            if server is not None:
+                server.stop()
+    print(f"\n| {args.size:,} memories, median of {args.runs} | " + " | ".join(trees) + " |")
+    print("|---|" + "---:|" * len(trees))
+    for op in ("retrieve", "build_context"):
+        for what, label in (("p50", "wall p50 ms"), ("cpu", "this process's CPU ms a call"),
+                            ("server", "server CPU ms a call")):
+            cells = [statistics.median(r[op][what] for r in results[t]) for t in trees]
+            print(f"| `{op}` {label} | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
+    print("| digests | " + " | ".join(", ".join(sorted({r["digest"] for r in results[t]})) for t in trees) + " |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""The wire format (`shared_core.store.falkordb.replies`): the statements read in FalkorDB's
+verbose format give exactly the values (and types) the compact format gives, the parameters
+are written as the `falkordb` client writes them, and a refused statement leaves the backend's
+connections usable."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from shared_core import ElasticMemoryAtlas, ManualClock
+from shared_core.store.falkordb import FalkorPartition
+from shared_core.store.falkordb import cypher as q
+from shared_core.store.falkordb.indexes import query_literal
+from shared_core.store.falkordb.replies import SCALAR_COLUMNS, Literal, cypher_literal, params_header, rows
+from shared_core.values.errors import BackendError
+
+TOPICS = ("coffee and milk", "trains to Lyon", "the dentist on Friday")
+
+
+def _typed(found: list[list[Any]]) -> list[list[tuple[str, Any]]]:
+    return [[(type(v).__name__, v) for v in row] for row in found]
+
+
+def test_verbose_statements_read_as_the_compact_format(shared_atlas: Callable[..., ElasticMemoryAtlas],
+                                                       clock: ManualClock) -> None:
+    atlas = shared_atlas()
+    made = []
+    for i in range(14):  # every kind of field: pinned, metadata, expiring, no session, superseded, edges
+        clock.advance(61.37)
+        made.append(atlas.add_memory(f"note {i} about {TOPICS[i % 3]} \"quoted\" \\ back", namespace="r",
+                                     session_id=None if i % 4 == 0 else f"s{i % 2}",
+                                     metadata={"k": i, "t": "x"} if i % 2 else None, pinned=i == 3,
+                                     importance=0.5 + i / 10, ttl=3600.5 if i % 5 == 0 else None))
+    atlas.link(made[0].id, made[5].id, relation="caused_by")
+    atlas.update_memory(made[2].id, "note 2 about coffee, corrected")  # a superseded version
+    atlas.retrieve("coffee", namespace="r", top_k=3)  # reinforced: weights and access times move
+    part = atlas.backend.partition("r")
+    assert isinstance(part, FalkorPartition)
+    conn, key = part.graph_key.conn, part.graph_key.key
+    ids = [n.id for n in part.graph.nodes()]
+    assert len(ids) >= 15
+    params: dict[str, dict[str, Any]] = {
+        q.GET_NODE: {"id": ids[3]}, q.NODES: {"skip": 0, "limit": 100}, q.NODES_AMONG: {"ids": [*ids, "missing"]},
+        q.EDGES: {"id": made[0].id}, q.EDGES_AMONG: {"ids": ids},
+        q.WALK_HOP: {"ids": ids, "vector": query_literal(atlas.embedder.embed(["coffee"])[0])},
+    }
+    assert set(params) == set(SCALAR_COLUMNS)  # a statement added to SCALAR_COLUMNS is checked here too
+    for query, values in params.items():
+        header = params_header(values)
+        compact = rows(conn.command("GRAPH.RO_QUERY", key, header + query, "--compact"))
+        verbose = SCALAR_COLUMNS[query].rows(conn.command("GRAPH.RO_QUERY", key, header + query))
+        assert compact, query
+        assert _typed(verbose) == _typed(compact), query
+        assert _typed(conn.run(key, query, values)) == _typed(compact), query  # what the backend reads
+    kinds = {type(v) for row in rows(conn.command("GRAPH.RO_QUERY", key, params_header(params[q.NODES]) + q.NODES,
+                                                  "--compact")) for v in row}
+    assert {bool, float, int, str, type(None)} <= kinds  # the graph has every kind the columns hold
+
+
+def test_a_refused_statement_leaves_the_connection_usable(shared_atlas: Callable[..., ElasticMemoryAtlas]) -> None:
+    atlas = shared_atlas()
+    node = atlas.add_memory("a memory", namespace="r")
+    part = atlas.backend.partition("r")
+    assert isinstance(part, FalkorPartition)
+    graph = part.graph_key
+    for _ in range(3):
+        with pytest.raises(BackendError, match="refused a query"):
+            graph.read_many([(q.NODES_AMONG, {"ids": [node.id]}), ("RETURN nosuchfunction(1)", {}),
+                             (q.GET_NODE, {"id": node.id})])
+        with pytest.raises(BackendError, match="refused a query"):
+            graph.read("RETURN nosuchfunction(1)")
+        assert graph.read(q.GET_NODE, {"id": node.id})[0][0] == node.id  # the next reply is its own
+    assert [h.node.id for h in atlas.retrieve("a memory", namespace="r")] == [node.id]
+
+
+def test_parameters_are_written_as_the_falkordb_client_writes_them() -> None:
+    from falkordb.helpers import stringify_param_value
+
+    values: list[Any] = [
+        "", "plain", 'a "quote"', "back\\slash", "\\\"", "ünïcödé ✓", "new\nline", None, True, False, 0, -3, 2**40,
+        0.1, 1e300, float("inf"), [], ["a", "b"], ["a", 'b"'], ["a\\"], ["x", 1, None], [["a"], ["b", 2]], ("t", "u"),
+        [True, 1.5], {"k": "v", "n": [1, "x"]}, [{"k": None}], [Literal("[1]")], b"bytes",
+    ]
+    for value in values:
+        assert cypher_literal(value) == stringify_param_value(value), value
+    assert params_header({"ids": ["a"], "v": Literal("[0.5]"), "s": "q\""}) == 'CYPHER ids=["a"] v=[0.5] s="q\\"" '
+    assert params_header({}) == ""
