@@ -33,7 +33,8 @@ from _locomo import CATEGORIES, Conversation, recall_fraction
 from shared_core import AtlasConfig, ElasticMemoryAtlas, ManualClock, TiktokenCounter
 from shared_core.engine.context import context_breadth
 
-__all__ = ["GRID", "LEVERS", "OBJECTIVE", "CVScores", "ablations", "cv_tables", "run_grid"]
+__all__ = ["GRID", "GRIDS", "LEVERS", "OBJECTIVE", "SPEAKER_GRID", "SPEAKER_LEVERS", "CVScores", "ablations",
+           "cv_tables", "run_grid"]
 
 #: field -> the values tried, the shipped preset first (it wins ties)
 GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
@@ -43,11 +44,16 @@ GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
     ("list_diversity", (0.0, 0.3)),
     ("list_candidates", (1.0, 1.5)),
 )
+#: the speaker path's own small grid (``--grid speaker``), every other field at the presets
+SPEAKER_GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
+    ("speaker_weight", (1.0, 0.0, 0.5, 2.0)),
+    ("speaker_docs", (20, 5)),
+)
 #: the fields that change the ranking itself (the rest change only the context's packing)
-RETRIEVAL_FIELDS = ("relevance_floor", "feedback_weight", "feedback_docs")
+RETRIEVAL_FIELDS = ("relevance_floor", "feedback_weight", "feedback_docs", "speaker_weight", "speaker_docs")
 #: field -> (the field that switches it off, that field's off value): answers are cached alike
 #: whatever the field's value while the lever is off
-INERT_WHEN = {"feedback_docs": ("feedback_weight", 0.0)}
+INERT_WHEN = {"feedback_docs": ("feedback_weight", 0.0), "speaker_docs": ("speaker_weight", 0.0)}
 #: the objective a point is chosen by: the mean over the fold's questions of these metrics
 OBJECTIVE = ("R@1000tok", "R@2000tok")
 #: lever -> the grid restricted to it held off (for the ablation rows)
@@ -59,6 +65,16 @@ LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
     "wider pool for lists (list_candidates=1)": {"list_candidates": (1.0,)},
     "relevance floor 0.2 (relevance_floor=0.1)": {"relevance_floor": (0.1,)},
 }
+SPEAKER_LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
+    "the speaker path (speaker_weight=0)": {"speaker_weight": (0.0,)},
+    "speaker path weight held at 1.0": {"speaker_weight": (1.0,)},
+    "speaker_docs held at 20": {"speaker_docs": (20,)},
+}
+#: ``--grid`` name -> (grid, levers)
+GRIDS = {"full": (GRID, LEVERS), "speaker": (SPEAKER_GRID, SPEAKER_LEVERS)}
+#: a lever's off value, for the "every lever off" row
+_OFF = {"feedback_weight": (0.0,), "feedback_docs": (5,), "list_diversity": (0.0,), "list_candidates": (1.0,),
+        "relevance_floor": (0.1,), "speaker_weight": (0.0,)}
 METRICS = ("R@5", "R@10", "R@20", "R@1000tok", "R@2000tok")
 BUDGETS = (1000, 2000)
 KS = (5, 10, 20)
@@ -69,6 +85,7 @@ class CVScores:
     """Per grid point and conversation, each question's (category, {metric: recall})."""
 
     points: list[dict[str, Any]]
+    grid: tuple[tuple[str, tuple[Any, ...]], ...] = GRID
     atlas: dict[int, dict[str, list[tuple[int, dict[str, float]]]]] = field(
         default_factory=lambda: defaultdict(dict))
     baselines: dict[str, dict[str, list[tuple[int, dict[str, float]]]]] = field(
@@ -76,19 +93,20 @@ class CVScores:
     over_budget: int = 0
 
 
-def grid_points(grid: Sequence[tuple[str, tuple[Any, ...]]] = GRID) -> list[dict[str, Any]]:
+def grid_points(grid: Sequence[tuple[str, tuple[Any, ...]]] | None = None) -> list[dict[str, Any]]:
     """Every combination of the grid's values, the presets' combination first."""
+    grid = GRID if grid is None else grid
     names = [n for n, _ in grid]
     return [dict(zip(names, values, strict=True)) for values in itertools.product(*(v for _, v in grid))]
 
 
 def run_grid(conversations: Sequence[Conversation], *, base: AtlasConfig, cache: VectorCache, embedder: Any,
-             now: float, progress: Any = None) -> CVScores:
+             now: float, progress: Any = None, grid: tuple[tuple[str, tuple[Any, ...]], ...] = GRID) -> CVScores:
     """Score every grid point (and the baselines) on every question of every conversation."""
     from locomo_recall import _CachedEmbedder, ingest
 
-    points = grid_points()
-    scores = CVScores(points)
+    points = grid_points(grid)
+    scores = CVScores(points, grid)
     counter = TiktokenCounter()
     count = functools.lru_cache(maxsize=None)(counter.count)
     for conv in conversations:
@@ -142,7 +160,7 @@ def run_grid(conversations: Sequence[Conversation], *, base: AtlasConfig, cache:
 
 def _cache_key(point: dict[str, Any]) -> tuple[Any, ...]:
     """The retrieval fields' values, a field `INERT_WHEN` its lever is off counted as None."""
-    return tuple(None if f in INERT_WHEN and point[INERT_WHEN[f][0]] == INERT_WHEN[f][1] else point[f]
+    return tuple(None if f in INERT_WHEN and point.get(INERT_WHEN[f][0]) == INERT_WHEN[f][1] else point.get(f)
                  for f in RETRIEVAL_FIELDS)
 
 
@@ -201,7 +219,7 @@ def cv_tables(scores: CVScores) -> str:
     fitted, rows, chosen = select(scores)
     every = [r for c in convs for r in scores.atlas[fitted][c]]
     preset = [r for c in convs for r in scores.atlas[0][c]]
-    out = [f"Grid: {len(scores.points)} points, " + "; ".join(f"{n} in {v}" for n, v in GRID)
+    out = [f"Grid: {len(scores.points)} points, " + "; ".join(f"{n} in {v}" for n, v in scores.grid)
            + f". Objective: mean of {' and '.join(OBJECTIVE)}.", "",
            f"Fitted on all {len(convs)} conversations: {_point(scores.points[fitted])}.", ""]
     out += [f"- {c} held out: chosen on the other {len(convs) - 1}: {_point(scores.points[i])}"
@@ -217,13 +235,14 @@ def cv_tables(scores: CVScores) -> str:
     return "\n".join(out)
 
 
-def ablations(scores: CVScores) -> str:
+def ablations(scores: CVScores, levers: dict[str, dict[str, tuple[Any, ...]]] | None = None) -> str:
     """One cross-validated row per lever held off (the others still chosen by the folds)."""
     out = ["### Ablations (cross-validated; each lever held off, the others still chosen per fold)", ""]
     out += _head()
     out.append(_row("every lever chosen per fold", select(scores)[1]))
-    for lever, hold in LEVERS.items():
+    levers = LEVERS if levers is None else levers
+    for lever, hold in levers.items():
         out.append(_row(f"without {lever}", select(scores, hold)[1]))
-    off = {name: values for hold in LEVERS.values() for name, values in hold.items()}
+    off = {name: _OFF[name] for hold in levers.values() for name in hold if name in _OFF}
     out.append(_row("every lever off", select(scores, off)[1]))
     return "\n".join(out)

@@ -298,6 +298,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="override an AtlasConfig field for an ablation, e.g. --set graph_hops=0")
     parser.add_argument("--cv", action="store_true", help="leave-one-conversation-out over the grid of "
                         "_cv.GRID: the fitted and the cross-validated tables, and the ablations (timeline style)")
+    parser.add_argument("--grid", default="full", choices=["full", "speaker"],
+                        help="--cv's grid: _cv.GRID (full, 48 points) or _cv.SPEAKER_GRID (the speaker path's)")
     parser.add_argument("--json", metavar="FILE", help="also write every mean to a JSON file")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument("--compute", default="int8", choices=["fp32", "int8"],
@@ -327,7 +329,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 overrides[name.strip()] = value.strip()
         config = config.replace(**overrides)
     if args.cv:
-        return _cross_validate(conversations, config, quiet=args.quiet)
+        return _cross_validate(conversations, config, quiet=args.quiet, grid=args.grid)
     names = BASELINES if args.no_frameworks else BASELINES + FRAMEWORK_BASELINES
     plot_budgets = PLOT_BUDGETS if args.plot else ()
     started = time.perf_counter()
@@ -350,20 +352,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _cross_validate(conversations: Sequence[Conversation], config: AtlasConfig, *, quiet: bool) -> int:
-    from _cv import ablations, cv_tables, grid_points, run_grid
+def _cross_validate(conversations: Sequence[Conversation], config: AtlasConfig, *, quiet: bool,
+                    grid: str = "full") -> int:
+    from _cv import GRIDS, ablations, cv_tables, grid_points, run_grid
+
+    points, levers = GRIDS[grid]
 
     started = time.perf_counter()
     embedder = MiniLMEmbedder()
     cache = VectorCache(embedder)
     embed_all(conversations, cache, progress=not quiet)
-    bar = _progress(total=len(conversations) * len(grid_points()), desc="grid points x conversations",
+    bar = _progress(total=len(conversations) * len(grid_points(points)), desc="grid points x conversations",
                     disable=quiet)
-    scores = run_grid(conversations, base=config, cache=cache, embedder=embedder, now=NOW, progress=bar)
+    scores = run_grid(conversations, base=config, cache=cache, embedder=embedder, now=NOW, progress=bar, grid=points)
     bar.close()
     print(cv_tables(scores))
     print()
-    print(ablations(scores))
+    print(ablations(scores, levers))
     print(f"\n(total run time {time.perf_counter() - started:.0f} s)")
     return 0
 

@@ -63,8 +63,8 @@ from ..store.contract import CandidateQuery, Partition, WalkSpec
 from ..values.config import AtlasConfig
 from ..values.model import MemoryNode, Relation, ScoredMemory, scored_of
 from ..values.relations import RELATIONS
-from .entities import entity_path, entity_walk
 from .decompose import Embed, speaker_path
+from .entities import entity_path, entity_walk
 from .feedback import feedback_path
 
 __all__ = ["RecallRequest", "breadth", "recall", "resolve_time_cue"]
