@@ -58,6 +58,7 @@ from ..formulas.scoring import (
     multiplicative_score,
     scale_to,
 )
+from ..formulas.subqueries import name_words
 from ..formulas.timecues import TimeCue, parse_time_cue
 from ..store.contract import CandidateQuery, Partition, WalkSpec
 from ..values.config import AtlasConfig
@@ -214,7 +215,8 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
     floor = float(found_sims[config.candidate_k - 1]) if len(found_sims) >= config.candidate_k > 0 else None
     vector_scale = cosine_scale(raw["vector"], floor)
     base, vector_share = fuse(raw, cosine, vector_scale, weights, config)
-    if config.speaker_weight > 0 and req.embed is not None and req.top_k >= config.speaker_min_k:
+    if config.speaker_weight > 0 and req.embed is not None and req.top_k >= config.speaker_min_k \
+            and name_words(req.query):
         relevant = _evidence(cosine, raw, config.relevance_floor)
         spoken = speaker_path(part, req.query, req.vector, base if relevant is None else
                               {i: v for i, v in base.items() if i in relevant}, config, req.embed, k=k,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from shared_core import ElasticMemoryAtlas
+from shared_core import ElasticMemoryAtlas, ScoredMemory
 
 Make = Callable[..., ElasticMemoryAtlas]
 
@@ -26,7 +26,7 @@ MEMORIES = [
 QUERY = "What does Melanie do for fun?"
 
 
-def _ids(hits: list) -> list[str]:  # type: ignore[type-arg]
+def _ids(hits: list[ScoredMemory]) -> list[str]:
     return [h.node.id for h in hits]
 
 
