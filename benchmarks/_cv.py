@@ -47,7 +47,6 @@ GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
 #: the speaker path's own small grid (``--grid speaker``), every other field at the presets
 SPEAKER_GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
     ("speaker_weight", (1.0, 0.0, 0.5, 2.0)),
-    ("speaker_docs", (20, 5)),
 )
 #: the fields that change the ranking itself (the rest change only the context's packing)
 RETRIEVAL_FIELDS = ("relevance_floor", "feedback_weight", "feedback_docs", "speaker_weight", "speaker_docs")
@@ -68,7 +67,6 @@ LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
 SPEAKER_LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
     "the speaker path (speaker_weight=0)": {"speaker_weight": (0.0,)},
     "speaker path weight held at 1.0": {"speaker_weight": (1.0,)},
-    "speaker_docs held at 20": {"speaker_docs": (20,)},
 }
 #: ``--grid`` name -> (grid, levers)
 GRIDS = {"full": (GRID, LEVERS), "speaker": (SPEAKER_GRID, SPEAKER_LEVERS)}

@@ -119,7 +119,8 @@ class AtlasConfig:
     answers becomes a candidate. Only a recall of at least ``feedback_min_k`` memories (a
     context's: 0.05 per token of budget) runs it: a short lookup wants the query's own best.
 
-    Speakers (`shared_core.engine.decompose`): with ``speaker_weight`` > 0 a recall of at least
+    Speakers (`shared_core.engine.decompose`; on by default, chosen by leave-one-conversation-out on
+    LoCoMo, `benchmarks/README.md`): with ``speaker_weight`` > 0 a recall of at least
     ``speaker_min_k`` memories whose query names the speaker of one of the first round's
     ``speaker_docs`` best candidates (metadata ``speaker`` or a ``"Name:"`` label) runs one more
     candidate generation for the query without the names, keeps each speaker's own memories, and
@@ -233,9 +234,9 @@ class AtlasConfig:
     feedback_beta: float = 1.0
     feedback_min_k: int = 40
     # query decomposition by speaker (shared_core.engine.decompose): the speaker path
-    speaker_weight: float = 0.0
+    speaker_weight: float = 1.0
     speaker_docs: int = 20
-    speaker_min_k: int = 40
+    speaker_min_k: int = 0
     truncation_marker: str = " …[truncated]"
     # lifecycle (see shared_core.engine.lifecycle.manager; all off by default, on in AtlasConfig.managed())
     write_filter: bool = False
