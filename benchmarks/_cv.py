@@ -66,7 +66,7 @@ LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
 }
 SPEAKER_LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
     "the speaker path (speaker_weight=0)": {"speaker_weight": (0.0,)},
-    "speaker path weight held at 1.0": {"speaker_weight": (1.0,)},
+    "a weight chosen per fold (speaker_weight held at 1.0)": {"speaker_weight": (1.0,)},
 }
 #: ``--grid`` name -> (grid, levers)
 GRIDS = {"full": (GRID, LEVERS), "speaker": (SPEAKER_GRID, SPEAKER_LEVERS)}
