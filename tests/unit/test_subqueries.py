@@ -61,3 +61,8 @@ def test_both_speakers_get_a_sub_query_of_their_own() -> None:
         found[weight] = {h.node.content: h.paths for h in hits if h.node.content in targets}
     assert found[0.0] == {}
     assert found[2.0] == {t: ("speaker",) for t in targets}
+
+
+def test_the_speaker_path_is_on_for_every_recall_by_default() -> None:
+    for config in (AtlasConfig(), AtlasConfig.archive()):
+        assert (config.speaker_weight, config.speaker_docs, config.speaker_min_k) == (1.0, 20, 0)
