@@ -33,7 +33,8 @@ from _locomo import CATEGORIES, Conversation, recall_fraction
 from shared_core import AtlasConfig, ElasticMemoryAtlas, ManualClock, TiktokenCounter
 from shared_core.engine.context import context_breadth
 
-__all__ = ["GRID", "GRIDS", "LEVERS", "OBJECTIVE", "CVScores", "ablations", "cv_tables", "run_grid"]
+__all__ = ["GRID", "GRIDS", "LEVERS", "NEIGHBOUR_GRID", "OBJECTIVE", "SPEAKER_GRID", "SPEAKER_LEVERS", "CVScores",
+           "ablations", "cv_tables", "run_grid"]
 
 #: field -> the values tried, the shipped preset first (it wins ties)
 GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
@@ -46,17 +47,19 @@ GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
 #: context windows (`shared_core.engine.neighbours`): the longest neighbour that comes along, in
 #: tokens; the other fields at the presets (`--grid neighbours`)
 NEIGHBOUR_GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
-    ("context_neighbours", (0, 12, 20, 30)),
+    ("context_neighbours", (12, 0, 20, 30)),
 )
-#: the grids `--cv` can run, by name (``--grid``; the first is the default)
-GRIDS = {"feedback": GRID, "neighbours": NEIGHBOUR_GRID}
+#: the speaker path's own small grid (``--grid speaker``), every other field at the presets
+SPEAKER_GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
+    ("speaker_weight", (1.0, 0.0, 0.5, 2.0)),
+)
 #: the fields that change the ranking itself (the rest change only the context's packing)
-RETRIEVAL_FIELDS = ("relevance_floor", "feedback_weight", "feedback_docs")
+RETRIEVAL_FIELDS = ("relevance_floor", "feedback_weight", "feedback_docs", "speaker_weight", "speaker_docs")
 #: packing fields that a context's cache key must hold (the list levers' are in `context_breadth`)
 CONTEXT_FIELDS = ("context_neighbours",)
 #: field -> (the field that switches it off, that field's off value): answers are cached alike
 #: whatever the field's value while the lever is off
-INERT_WHEN = {"feedback_docs": ("feedback_weight", 0.0)}
+INERT_WHEN = {"feedback_docs": ("feedback_weight", 0.0), "speaker_docs": ("speaker_weight", 0.0)}
 #: the objective a point is chosen by: the mean over the fold's questions of these metrics
 OBJECTIVE = ("R@1000tok", "R@2000tok")
 #: lever -> the grid restricted to it held off (for the ablation rows)
@@ -67,8 +70,20 @@ LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
     "MMR diversity for lists (list_diversity=0)": {"list_diversity": (0.0,)},
     "wider pool for lists (list_candidates=1)": {"list_candidates": (1.0,)},
     "relevance floor 0.2 (relevance_floor=0.1)": {"relevance_floor": (0.1,)},
+}
+NEIGHBOUR_LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
     "context windows (context_neighbours=0)": {"context_neighbours": (0,)},
 }
+SPEAKER_LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
+    "the speaker path (speaker_weight=0)": {"speaker_weight": (0.0,)},
+    "a weight chosen per fold (speaker_weight held at 1.0)": {"speaker_weight": (1.0,)},
+}
+#: ``--grid`` name -> (grid, levers)
+GRIDS = {"full": (GRID, LEVERS), "speaker": (SPEAKER_GRID, SPEAKER_LEVERS),
+         "neighbours": (NEIGHBOUR_GRID, NEIGHBOUR_LEVERS)}
+#: a lever's off value, for the "every lever off" row
+_OFF = {"feedback_weight": (0.0,), "feedback_docs": (5,), "list_diversity": (0.0,), "list_candidates": (1.0,),
+        "relevance_floor": (0.1,), "speaker_weight": (0.0,), "context_neighbours": (0,)}
 METRICS = ("R@5", "R@10", "R@20", "R@1000tok", "R@2000tok")
 BUDGETS = (1000, 2000)
 KS = (5, 10, 20)
@@ -87,8 +102,9 @@ class CVScores:
     over_budget: int = 0
 
 
-def grid_points(grid: Sequence[tuple[str, tuple[Any, ...]]] = GRID) -> list[dict[str, Any]]:
+def grid_points(grid: Sequence[tuple[str, tuple[Any, ...]]] | None = None) -> list[dict[str, Any]]:
     """Every combination of the grid's values, the presets' combination first."""
+    grid = GRID if grid is None else grid
     names = [n for n, _ in grid]
     return [dict(zip(names, values, strict=True)) for values in itertools.product(*(v for _, v in grid))]
 
@@ -232,15 +248,16 @@ def cv_tables(scores: CVScores) -> str:
     return "\n".join(out)
 
 
-def ablations(scores: CVScores) -> str:
+def ablations(scores: CVScores, levers: dict[str, dict[str, tuple[Any, ...]]] | None = None) -> str:
     """One cross-validated row per lever held off (the others still chosen by the folds)."""
     out = ["### Ablations (cross-validated; each lever held off, the others still chosen per fold)", ""]
     out += _head()
     out.append(_row("every lever chosen per fold", select(scores)[1]))
+    levers = LEVERS if levers is None else levers
     fields = {name for name, _ in scores.grid}
-    levers = {lever: hold for lever, hold in LEVERS.items() if set(hold) <= fields}  # the grid's levers
+    levers = {lever: hold for lever, hold in levers.items() if set(hold) <= fields}  # the grid's levers
     for lever, hold in levers.items():
         out.append(_row(f"without {lever}", select(scores, hold)[1]))
-    off = {name: values for hold in levers.values() for name, values in hold.items()}
+    off = {name: _OFF[name] for hold in levers.values() for name in hold if name in _OFF}
     out.append(_row("every lever off", select(scores, off)[1]))
     return "\n".join(out)

@@ -298,8 +298,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="override an AtlasConfig field for an ablation, e.g. --set graph_hops=0")
     parser.add_argument("--cv", action="store_true", help="leave-one-conversation-out over the grid of "
                         "_cv.GRID: the fitted and the cross-validated tables, and the ablations (timeline style)")
-    parser.add_argument("--grid", default="feedback", help="with --cv: the grid of _cv.GRIDS to run "
-                        "(feedback, neighbours; default: %(default)s)")
+    parser.add_argument("--grid", default="full", choices=["full", "speaker", "neighbours"],
+                        help="--cv's grid: _cv.GRIDS (full: 48 points; speaker: the speaker path's; "
+                        "neighbours: context windows)")
     parser.add_argument("--json", metavar="FILE", help="also write every mean to a JSON file")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument("--compute", default="int8", choices=["fp32", "int8"],
@@ -357,24 +358,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _cross_validate(conversations: Sequence[Conversation], config: AtlasConfig, *, quiet: bool,
-                    grid: str = "feedback") -> int:
+                    grid: str = "full") -> int:
     from _cv import GRIDS, ablations, cv_tables, grid_points, run_grid
 
-    if grid not in GRIDS:
-        raise SystemExit(f"unknown grid {grid!r}; one of {', '.join(GRIDS)}")
+    points, levers = GRIDS[grid]
 
     started = time.perf_counter()
     embedder = MiniLMEmbedder()
     cache = VectorCache(embedder)
     embed_all(conversations, cache, progress=not quiet)
-    bar = _progress(total=len(conversations) * len(grid_points(GRIDS[grid])), desc="grid points x conversations",
+    bar = _progress(total=len(conversations) * len(grid_points(points)), desc="grid points x conversations",
                     disable=quiet)
-    scores = run_grid(conversations, base=config, cache=cache, embedder=embedder, now=NOW, progress=bar,
-                      grid=GRIDS[grid])
+    scores = run_grid(conversations, base=config, cache=cache, embedder=embedder, now=NOW, progress=bar, grid=points)
     bar.close()
     print(cv_tables(scores))
     print()
-    print(ablations(scores))
+    print(ablations(scores, levers))
     print(f"\n(total run time {time.perf_counter() - started:.0f} s)")
     return 0
 

@@ -84,6 +84,10 @@ class AtlasCore:
         vector: npt.NDArray[np.float32] = rows[0]
         return vector
 
+    def _embed_many(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Sub-queries' vectors (recall's speaker path), each embedded as a query."""
+        return np.stack([self._embed_query(t) for t in texts])
+
     def _part(self, namespace: str) -> Partition | None:
         return self.backend.partition(namespace)
 

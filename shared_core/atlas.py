@@ -208,7 +208,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews, Writes):
             now = self.clock.now()
             request = RecallRequest(query=text, vector=vector, now=now, session_id=session, top_k=k + len(excluded),
                                     predicate=predicate, include_history=include_history,
-                                    cross_session=cross, explain=explain, as_of=when)
+                                    cross_session=cross, explain=explain, as_of=when, embed=self._embed_many)
             hits = [h for h in recall(part, request, self.config) if h.node.id not in excluded][:k]
             nodes = self._reinforce(part, hits, now) if reinforce else [h.node for h in hits]
             self._life.recalled(part, hits, now, via="retrieve")
@@ -281,7 +281,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews, Writes):
             top_k, diversity = context_breadth(text, budget, self.config)
             request = RecallRequest(query=text, vector=vector, now=now, session_id=session,
                                     top_k=top_k + len(excluded), predicate=predicate, cross_session=cross,
-                                    as_of=when)
+                                    as_of=when, embed=self._embed_many)
             hits = [h for h in recall(part, request, self.config) if h.node.id not in excluded]
             recalled = diversify([h for h in hits if h.node.kind != "summary"], part.vectors, diversity)
             summaries = [h for h in hits if h.node.kind == "summary"]

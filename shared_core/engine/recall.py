@@ -9,6 +9,9 @@
 4. **recent**: the latest ``recency_window`` memories of the current session;
    **entity** (``entity_weight`` > 0): the memories that mention an entity the query names
    (`shared_core.engine.entities.entity_path`);
+   **speaker** (``speaker_weight`` > 0, a wide recall whose query names a speaker): the query
+   without the names, over each named speaker's own memories
+   (`shared_core.engine.decompose.speaker_path`);
    **feedback** (``feedback_weight`` > 0, a recall of at least ``feedback_min_k`` memories): a
    second round from the best fused candidates (Rocchio vector, RM3 words;
    `shared_core.engine.feedback.feedback_path`);
@@ -55,17 +58,19 @@ from ..formulas.scoring import (
     multiplicative_score,
     scale_to,
 )
+from ..formulas.subqueries import name_words
 from ..formulas.timecues import TimeCue, parse_time_cue
 from ..store.contract import CandidateQuery, Partition, WalkSpec
 from ..values.config import AtlasConfig
 from ..values.model import MemoryNode, Relation, ScoredMemory, scored_of
 from ..values.relations import RELATIONS
+from .decompose import Embed, speaker_path
 from .entities import entity_path, entity_walk
 from .feedback import feedback_path
 
 __all__ = ["RecallRequest", "breadth", "recall", "resolve_time_cue"]
 
-_PATHS = ("vector", "keyword", "time", "recent", "entity", "feedback")
+_PATHS = ("vector", "keyword", "time", "recent", "entity", "feedback", "speaker")
 _MAX_YEARS_BACK = 30
 
 
@@ -83,6 +88,7 @@ class RecallRequest:
     explain: bool = False
     candidate_k: int | None = None
     as_of: float | None = None
+    embed: Embed | None = None  # the atlas's embedder, for sub-queries (speaker path)
 
 
 def _latest_timestamp(part: Partition, now: float) -> float | None:
@@ -209,6 +215,17 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
     floor = float(found_sims[config.candidate_k - 1]) if len(found_sims) >= config.candidate_k > 0 else None
     vector_scale = cosine_scale(raw["vector"], floor)
     base, vector_share = fuse(raw, cosine, vector_scale, weights, config)
+    if config.speaker_weight > 0 and req.embed is not None and req.top_k >= config.speaker_min_k \
+            and name_words(req.query):
+        relevant = _evidence(cosine, raw, config.relevance_floor)
+        spoken = speaker_path(part, req.query, req.vector, base if relevant is None else
+                              {i: v for i, v in base.items() if i in relevant}, config, req.embed, k=k,
+                              subset=subset, every_admissible=every, allowed=allowed,
+                              keyword_session=req.session_id if limited else None)
+        if spoken is not None:
+            raw["speaker"], weights["speaker"] = spoken.signal, config.speaker_weight
+            cosine.update(spoken.cosine)
+            base, vector_share = fuse(raw, cosine, vector_scale, weights, config)
     if config.feedback_weight > 0 and req.top_k >= config.feedback_min_k:  # a second round (wide recalls)
         relevant = _evidence(cosine, raw, config.relevance_floor)
         second = feedback_path(part, req.query, req.vector, base if relevant is None else
@@ -306,6 +323,7 @@ def _evidence(cosine: Mapping[str, float], raw: Mapping[str, Mapping[str, float]
     out.update(raw.get("recent", ()))
     out.update(raw.get("entity", ()))
     out.update(raw.get("feedback", ()))  # reached from relevant candidates, as the graph walk
+    out.update(raw.get("speaker", ()))  # said by a speaker a relevant candidate names
     return out
 
 

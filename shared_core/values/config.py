@@ -119,6 +119,13 @@ class AtlasConfig:
     answers becomes a candidate. Only a recall of at least ``feedback_min_k`` memories (a
     context's: 0.05 per token of budget) runs it: a short lookup wants the query's own best.
 
+    Speakers (`shared_core.engine.decompose`; on by default, chosen by leave-one-conversation-out on
+    LoCoMo, `benchmarks/README.md`): with ``speaker_weight`` > 0 a recall of at least
+    ``speaker_min_k`` memories whose query names the speaker of one of the first round's
+    ``speaker_docs`` best candidates (metadata ``speaker`` or a ``"Name:"`` label) runs one more
+    candidate generation for the query without the names, keeps each speaker's own memories, and
+    fuses them as a ``speaker`` path weighted ``speaker_weight`` (the atlas embeds the sub-query).
+
     Limits: a memory holds at most ``max_content_chars`` characters and a query at most
     ``max_query_chars``; longer ones are refused with `InvalidInputError`, never cut.
 
@@ -232,6 +239,10 @@ class AtlasConfig:
     feedback_terms: int = 8
     feedback_beta: float = 1.0
     feedback_min_k: int = 40
+    # query decomposition by speaker (shared_core.engine.decompose): the speaker path
+    speaker_weight: float = 1.0
+    speaker_docs: int = 20
+    speaker_min_k: int = 0
     truncation_marker: str = " …[truncated]"
     # lifecycle (see shared_core.engine.lifecycle.manager; all off by default, on in AtlasConfig.managed())
     write_filter: bool = False
@@ -274,12 +285,12 @@ class AtlasConfig:
         non_negative = ("weight_floor", "weight_exponent", "recency_exponent", "vector_weight",
                         "keyword_weight", "graph_weight", "recent_weight", "time_weight",
                         "graph_hop_decay", "similar_threshold", "entity_weight", "entity_walk", "feedback_weight",
-                        "feedback_beta")
+                        "feedback_beta", "speaker_weight")
         _check_fields(self, non_negative, _non_negative, ">= 0")
         _check_fields(self, ("max_query_chars",), _int_from_1, "an int >= 1")
         counts = ("similar_top", "candidate_k", "candidate_min", "graph_hops", "graph_seeds", "graph_fanout",
                   "recency_window", "working_memory", "entity_phrases", "entity_max_mentions", "feedback_docs",
-                  "feedback_terms", "feedback_min_k", "context_neighbours")
+                  "feedback_terms", "feedback_min_k", "context_neighbours", "speaker_docs", "speaker_min_k")
         _check_fields(self, counts, _count, "an int >= 0")
         if self.ann_threshold is not None and (not isinstance(self.ann_threshold, int)
                                                or isinstance(self.ann_threshold, bool) or self.ann_threshold < 64):

@@ -1,0 +1,91 @@
+"""Query decomposition by speaker: which names a question gives, and the question without them.
+
+A question about a speaker of a conversation ("What activities has Melanie done with her
+family?", "Which cities have both Jon and Gina been to?") is answered by that speaker's own turns,
+which rarely repeat the name ("Melanie: I'm off to go swimming with the kids"), while the
+question's vector and words lean towards the turns that *address* the speaker ("Hey Melanie!").
+Decomposed, it becomes one sub-query per named speaker: the question with every speaker's name
+taken out (possessive included, and a conjunction left between two names), searched over that
+speaker's turns only (`shared_core.engine.decompose`).
+
+Two pure parts, no model:
+
+- `name_words`: the words of a query that may be names (a capital letter, not a question or
+  auxiliary word at its start), in order, possessive ``'s`` dropped;
+- `strip_names`: the query without the given names, spaces tidied.
+
+>>> name_words("Which cities have both Jon and Gina been to?")
+('Jon', 'Gina')
+>>> strip_names("Which cities have both Jon and Gina been to?", ("Jon", "Gina"))
+'Which cities have both been to?'
+>>> strip_names("What are Melanie's hobbies?", ("Melanie",))
+'What are hobbies?'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+__all__ = ["name_words", "speaker_of", "strip_names"]
+
+# A capitalised word (letters, inner hyphens or apostrophes), possessive 's / ' / ’s allowed after it.
+_WORD = re.compile(r"\b([A-Z][^\W\d_]*(?:[-'][^\W\d_]+)*?)(?:['’]s?)?(?![\w'’-])")
+# Words capitalised only because they open a question or a sentence, never names.
+_NOT_NAMES = frozenset((
+    "A", "An", "And", "Are", "As", "At", "But", "Can", "Could", "Did", "Do", "Does", "For", "From", "Had", "Has",
+    "Have", "He", "Her", "His", "How", "I", "If", "In", "Is", "It", "My", "Of", "On", "Or", "She", "Should", "So",
+    "The", "Their", "They", "This", "To", "Was", "We", "Were", "What", "When", "Where", "Which", "Who", "Whom",
+    "Whose", "Why", "Will", "With", "Would", "You", "Your",
+))
+_CONJUNCTION = r"(?:,?\s*(?:and|or|&)\s+|,\s*)"
+# A speaker label at the start of a memory: "Name:" (one to three capitalised words).
+_LABEL = re.compile(r"^\s*([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2})\s*:")
+
+
+def name_words(query: str) -> tuple[str, ...]:
+    """The capitalised words of ``query`` that may be names, each once, in order of appearance.
+
+    >>> name_words("How many times has Kate been to Paris?")
+    ('Kate', 'Paris')
+    """
+    out: dict[str, None] = {}
+    for match in _WORD.finditer(query):
+        word = match.group(1)
+        if word not in _NOT_NAMES:
+            out.setdefault(word, None)
+    return tuple(out)
+
+
+def strip_names(query: str, names: Sequence[str]) -> str:
+    """``query`` without ``names`` (each as a whole word, with a possessive), a conjunction or
+    comma that joined two of them dropped too, and spaces tidied; the query unchanged when no
+    name is given.
+
+    >>> strip_names("Did Jon and Gina both participate in dance competitions?", ["Jon", "Gina"])
+    'Did both participate in dance competitions?'
+    """
+    if not names:
+        return query
+    one = "|".join(re.escape(n) for n in sorted(set(names), key=len, reverse=True))
+    name = rf"\b(?:{one})(?:['’]s?)?(?![\w'’-])"
+    text = re.sub(rf"{name}(?:{_CONJUNCTION}{name})*", " ", query)
+    text = " ".join(text.split())
+    return re.sub(r"\s+([?.!,;:])", r"\1", text)
+
+
+def speaker_of(content: str, metadata: object = None) -> str | None:
+    """Who said a memory: its metadata's ``speaker`` (a non-empty string), else the label of a
+    chat line (``"Name: ..."``), else None.
+
+    >>> speaker_of("Melanie: we went camping"), speaker_of("went camping", {"speaker": "Mel"})
+    ('Melanie', 'Mel')
+    >>> speaker_of("note: buy oat milk") is None
+    True
+    """
+    if isinstance(metadata, dict):
+        who = metadata.get("speaker")
+        if isinstance(who, str) and who.strip():
+            return who.strip()
+    match = _LABEL.match(content)
+    return match.group(1) if match else None
