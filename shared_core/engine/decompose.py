@@ -53,6 +53,7 @@ def speakers_named(part: Partition, query: str, first: Mapping[str, float], docs
         return ()
     top = sorted(first.items(), key=lambda kv: (-kv[1], kv[0]))[:docs]
     said = set()
+    part.graph.prefetch([node_id for node_id, _ in top])
     for node_id, _ in top:
         node = part.graph.get_node(node_id)
         if node is not None and (who := speaker_of(node.content, node.metadata)) is not None:
@@ -81,7 +82,9 @@ def speaker_path(part: Partition, query: str, vector: npt.NDArray[np.float32], f
     keyword_hits = found.paths.get("keyword", {}) if keywords else {}
     wanted = set(speakers)
     by_speaker: dict[str, tuple[dict[str, float], dict[str, float]]] = defaultdict(lambda: ({}, {}))
-    for node_id in dict.fromkeys([*vector_hits, *keyword_hits]):
+    hits = list(dict.fromkeys([*vector_hits, *keyword_hits]))
+    part.graph.prefetch(hits)  # whose each hit is: one read for all of them on a server store
+    for node_id in hits:
         node = part.graph.get_node(node_id)
         who = None if node is None else speaker_of(node.content, node.metadata)
         if who in wanted:

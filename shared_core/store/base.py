@@ -61,6 +61,9 @@ class GraphStoreBase:
     def has(self, node_id: str) -> bool:
         return self.get_node(node_id) is not None
 
+    def prefetch(self, ids: Sequence[str]) -> None:
+        return None  # in process every node is at hand
+
     def weighted_links(self, node_id: str, factors: Sequence[float | None]) -> list[tuple[str, float]]:
         index = _RELATION_INDEX
         return [(other, min(1.0, strength) * factor) for other, relation, strength in self.links(node_id)

@@ -53,6 +53,10 @@ class GraphStore(Protocol):
 
     def get_node(self, node_id: str) -> MemoryNode | None: ...
 
+    def prefetch(self, ids: Sequence[str]) -> None:
+        """Read these nodes at once, ahead of the `get_node` calls that will ask for them (a
+        server store: one request, not one per node); a store in process has them already."""
+
     def has(self, node_id: str) -> bool:
         """Whether the node exists (`get_node` is not None), which a server store may know without
         reading the node: recall's admission when every memory may be recalled."""
