@@ -214,12 +214,93 @@ REMOVE_TERMS = ("MATCH (n:Memory {id: $id}) WHERE n.terms IS NOT NULL WITH n, si
 TERMS_COUNT = "MATCH (c:Atlas) RETURN coalesce(c.docs, 0)"
 
 
+def _keep(session: bool, among: bool) -> str:
+    """The filter of a BM25 search's documents ``n`` (true: none)."""
+    where = (["n.session_id = $session"] if session else []) + (["n.id IN $ids"] if among else [])
+    return " AND ".join(where) if where else "true"
+
+
+def _sum_after_first(parts: str) -> str:
+    """The sum of the list ``parts`` as numpy's ``np.add.reduceat`` adds a run (the in-process
+    index's sum per document), so that equal scores stay equal bit for bit: the first element
+    plus the pairwise sum of the others, which below 8 is a plain sum from 0.0, else 8 running
+    sums combined in a tree, then the remainder (query terms are fewer than numpy's 128-element
+    block). Each branch is a filtered comprehension, so only the one that applies is evaluated
+    (FalkorDB evaluates every branch of a CASE)."""
+    r = "(size(p) - 1)"
+    r8 = f"({r} - {r} % 8)"
+    acc = [f"reduce(s = p[{1 + j}], i IN range({9 + j}, {r8}, 8) | s + p[i])" for j in range(8)]
+    tree = f"(({acc[0]} + {acc[1]}) + ({acc[2]} + {acc[3]})) + (({acc[4]} + {acc[5]}) + ({acc[6]} + {acc[7]}))"
+    return (f"coalesce(head([p IN [{parts}] WHERE size(p) < 9 | p[0] + reduce(s = 0.0, x IN p[1..] | s + x)] + "
+            f"[p IN [{parts}] WHERE size(p) >= 9 | p[0] + reduce(s = {tree}, i IN range({r8} + 1, {r}) | s + p[i])]), "
+            "0.0)")
+
+
+# each query stem's document count, with the namespace's counts (no row: no document holds any)
+BM25_COUNTS = ("MATCH (c:Atlas) WITH coalesce(c.docs, 0) AS docs, coalesce(c.tokens, 0) AS tokens "
+               "UNWIND $stems AS t MATCH (m:Memory) WHERE t IN m.terms RETURN docs, tokens, t, count(m)")
+# ``score``: the BM25 of each row's document ``n`` from its own terms, the weights ``$ws`` of the
+# query terms ``$terms`` and the norm's ``$lw`` (per token) and ``$n0``, summed in query order
+_SCORE = ("WITH n, n.terms AS ts WITH n, ts, toFloat(size(ts)) * $lw + $n0 AS norm "
+          "WITH n, [i IN range(0, size($terms) - 1) WHERE $terms[i] IN ts | "
+          "[tf IN [toFloat(size([x IN ts WHERE x = $terms[i]]))] | $ws[i] * tf / (tf + norm)][0]] AS parts "
+          f"WITH n, {_sum_after_first('parts')} AS score ")
+
+
+def bm25_all(*, session: bool, among: bool, tail: str = "RETURN n.id, score") -> str:
+    """`bm25` without the pruning: every document holding one of ``$sterms`` scored (fewer
+    statements' work where the query's terms are in few documents, `FalkorKeywordIndex.plan`)."""
+    return ("UNWIND $sterms AS t MATCH (n:Memory) WHERE t IN n.terms "
+            f"WITH DISTINCT n WHERE {_keep(session, among)} {_SCORE}"
+            f"WITH n, score ORDER BY score DESC, n.kwseq LIMIT $k {tail}")
+
+
 def bm25(*, session: bool, among: bool, tail: str = "RETURN n.id, score") -> str:
-    """BM25 as `shared_core.store.memory.inverted_index.InvertedKeywordIndex` scores it, over
-    the documents indexed now: ``$terms`` the query's stems (a repeated stem counts twice),
-    ``$k1``/``$b`` its parameters; the ``$k`` best (of ``$session``, among ``$ids``, when
-    asked), best first, equal scores in the order they were indexed; ``tail`` projects ``n``
-    and ``score``."""
+    """BM25 as `shared_core.store.memory.inverted_index.InvertedKeywordIndex` scores it, for
+    the parameters `FalkorKeywordIndex.plan` derives from `BM25_COUNTS`: the ``$k`` best (of
+    ``$session``, among ``$ids``, when asked), best first, equal scores in the order they were
+    indexed; ``tail`` projects ``n`` and ``score``.
+
+    Exact, without scoring every document that holds a query term (a MaxScore-style pruning):
+    a term's share of a score is ``w * tf / (tf + norm)`` with ``norm > 0``, below its weight
+    ``w``, so a document scores below the sum of its terms' weights. With the terms that some
+    document holds sorted by weight, heaviest first (``$sterms``, ``$bs``; ``$rest[z]`` the sum of
+    ``$bs[z:]``):
+
+    1. ``theta``, a lower bound of the k-th best score: the exact k-th best of the documents
+       holding a pair of ``$seeds`` (two of the heaviest terms; an index intersection each), 0
+       if fewer than k;
+    2. a document whose heaviest term is at place a and its second at place z scores below
+       ``bs[a] + rest[z]``; so every document that may reach ``theta`` holds a term of weight
+       >= theta (read whole) or a pair (a, z) of lighter ones with ``bs[a] + rest[z] >= theta``
+       (intersected);
+    3. those documents scored exactly from their own terms; the k best.
+
+    A term in many documents weighs little: it is read whole only when fewer than k documents
+    hold two heavy terms, else only where it meets another query term."""
+    keep = _keep(session, among)
+    return (
+        "UNWIND $seeds AS pr OPTIONAL MATCH (n:Memory) WHERE pr[0] IN n.terms AND pr[1] IN n.terms "
+        f"WITH DISTINCT n WHERE n IS NOT NULL AND {keep} {_SCORE}"
+        "WITH n, score ORDER BY score DESC, n.kwseq LIMIT $k WITH collect(n) AS top, collect(score) AS best "
+        "WITH top, CASE WHEN size(best) >= $k THEN best[$k - 1] * (1.0 - 1e-9) ELSE 0.0 END AS theta "
+        "WITH top, [p IN range(0, size($bs) - 1) WHERE $bs[p] >= theta | [$sterms[p], $sterms[p]]] + "
+        "reduce(acc = [], a IN [p IN range(0, size($bs) - 1) WHERE $bs[p] < theta] | acc + "
+        "[z IN range(a + 1, size($bs) - 1) WHERE $bs[z] < theta AND $bs[a] + $rest[z] >= theta "
+        "AND NOT (a < $paired AND z < $paired) | [$sterms[a], $sterms[z]]]) AS probes "
+        "UNWIND probes + [['', '']] AS pr OPTIONAL MATCH (n:Memory) WHERE pr[0] IN n.terms AND pr[1] IN n.terms "
+        "WITH top, collect(DISTINCT n) AS more UNWIND top + more AS n "
+        f"WITH DISTINCT n WHERE {keep} {_SCORE}"
+        f"WITH n, score ORDER BY score DESC, n.kwseq LIMIT $k {tail}")
+
+
+#: `FalkorKeywordIndex.plan`'s seeds: the pairs of this many of the heaviest terms
+HEAVY = 6
+
+
+def bm25_scan(*, session: bool, among: bool, tail: str = "RETURN n.id, score") -> str:
+    """`bm25` by scoring every document that holds a query term (the statement `bm25` replaced;
+    `benchmarks/falkordb_bm25.py` times both)."""
     where = []
     if session:
         where.append("n.session_id = $session")
@@ -360,7 +441,7 @@ def session_cosine(session: str | None, *, nodes: bool = True) -> str:
             f"OPTIONAL MATCH (e:Embedding {{id: n.id}}) RETURN n.id, {_COSINE}, n.pos, {_node_cell(nodes)}")
 
 
-def bm25_cosine(*, session: bool, among: bool, nodes: bool = True) -> str:
-    """`bm25` with each hit's cosine with ``$vector`` and (``nodes``) its node."""
-    return bm25(session=session, among=among, tail=(
+def bm25_cosine(*, session: bool, among: bool, nodes: bool = True, pruned: bool = True) -> str:
+    """`bm25` (`bm25_all` unless ``pruned``) with each hit's cosine with ``$vector`` and (``nodes``) its node."""
+    return (bm25 if pruned else bm25_all)(session=session, among=among, tail=(
         f"OPTIONAL MATCH (e:Embedding {{id: n.id}}) RETURN n.id, score, {_COSINE}, {_node_cell(nodes)}"))

@@ -16,6 +16,7 @@ node (see `cypher.bm25`), so both backends give the same ids with the same score
 from __future__ import annotations
 
 import base64
+import math
 import threading
 from collections.abc import Callable, Collection, Container, Iterable, Sequence
 from typing import Any
@@ -38,6 +39,9 @@ AMONG_IN_QUERY = 5000  # a subset up to this size is filtered in the query, larg
 Prefetch = Callable[..., None]
 Statements = list[tuple[str, dict[str, Any]]]
 _COSINES_AHEAD = 64  # cosines read at once when the ranking asks for some the call lacks
+#: `cypher.bm25` prunes when the query's terms are in this many documents or more (counted once a
+#: term); below, `cypher.bm25_all` scores them all
+PRUNE_FROM = 1000
 _WALK = 16  # a search for more hits than this is a recall's, whose graph walk reads their edges next
 
 
@@ -320,26 +324,64 @@ class FalkorKeywordIndex(KeywordIndexBase):
     def remove(self, node_id: str) -> None:
         self._g.write(q.REMOVE_TERMS, {"id": node_id})
 
-    def params(self, query: str, k: int) -> dict[str, object] | None:
-        """The parameters of `cypher.bm25` for a query (None: it has no term)."""
+    def counting(self, query: str, k: int) -> tuple[list[str], tuple[str, dict[str, Any]]] | None:
+        """A search's first statement, `cypher.BM25_COUNTS` (each stem's document count), with
+        the query's stems (None: no stem, or k <= 0; nothing to search)."""
         stems = query_stems(query)
         if not stems or k <= 0:
             return None
-        return {"terms": stems, "k": int(k), "k1": self.K1, "b": self.B}
+        return stems, (q.BM25_COUNTS, {"stems": list(dict.fromkeys(stems))})
+
+    @staticmethod
+    def plan(stems: Sequence[str], rows: Sequence[Sequence[Any]], k: int) -> dict[str, Any] | None:
+        """The parameters of `cypher.bm25` from `BM25_COUNTS`'s rows (None: no document holds a
+        query term): each query term's weight ``idf * (k1 + 1)`` and the norm's terms, computed
+        as `InvertedKeywordIndex.search` computes them (the same floats), and the terms some
+        document holds, heaviest first, for the pruning (see `cypher.bm25`).
+
+        >>> p = FalkorKeywordIndex.plan(["milk", "tea"], [[10, 50, "milk", 2]], 3)
+        >>> p["sterms"], round(p["ws"][0], 4), p["seeds"]
+        (['milk'], 3.1534, [])
+        """
+        if not rows:
+            return None
+        docs, tokens = int(rows[0][0]), int(rows[0][1])
+        counts = {str(t): int(n) for _, _, t, n in rows}
+        if docs <= 0 or tokens <= 0:
+            return None
+        k1, b = FalkorKeywordIndex.K1, FalkorKeywordIndex.B
+        ws = [(k1 + 1.0) * (max(math.log((docs - counts.get(t, 0) + 0.5) / (counts.get(t, 0) + 0.5)), 0.0) or 1e-6)
+              for t in stems]
+        live = sorted((i for i, t in enumerate(stems) if counts.get(t, 0) > 0), key=lambda i: (-ws[i], i))
+        if not live:
+            return None
+        bs = [ws[i] for i in live]
+        rest = [math.fsum(bs[p:]) * (1.0 + 1e-12) for p in range(len(bs))]  # rounded up: a bound
+        sterms = [stems[i] for i in live]
+        heavy = sterms[:q.HEAVY]
+        seeds = [[heavy[x], heavy[y]] for x in range(len(heavy)) for y in range(x + 1, len(heavy))]
+        return {"terms": list(stems), "ws": ws, "lw": k1 * b * docs / tokens, "n0": k1 * (1.0 - b), "k": int(k),
+                "sterms": sterms, "bs": bs, "rest": rest, "seeds": seeds, "paired": len(heavy),
+                "pruned": sum(counts.values()) >= PRUNE_FROM}
 
     def search(self, query: str, k: int, *, session_id: str | None = None,
                subset: Collection[str] | None = None) -> list[tuple[str, float]]:
-        params = self.params(query, k if subset is None or len(subset) <= AMONG_IN_QUERY
-                             else max(4 * k, k + len(subset)))
+        among = subset is not None and len(subset) <= AMONG_IN_QUERY
+        wanted = k if subset is None or among else max(4 * k, k + len(subset))
+        counting = self.counting(query, wanted)
+        if counting is None:
+            return []
+        stems, statement = counting
+        params = self.plan(stems, self._g.read(*statement), wanted)
         if params is None:
             return []
-        among = subset is not None and len(subset) <= AMONG_IN_QUERY
         if session_id is not None:
             params["session"] = session_id
         if among:
             assert subset is not None
             params["ids"] = list(subset)
-        rows = self._g.read(q.bm25(session=session_id is not None, among=among), params)
+        statement = q.bm25 if params.pop("pruned") else q.bm25_all
+        rows = self._g.read(statement(session=session_id is not None, among=among), params)
         out = [(str(i), float(s)) for i, s in rows]
         if subset is not None and not among:
             out = [(i, s) for i, s in out if i in subset]

@@ -123,15 +123,10 @@ def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Can
         statements.append((q.VECTOR_SEARCH_NODES, {"k": int(cq.vector_k), "query": vector, "heads": heads}))
     else:
         statements.append((q.VECTOR_AMONG, {"ids": list(subset), "query": vector}))
-    keyword = part.keywords.params(cq.text, cq.keyword_k) if cq.keywords else None
-    if keyword is not None:
-        keyword["vector"] = vector
-        if cq.keyword_session is not None:
-            keyword["session"] = cq.keyword_session
-        if subset is not None:
-            keyword["ids"] = list(subset)
-        statements.append((q.bm25_cosine(session=cq.keyword_session is not None, among=subset is not None,
-                                         nodes=not every), keyword))
+    # BM25 in two steps: each stem's document count rides along here, the pruned top-k follows
+    counting = part.keywords.counting(cq.text, cq.keyword_k) if cq.keywords else None
+    if counting is not None:
+        statements.append(counting[1])
     if cq.time_range is not None:
         statements.append((q.BETWEEN_COSINE, {"start": float(cq.time_range[0]), "end": float(cq.time_range[1]),
                                               "vector": vector}))
@@ -155,8 +150,18 @@ def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Can
         vector_hits = sorted(((str(i), _sim(d)) for i, d in rows), key=lambda kv: (-kv[1], kv[0]))[:cq.vector_k]
     cosine_of: dict[str, float] = {}
     keyword_hits: list[tuple[str, float]] = []
-    if keyword is not None:  # best first, equal scores in the order they were indexed (as in process)
-        keyword_rows = next(results)
+    if counting is not None:  # best first, equal scores in the order they were indexed (as in process)
+        keyword = part.keywords.plan(counting[0], next(results), cq.keyword_k)
+        keyword_rows: list[list[Any]] = []
+        if keyword is not None:
+            keyword["vector"] = vector
+            if cq.keyword_session is not None:
+                keyword["session"] = cq.keyword_session
+            if subset is not None:
+                keyword["ids"] = list(subset)
+            keyword_rows = part.graph_key.read(q.bm25_cosine(session=cq.keyword_session is not None,
+                                                             among=subset is not None, nodes=not every,
+                                                             pruned=keyword.pop("pruned")), keyword)
         remember([r[3] for r in keyword_rows if r[3] is not None])
         keyword_hits = [(str(i), float(s)) for i, s, _, _ in keyword_rows]
         cosine_of.update((str(i), _sim(d)) for i, _, d, _ in keyword_rows)
