@@ -11,7 +11,6 @@ import random
 import pytest
 
 from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, ManualClock
-from shared_core.store.falkordb import FalkorPartition
 
 FREQUENT = ["coffee", "train", "morning", "friend", "walk"]
 MIDDLE = [f"topic{i}" for i in range(30)]
@@ -132,11 +131,22 @@ def test_removed_and_replaced_documents_leave_the_ranking(
     _compare(here, there, session_id="s3")
 
 
-def test_retrieve_ranks_as_in_process(pair: tuple[ElasticMemoryAtlas, ElasticMemoryAtlas]) -> None:
-    here, there = pair
-    part = there.backend.partition("p")
-    assert isinstance(part, FalkorPartition)
-    for query in QUERIES:
-        want = [h.node.content for h in here.retrieve(query, namespace="p", top_k=8, reinforce=False)]
-        got = [h.node.content for h in there.retrieve(query, namespace="p", top_k=8, reinforce=False)]
-        assert got == want, query
+def test_scores_one_ulp_apart_rank_as_in_process(prefixed_url: str, clock: ManualClock) -> None:
+    """Two memories whose term shares are the same two values in swapped places: a sum in query
+    order makes them equal (the earlier first), numpy's sum in process (the first share plus the
+    sum of the others) puts the later one a unit in the last place ahead; the server sums as numpy
+    (the statement this replaced summed in the order its terms came out of an aggregation)."""
+    texts = ["alpha alpha beta gamma zed zed", "alpha beta beta gamma zed zed", "alpha beta", "alpha beta",
+             *[f"filler{i} words" for i in range(6)]]
+    atlases = [ElasticMemoryAtlas(config=AtlasConfig(keyword_weight=0.6, vector_weight=0.4),
+                                  embedder=HashingEmbedder(dim=64), clock=clock, backend=backend)
+               for backend in (None, prefixed_url)]
+    for text in texts:
+        clock.advance(60)
+        for atlas in atlases:
+            atlas.add_memory(text, namespace="p")
+    here, there = atlases
+    content = {n.id: n.content for a in atlases for n in a.backend.partition("p").graph.nodes()}  # type: ignore[union-attr]
+    want = [content[i] for i, _ in _search(here, "alpha beta gamma", 2)]
+    assert want == [texts[1], texts[0]]  # the later memory first: its score is the larger float
+    assert [content[i] for i, _ in _search(there, "alpha beta gamma", 2)] == want

@@ -10,7 +10,11 @@ Keywords are ranked by BM25 computed by the server exactly as the in-process ind
 (`shared_core.store.memory.inverted_index`) computes it, over the same terms
 (`shared_core.store.terms`): each memory's terms are stored in ``n.terms`` under a range index
 (each element indexed), and the namespace's document and token counts sit on its ``(:Atlas)``
-node (see `cypher.bm25`), so both backends give the same ids with the same scores.
+node, so both backends give the same ids with the same scores. A search is two statements:
+each query stem's document count (`cypher.BM25_COUNTS`, an index count), from which the client
+computes the weights as the in-process index does (`FalkorKeywordIndex.plan`), then the top k
+(`cypher.bm25`), which prunes: a common term's documents are read only where they meet another
+query term, unless its weight could reach the k-th score alone.
 """
 
 from __future__ import annotations
@@ -341,7 +345,7 @@ class FalkorKeywordIndex(KeywordIndexBase):
 
         >>> p = FalkorKeywordIndex.plan(["milk", "tea"], [[10, 50, "milk", 2]], 3)
         >>> p["sterms"], round(p["ws"][0], 4), p["seeds"]
-        (['milk'], 3.1534, [])
+        (['milk'], 2.6923, [])
         """
         if not rows:
             return None
@@ -371,8 +375,8 @@ class FalkorKeywordIndex(KeywordIndexBase):
         counting = self.counting(query, wanted)
         if counting is None:
             return []
-        stems, statement = counting
-        params = self.plan(stems, self._g.read(*statement), wanted)
+        stems, counts = counting
+        params = self.plan(stems, self._g.read(*counts), wanted)
         if params is None:
             return []
         if session_id is not None:
@@ -380,8 +384,8 @@ class FalkorKeywordIndex(KeywordIndexBase):
         if among:
             assert subset is not None
             params["ids"] = list(subset)
-        statement = q.bm25 if params.pop("pruned") else q.bm25_all
-        rows = self._g.read(statement(session=session_id is not None, among=among), params)
+        top = q.bm25 if params.pop("pruned") else q.bm25_all
+        rows = self._g.read(top(session=session_id is not None, among=among), params)
         out = [(str(i), float(s)) for i, s in rows]
         if subset is not None and not among:
             out = [(i, s) for i, s in out if i in subset]

@@ -4,9 +4,10 @@ They give what `shared_core.store.base`'s defaults give over the same server (th
 same values, in the same order), with the server asked fewer, larger questions:
 
 - `gather` (candidates): one pipelined round trip for the searches (the vector top-k, the
-  BM25 top-k, a time range, a session's latest turns; each non-vector hit with its cosine
-  to the query), then one statement reading the nodes that ``allowed`` will be asked about
-  (the head of each path). ``allowed`` is the engine's own predicate, applied here, in the
+  BM25 query terms' document counts, a time range, a session's latest turns; each non-vector
+  hit with its cosine to the query), then the BM25 top-k (`cypher.bm25`, pruned with those
+  counts), then one statement reading the nodes that ``allowed`` will be asked about (the
+  head of each path). ``allowed`` is the engine's own predicate, applied here, in the
   default's order, to the rows that came back: nothing about admission is re-implemented in
   Cypher.
   When every memory may be recalled (``every_admissible``) no node is read with the hits.
@@ -109,7 +110,7 @@ def order_edges(node_id: str, rows: Iterable[tuple[str, str, float, int, bool]]
 
 # -- candidates -------------------------------------------------------------------------------
 def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Candidates:
-    """`Partition.candidates` in two round trips (see the module docstring)."""
+    """`Partition.candidates` in two or three round trips (see the module docstring)."""
     subset = cq.subset
     if subset is not None and len(subset) > AMONG_IN_QUERY:
         return part.default_candidates(cq, allowed)
