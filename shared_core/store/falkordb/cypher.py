@@ -269,12 +269,44 @@ RESERVE_TURNS = ("WITH DISTINCT 1 AS one MATCH (c:Atlas) WITH c, coalesce(c.turn
                  "SET n.turn = first + j, n.accessed_turn = first + j WITH DISTINCT first")
 
 
-def write_reserving(kinds: Sequence[str]) -> str:
+# the newest tracked memory of a session as it was before the batch (positions up to ``seq0``, the
+# counter before it): the largest ``pos`` among ``found``, a list of [pos, id]
+_NEWEST = "reduce(b = [-1, null], x IN found | CASE WHEN x[0] > b[0] THEN x ELSE b END)[1]"
+# each row [session, id, seq] of $heads: the `BEFORE` edge row (`write_edges`) from the session's
+# newest memory before the batch to the batch's first memory of the session (none without one)
+_NAMED_HEADS = ("CALL { WITH seq0 UNWIND $heads AS h OPTIONAL MATCH (p:Memory) "
+                "WHERE p.session_id = h[0] AND p.tracked AND p.pos <= seq0 "
+                f"WITH h, collect([p.pos, p.id]) AS found WITH h, {_NEWEST} AS prev WHERE prev IS NOT NULL "
+                "RETURN collect([prev, h[1], 'BEFORE', 1.0, h[2]]) AS named }")
+# the same for $null_head, [id, seq]: the batch's first memory without a session (a scan: no index
+# answers ``IS NULL``)
+_NULL_HEAD = ("CALL { WITH seq0 OPTIONAL MATCH (p:Memory) WHERE p.session_id IS NULL AND p.tracked AND p.pos <= seq0 "
+              f"WITH collect([p.pos, p.id]) AS found WITH {_NEWEST} AS prev "
+              "RETURN CASE WHEN prev IS NULL THEN [] ELSE [[prev, $null_head[0], 'BEFORE', 1.0, $null_head[1]]] END "
+              "AS unnamed }")
+
+
+def write_reserving(kinds: Sequence[str], *, heads: bool = False, null_head: bool = False) -> str:
     """`WRITE_NODES` of ``$rows`` with their turns reserved (`RESERVE_TURNS`), then, when ``kinds``
     is not empty, the edges of ``$edges`` (`write_edges`, in a subquery: the first turn's row
-    stays whatever the edges match): one statement, returning the first turn."""
-    edges = f" CALL {{ {write_edges(kinds)} }}" if kinds else ""
-    return f"{WRITE_NODES} {RESERVE_TURNS}{edges} RETURN first"
+    stays whatever the edges match): one statement, returning the first turn and the ids the
+    session heads linked from.
+
+    With ``heads`` (``$heads``, rows [session, id, seq]) and ``null_head`` (``$null_head``, [id,
+    seq] of a memory without a session), the `BEFORE` edges from each session's newest memory
+    before the batch to the batch's first memory of that session are found in the same statement
+    (no read before the write, and two writers of one session each link from the other's memory:
+    statements run one at a time); ``kinds`` then includes ``BEFORE``."""
+    if not (heads or null_head):
+        edges = f" CALL {{ {write_edges(kinds)} }}" if kinds else ""
+        return f"{WRITE_NODES} {RESERVE_TURNS}{edges} RETURN first, []"
+    found = (f"MATCH (c:Atlas) WITH first, c.seq - size($rows) AS seq0 "
+             f"{_NAMED_HEADS if heads else 'WITH first, seq0, [] AS named'} "
+             f"{_NULL_HEAD if null_head else 'WITH first, seq0, named, [] AS unnamed'} "
+             "WITH first, named + unnamed AS before")
+    return (f"{WRITE_NODES} {RESERVE_TURNS} {found} "
+            f"CALL {{ WITH before {write_edges(kinds, rows='before + $edges')} }} "
+            "RETURN first, [b IN before | b[0]]")
 
 
 # `VECTOR_SEARCH` of each query vector of $queries in one statement: rows [index of the query,
@@ -297,16 +329,17 @@ VECTOR_SEARCH_HEAD = VECTOR_SEARCH.replace(
     "WITH collect(node.id) AS ids, collect(score) AS scores RETURN ids[0..$head], scores")
 
 
-def write_edges(kinds: Sequence[str], *, after: str = "") -> str:
-    """`put_edge` (no metadata) of every row ``[source, target, kind, strength, seq]`` of ``$edges`` in one
-    statement (``kinds`` the relationship types the rows use), run after ``after`` (a statement
-    ending in a single row, such as `WRITE_NODES`, so that both are one atomic step)."""
+def write_edges(kinds: Sequence[str], *, after: str = "", rows: str = "$edges") -> str:
+    """`put_edge` (no metadata) of every row ``[source, target, kind, strength, seq]`` of ``$edges``
+    (or of the list expression ``rows``) in one statement (``kinds`` the relationship types the
+    rows use), run after ``after`` (a statement ending in a single row, such as `WRITE_NODES`, so
+    that both are one atomic step)."""
     creates = " ".join(f"FOREACH (_ IN CASE WHEN r[2] = '{kind}' THEN [1] ELSE [] END | "
                        f"CREATE (a)-[:{kind} {{strength: r[3], created_at: $created_at, metadata: null, "
                        f"seq: r[4]}}]->(b))"
                        for kind in kinds)
     head = f"{after} WITH DISTINCT 1 AS one " if after else ""
-    return (f"{head}UNWIND $edges AS r MATCH (a:Memory {{id: r[0]}}), (b:Memory {{id: r[1]}}) "
+    return (f"{head}UNWIND {rows} AS r MATCH (a:Memory {{id: r[0]}}), (b:Memory {{id: r[1]}}) "
             f"OPTIONAL MATCH (a)-[old]->(b) WHERE type(old) = r[2] DELETE old "
             f"WITH DISTINCT a, b, r {creates}")
 
