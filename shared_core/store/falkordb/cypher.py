@@ -150,8 +150,14 @@ def rescale(decay_unit: str, weight_model: str, *, reinforce: bool) -> str:
 
 
 # -- sessions, time index, superseded ------------------------------------------------------------
+# a memory given a new position (the namespace's last) is its session's newest (see `SESSION_INDEX`)
 TRACK = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0 SET c.seq = c.seq + 1 "
-         "WITH c MATCH (n:Memory {id: $id}) SET n.tracked = true, n.pos = coalesce(n.pos, c.seq)")
+         "WITH c MATCH (n:Memory {id: $id}) SET n.tracked = true, n.pos = coalesce(n.pos, c.seq) "
+         "WITH c, n, n.pos = c.seq AS newest "
+         "FOREACH (_ IN CASE WHEN newest AND n.session_id IS NULL THEN [1] ELSE [] END | "
+         "SET c.last = n.id, c.lastpos = n.pos) "
+         "FOREACH (_ IN CASE WHEN newest AND n.session_id IS NOT NULL THEN [1] ELSE [] END | "
+         "MERGE (s:Session {id: n.session_id}) SET s.last = n.id, s.pos = n.pos)")
 UNTRACK = "MATCH (n:Memory {id: $id}) SET n.tracked = null, n.pos = null, n.superseded = null"
 _SESSION = "n.session_id = $session"
 _NO_SESSION = "n.session_id IS NULL"
@@ -269,44 +275,74 @@ RESERVE_TURNS = ("WITH DISTINCT 1 AS one MATCH (c:Atlas) WITH c, coalesce(c.turn
                  "SET n.turn = first + j, n.accessed_turn = first + j WITH DISTINCT first")
 
 
-# the newest tracked memory of a session as it was before the batch (positions up to ``seq0``, the
-# counter before it): the largest ``pos`` among ``found``, a list of [pos, id]
+# -- each session's newest memory (the source of the next memory's `before` edge) ------------------
+# A ``(:Session {id})`` node names the newest memory of its session (``last``, at position ``pos``);
+# the (:Atlas) node does so for the memories without a session (``last``, ``lastpos``). Every
+# statement that gives a memory a new position updates them (`session_heads`, `TRACK`). A name is
+# trusted only while its memory is still tracked in that session at that position; otherwise
+# (deleted, untracked, reordered, or a graph written before these nodes) the session's memories
+# are scanned (positions up to ``seq0``, the counter before the batch) for the largest ``pos``.
+SESSION_INDEX = "CREATE INDEX FOR (s:Session) ON (s.id)"
 _NEWEST = "reduce(b = [-1, null], x IN found | CASE WHEN x[0] > b[0] THEN x ELSE b END)[1]"
-# each row [session, id, seq] of $heads: the `BEFORE` edge row (`write_edges`) from the session's
-# newest memory before the batch to the batch's first memory of the session (none without one)
-_NAMED_HEADS = ("CALL { WITH seq0 UNWIND $heads AS h OPTIONAL MATCH (p:Memory) "
-                "WHERE p.session_id = h[0] AND p.tracked AND p.pos <= seq0 "
-                f"WITH h, collect([p.pos, p.id]) AS found WITH h, {_NEWEST} AS prev WHERE prev IS NOT NULL "
-                "RETURN collect([prev, h[1], 'BEFORE', 1.0, h[2]]) AS named }")
-# the same for $null_head, [id, seq]: the batch's first memory without a session (a scan: no index
-# answers ``IS NULL``)
-_NULL_HEAD = ("CALL { WITH seq0 OPTIONAL MATCH (p:Memory) WHERE p.session_id IS NULL AND p.tracked AND p.pos <= seq0 "
-              f"WITH collect([p.pos, p.id]) AS found WITH {_NEWEST} AS prev "
-              "RETURN CASE WHEN prev IS NULL THEN [] ELSE [[prev, $null_head[0], 'BEFORE', 1.0, $null_head[1]]] END "
-              "AS unnamed }")
 
 
-def write_reserving(kinds: Sequence[str], *, heads: bool = False, null_head: bool = False) -> str:
-    """`WRITE_NODES` of ``$rows`` with their turns reserved (`RESERVE_TURNS`), then, when ``kinds``
-    is not empty, the edges of ``$edges`` (`write_edges`, in a subquery: the first turn's row
-    stays whatever the edges match): one statement, returning the first turn and the ids the
-    session heads linked from.
+def _scan(session: str, first: str) -> str:
+    """The subquery answering ``scanned``, the newest memory of ``session`` (a Cypher expression)
+    when ``k``, the memory its node names, is null and a ``before`` edge is wanted (``first``,
+    the seq of that edge, not null); no scan otherwise."""
+    where, carried = ("p.session_id IS NULL", "k, seq0") if session == "null" else \
+        (f"p.session_id = {session}", "h, k, seq0")
+    return (f"CALL {{ WITH {carried} WITH {carried} WHERE k IS NULL AND {first} IS NOT NULL "
+            f"OPTIONAL MATCH (p:Memory) WHERE {where} AND p.tracked AND p.pos <= seq0 "
+            f"WITH collect([p.pos, p.id]) AS found RETURN {_NEWEST} AS scanned }}")
 
-    With ``heads`` (``$heads``, rows [session, id, seq]) and ``null_head`` (``$null_head``, [id,
-    seq] of a memory without a session), the `BEFORE` edges from each session's newest memory
-    before the batch to the batch's first memory of that session are found in the same statement
-    (no read before the write, and two writers of one session each link from the other's memory:
-    statements run one at a time); ``kinds`` then includes ``BEFORE``."""
-    if not (heads or null_head):
-        edges = f" CALL {{ {write_edges(kinds)} }}" if kinds else ""
-        return f"{WRITE_NODES} {RESERVE_TURNS}{edges} RETURN first, []"
-    found = (f"MATCH (c:Atlas) WITH first, c.seq - size($rows) AS seq0 "
-             f"{_NAMED_HEADS if heads else 'WITH first, seq0, [] AS named'} "
-             f"{_NULL_HEAD if null_head else 'WITH first, seq0, named, [] AS unnamed'} "
-             "WITH first, named + unnamed AS before")
-    return (f"{WRITE_NODES} {RESERVE_TURNS} {found} "
-            f"CALL {{ WITH before {write_edges(kinds, rows='before + $edges')} }} "
-            "RETURN first, [b IN before | b[0]]")
+
+# each row [session, first id, seq, last id] of $sessions, one per session of the batch: the
+# `BEFORE` edge row (`write_edges`) from the session's newest memory before the batch to the
+# batch's first memory of the session (none without one, or when seq is null), and the session's
+# node naming the batch's last memory of the session
+_NAMED = ("CALL { WITH seq0 UNWIND $sessions AS h MERGE (s:Session {id: h[0]}) "
+          "WITH h, seq0, s, s.last AS last, s.pos AS lastpos "
+          "OPTIONAL MATCH (k:Memory {id: last}) WHERE k.tracked AND k.pos = lastpos AND k.session_id = h[0] "
+          f"WITH h, s, k, seq0 {_scan('h[0]', 'h[2]')} "
+          "WITH h, s, coalesce(k.id, scanned) AS prev MATCH (tn:Memory {id: h[3]}) SET s.last = tn.id, s.pos = tn.pos "
+          "WITH h, prev WHERE prev IS NOT NULL AND h[2] IS NOT NULL "
+          "RETURN collect([prev, h[1], 'BEFORE', 1.0, h[2]]) AS named }")
+# the same for $null_session, [first id, seq, last id], the memories without a session (named
+# by the (:Atlas) node)
+_UNNAMED = ("CALL { WITH seq0 MATCH (c:Atlas) WITH seq0, c, c.last AS last, c.lastpos AS lastpos "
+            "OPTIONAL MATCH (k:Memory {id: last}) WHERE k.tracked AND k.pos = lastpos AND k.session_id IS NULL "
+            f"WITH c, k, seq0 {_scan('null', '$null_session[1]')} "
+            "WITH c, coalesce(k.id, scanned) AS prev "
+            "MATCH (tu:Memory {id: $null_session[2]}) SET c.last = tu.id, c.lastpos = tu.pos "
+            "RETURN CASE WHEN prev IS NULL OR $null_session[1] IS NULL THEN [] "
+            "ELSE [[prev, $null_session[0], 'BEFORE', 1.0, $null_session[1]]] END AS unnamed }")
+
+
+def session_heads(*, named: bool, unnamed: bool, carry: str = "") -> str:
+    """Clauses answering ``before``, the `BEFORE` edge rows from each session's newest memory
+    before the batch to its first memory in the batch, and naming each session's newest memory
+    after it (``$sessions``, ``$null_session``: see `_NAMED`), after a statement writing the batch's
+    ``$rows`` (`WRITE_NODES`) that ends in one row (``carry``: variables kept, such as ``first``).
+    Statements run one at a time, so two writers of one session each link from the other's
+    memory."""
+    keep = f"{carry}, " if carry else ""
+    return (f"MATCH (c0:Atlas) WITH {keep}c0.seq - size($rows) AS seq0 "
+            f"{_NAMED if named else f'WITH {keep}seq0, [] AS named'} "
+            f"{_UNNAMED if unnamed else f'WITH {keep}seq0, named, [] AS unnamed'} "
+            f"WITH {keep}named + unnamed AS before")
+
+
+def write_reserving(kinds: Sequence[str], *, named: bool = False, unnamed: bool = False) -> str:
+    """`WRITE_NODES` of ``$rows`` with their turns reserved (`RESERVE_TURNS`), the sessions'
+    newest memories (`session_heads`, with ``named`` and ``unnamed``), then, when ``kinds`` is not
+    empty, the edges of ``$edges`` and those from the sessions' newest memories (`write_edges`,
+    in a subquery: the first turn's row stays whatever the edges match): one statement, returning
+    the first turn and the ids of the sessions' newest memories linked from."""
+    heads = session_heads(named=named, unnamed=unnamed, carry="first") if named or unnamed else \
+        "WITH first, [] AS before"
+    edges = f" CALL {{ WITH before {write_edges(kinds, rows='before + $edges')} }}" if kinds else ""
+    return f"{WRITE_NODES} {RESERVE_TURNS} {heads}{edges} RETURN first, [b IN before | b[0]]"
 
 
 # `VECTOR_SEARCH` of each query vector of $queries in one statement: rows [index of the query,

@@ -163,35 +163,40 @@ def _write(part: Target, batch: WriteBatch, first: int, whole: bool) -> list[Mem
             links.extend((node_id, target, relation, strength) for target, relation, strength in extra)
     # -- 2. the write -------------------------------------------------------------------------
     writes = node_statements(nodes, encoded, terms)
-    session_of = dict(zip(ids, sessions, strict=True))
-    edges, heads, null_head = [], [], []
+    head_seq: dict[str, int] = {}  # the first memory of a session -> the number of its `before` edge
+    edges: list[list[Any]] = []
     for row in _edge_rows(links):
-        if row[0] is not _HEAD:
-            edges.append(row)
-        elif session_of[row[1]] is None:
-            null_head = [row[1], row[4]]
+        if row[0] is _HEAD:
+            head_seq[row[1]] = row[4]
         else:
-            heads.append([session_of[row[1]], row[1], row[4]])
-    kinds = sorted({r[2] for r in edges} | ({q.rel_type(Relation.BEFORE)} if heads or null_head else set()))
-    edge_params: dict[str, Any] = {"edges": edges, "created_at": float(batch.created_at)} if kinds else {}
-    if heads:
-        edge_params["heads"] = heads
-    if null_head:
-        edge_params["null_head"] = null_head
+            edges.append(row)
+    # each session of the batch: [session, first id, seq of the edge from the session's newest, last id]
+    ends: dict[str | None, list[Any]] = {}
+    for node_id, session in zip(ids, sessions, strict=True):
+        ends.setdefault(session, [session, node_id, head_seq.get(node_id), node_id])[3] = node_id
+    named = [row for session, row in ends.items() if session is not None]
+    unnamed = ends[None][1:] if None in ends else None
+    kinds = sorted({r[2] for r in edges} | ({q.rel_type(Relation.BEFORE)} if head_seq else set()))
+    params: dict[str, Any] = {"edges": edges, "created_at": float(batch.created_at)} if kinds else {}
+    if named:
+        params["sessions"] = named
+    if unnamed is not None:
+        params["null_session"] = unnamed
     touched: set[str] = set()
     if whole:
-        _, params = writes[0]
-        answer = part.graph_key.write(q.write_reserving(kinds, heads=bool(heads), null_head=bool(null_head)),
-                                      {**params, **edge_params})
+        _, node_params = writes[0]
+        answer = part.graph_key.write(q.write_reserving(kinds, named=bool(named), unnamed=unnamed is not None),
+                                      {**node_params, **params})
         reserved = int(answer[0][0])
-        touched = {str(source) for source in answer[0][1]}  # the heads' sources: their edges changed
+        touched = {str(source) for source in answer[0][1]}  # the sessions' newest: their edges changed
         part.took_turns(reserved, len(nodes))
         if reserved != first:  # another process took turns since the counter was read
             nodes = list(batch.build(reserved))
-    else:
-        if edges:  # the edges ride on the last node statement
-            query, params = writes[-1]
-            writes[-1] = (q.write_edges(kinds, after=query), {**params, **edge_params})
+    else:  # the edges and the sessions' newest memories ride on the last node statement
+        query, node_params = writes[-1]
+        linked = f" CALL {{ {q.write_edges(kinds)} }}" if edges else ""
+        heads = q.session_heads(named=bool(named), unnamed=unnamed is not None)
+        writes[-1] = (f"{query} WITH DISTINCT 1 AS one {heads}{linked}", {**node_params, **params})
         part.graph_key.write_many(writes)
     part.written(nodes, touched | {i for source, target, _, _ in links for i in (source, target) if i is not _HEAD})
     return nodes
