@@ -220,3 +220,26 @@ def test_two_writers_of_one_session_make_one_chain(shared_atlas: Callable[..., E
     assert len(ordered) == 31
     for previous, node in itertools.pairwise(ordered):
         assert _before_sources(atlas, node.id) == [previous.id], node.content
+
+
+@pytest.mark.parametrize("linked", [True, False])
+def test_a_batch_in_several_statements_names_each_sessions_newest(shared_atlas: Callable[..., ElasticMemoryAtlas],
+                                                                  monkeypatch: pytest.MonkeyPatch,
+                                                                  linked: bool) -> None:
+    """A batch larger than one statement (here two memories a statement), with edges or none:
+    the last statement names each session's newest memory, and the next write links from it."""
+    from shared_core.store.falkordb import writes
+
+    atlas = shared_atlas(similar_top=3 if linked else 0, link_temporal=linked)
+    monkeypatch.setattr(writes, "_ROWS", 2)
+    nodes = atlas.add_memories([{"content": f"note {i}", "session_id": "s" if i % 2 else None} for i in range(5)],
+                               namespace="p")
+    monkeypatch.undo()
+    part = atlas.backend.partition("p")
+    assert isinstance(part, FalkorPartition)
+    assert part.graph_key.read("MATCH (s:Session) RETURN s.id, s.last") == [["s", nodes[3].id]]
+    assert part.graph_key.read("MATCH (c:Atlas) RETURN c.last") == [[nodes[4].id]]
+    node = shared_atlas().add_memory("next", namespace="p", session_id="s")
+    assert _before_sources(atlas, node.id) == [nodes[3].id]
+    if linked:
+        assert _before_sources(atlas, nodes[3].id) == [nodes[1].id]

@@ -154,10 +154,9 @@ def rescale(decay_unit: str, weight_model: str, *, reinforce: bool) -> str:
 TRACK = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0 SET c.seq = c.seq + 1 "
          "WITH c MATCH (n:Memory {id: $id}) SET n.tracked = true, n.pos = coalesce(n.pos, c.seq) "
          "WITH c, n, n.pos = c.seq AS newest "
-         "FOREACH (_ IN CASE WHEN newest AND n.session_id IS NULL THEN [1] ELSE [] END | "
-         "SET c.last = n.id, c.lastpos = n.pos) "
+         "FOREACH (_ IN CASE WHEN newest AND n.session_id IS NULL THEN [1] ELSE [] END | SET c.last = n.id) "
          "FOREACH (_ IN CASE WHEN newest AND n.session_id IS NOT NULL THEN [1] ELSE [] END | "
-         "MERGE (s:Session {id: n.session_id}) SET s.last = n.id, s.pos = n.pos)")
+         "MERGE (s:Session {id: n.session_id}) SET s.last = n.id)")
 UNTRACK = "MATCH (n:Memory {id: $id}) SET n.tracked = null, n.pos = null, n.superseded = null"
 _SESSION = "n.session_id = $session"
 _NO_SESSION = "n.session_id IS NULL"
@@ -171,7 +170,14 @@ def session_ids(session: str | None, *, newest_first: bool = False) -> str:
 
 SESSION_ITEMS = "MATCH (n:Memory) WHERE n.tracked RETURN n.session_id, n.id ORDER BY n.pos"
 SESSION_POSITIONS = "UNWIND $ids AS id MATCH (n:Memory {id: id}) WHERE n.tracked RETURN n.pos"
-SET_POSITIONS = "UNWIND $rows AS row MATCH (n:Memory {id: row[0]}) SET n.pos = row[1]"
+# memories of a session reordered: they take the given positions (their own, permuted); when the
+# session's newest was among them, the last of the rows, which took the largest, is the newest now
+SET_POSITIONS = ("UNWIND $rows AS row MATCH (n:Memory {id: row[0]}) SET n.pos = row[1] "
+                 "WITH DISTINCT 1 AS one MATCH (s:Session {id: $session}) "
+                 "SET s.last = CASE WHEN s.last IN [r IN $rows | r[0]] THEN $rows[-1][0] ELSE s.last END")
+SET_POSITIONS_UNNAMED = ("UNWIND $rows AS row MATCH (n:Memory {id: row[0]}) SET n.pos = row[1] "
+                         "WITH DISTINCT 1 AS one MATCH (c:Atlas) "
+                         "SET c.last = CASE WHEN c.last IN [r IN $rows | r[0]] THEN $rows[-1][0] ELSE c.last END")
 BETWEEN = ("MATCH (n:Memory) WHERE n.tracked AND n.timestamp >= $start AND n.timestamp < $end "
            "RETURN n.id ORDER BY n.timestamp, n.id")
 SET_SUPERSEDED = "MATCH (n:Memory {id: $id}) SET n.superseded = $flag"
@@ -276,12 +282,12 @@ RESERVE_TURNS = ("WITH DISTINCT 1 AS one MATCH (c:Atlas) WITH c, coalesce(c.turn
 
 
 # -- each session's newest memory (the source of the next memory's `before` edge) ------------------
-# A ``(:Session {id})`` node names the newest memory of its session (``last``, at position ``pos``);
-# the (:Atlas) node does so for the memories without a session (``last``, ``lastpos``). Every
-# statement that gives a memory a new position updates them (`session_heads`, `TRACK`). A name is
-# trusted only while its memory is still tracked in that session at that position; otherwise
-# (deleted, untracked, reordered, or a graph written before these nodes) the session's memories
-# are scanned (positions up to ``seq0``, the counter before the batch) for the largest ``pos``.
+# A ``(:Session {id})`` node names the newest memory of its session (``last``); the (:Atlas) node
+# does so for the memories without a session. Every statement that gives a memory a new position
+# names it (`session_heads`, `TRACK`, `SET_POSITIONS`). A name is trusted only while its memory is
+# still tracked in that session; otherwise (forgotten, untracked, or a graph written before these
+# nodes) the session's memories are scanned (positions up to ``seq0``, the counter before the
+# batch) for the largest ``pos``.
 SESSION_INDEX = "CREATE INDEX FOR (s:Session) ON (s.id)"
 _NEWEST = "reduce(b = [-1, null], x IN found | CASE WHEN x[0] > b[0] THEN x ELSE b END)[1]"
 
@@ -302,19 +308,18 @@ def _scan(session: str, first: str) -> str:
 # batch's first memory of the session (none without one, or when seq is null), and the session's
 # node naming the batch's last memory of the session
 _NAMED = ("CALL { WITH seq0 UNWIND $sessions AS h MERGE (s:Session {id: h[0]}) "
-          "WITH h, seq0, s, s.last AS last, s.pos AS lastpos "
-          "OPTIONAL MATCH (k:Memory {id: last}) WHERE k.tracked AND k.pos = lastpos AND k.session_id = h[0] "
+          "WITH h, seq0, s, s.last AS last "
+          "OPTIONAL MATCH (k:Memory {id: last}) WHERE k.tracked AND k.session_id = h[0] "
           f"WITH h, s, k, seq0 {_scan('h[0]', 'h[2]')} "
-          "WITH h, s, coalesce(k.id, scanned) AS prev MATCH (tn:Memory {id: h[3]}) SET s.last = tn.id, s.pos = tn.pos "
-          "WITH h, prev WHERE prev IS NOT NULL AND h[2] IS NOT NULL "
-          "RETURN collect([prev, h[1], 'BEFORE', 1.0, h[2]]) AS named }")
+          "WITH h, s, coalesce(k.id, scanned) AS prev SET s.last = h[3] "
+          "RETURN collect(CASE WHEN prev IS NOT NULL AND h[2] IS NOT NULL THEN [prev, h[1], 'BEFORE', 1.0, h[2]] END) "
+          "AS named }")  # (no WHERE after the SET: FalkorDB 4.16 drops the updates of rows filtered after them)
 # the same for $null_session, [first id, seq, last id], the memories without a session (named
 # by the (:Atlas) node)
-_UNNAMED = ("CALL { WITH seq0 MATCH (c:Atlas) WITH seq0, c, c.last AS last, c.lastpos AS lastpos "
-            "OPTIONAL MATCH (k:Memory {id: last}) WHERE k.tracked AND k.pos = lastpos AND k.session_id IS NULL "
+_UNNAMED = ("CALL { WITH seq0 MATCH (c:Atlas) WITH seq0, c, c.last AS last "
+            "OPTIONAL MATCH (k:Memory {id: last}) WHERE k.tracked AND k.session_id IS NULL "
             f"WITH c, k, seq0 {_scan('null', '$null_session[1]')} "
-            "WITH c, coalesce(k.id, scanned) AS prev "
-            "MATCH (tu:Memory {id: $null_session[2]}) SET c.last = tu.id, c.lastpos = tu.pos "
+            "WITH c, coalesce(k.id, scanned) AS prev SET c.last = $null_session[2] "
             "RETURN CASE WHEN prev IS NULL OR $null_session[1] IS NULL THEN [] "
             "ELSE [[prev, $null_session[0], 'BEFORE', 1.0, $null_session[1]]] END AS unnamed }")
 

@@ -194,9 +194,9 @@ def _write(part: Target, batch: WriteBatch, first: int, whole: bool) -> list[Mem
             nodes = list(batch.build(reserved))
     else:  # the edges and the sessions' newest memories ride on the last node statement
         query, node_params = writes[-1]
-        linked = f" CALL {{ {q.write_edges(kinds)} }}" if edges else ""
-        heads = q.session_heads(named=bool(named), unnamed=unnamed is not None)
-        writes[-1] = (f"{query} WITH DISTINCT 1 AS one {heads}{linked}", {**node_params, **params})
+        query = f"{query} WITH DISTINCT 1 AS one {q.session_heads(named=bool(named), unnamed=unnamed is not None)}"
+        writes[-1] = (q.write_edges(kinds, after=query) if edges else f"{query} RETURN size(before)",
+                      {**node_params, **params})
         part.graph_key.write_many(writes)
     part.written(nodes, touched | {i for source, target, _, _ in links for i in (source, target) if i is not _HEAD})
     return nodes
