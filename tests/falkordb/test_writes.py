@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import pytest
 
 from shared_core import ElasticMemoryAtlas
-from shared_core.store.falkordb import FalkorDBBackend, FalkorPartition
+from shared_core.store.falkordb import FalkorDBBackend, FalkorPartition, cypher
 from shared_core.store.falkordb.client import Connection
 
 
@@ -116,11 +117,129 @@ def test_a_namespace_dropped_between_calls_is_made_again_with_its_indexes(
     part = backend.partition("p")
     assert isinstance(part, FalkorPartition) and [n.id for n in part.graph.nodes()] == [node.id]
     labels = {str(label) for label, _, _ in part.graph_key.read(cypher.INDEXES)}
-    assert labels == {"Memory", "Embedding"} and node.turn == 1
+    assert labels == {"Memory", "Embedding", "Session"} and node.turn == 1
     assert [h.node.id for h in atlas.retrieve("after the drop", namespace="p", top_k=1)] == [node.id]
     FalkorDBBackend.from_url(prefixed_url, dim=64).drop("p")
     with atlas._state.lock:  # a direct write through a partition handed out for a write
         part = backend.partition("p", create=True)
         assert isinstance(part, FalkorPartition) and not part.checked
         part.graph.put_node(node)
-    assert {str(label) for label, _, _ in part.graph_key.read(cypher.INDEXES)} == {"Memory", "Embedding"}
+    assert {str(label) for label, _, _ in part.graph_key.read(cypher.INDEXES)} == {"Memory", "Embedding", "Session"}
+
+
+def _before_sources(atlas: ElasticMemoryAtlas, node_id: str) -> list[str]:
+    return [e.source for e in atlas.edges(node_id) if e.relation.value == "before" and e.target == node_id]
+
+
+def test_each_sessions_newest_memory_is_named_and_not_read_before_the_write(
+        shared_atlas: Callable[..., ElasticMemoryAtlas], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The write statement finds the session's newest memory through the session's node (the
+    (:Atlas) node for memories without a session) and names the new one there: the read before
+    the write is the neighbour search alone, and no write scans the session."""
+    from shared_core.store.falkordb import client
+
+    atlas = shared_atlas()
+    first = atlas.add_memories(["oat milk in the coffee", "the train to Lyon"], namespace="p", session_id="s")
+    loose = atlas.add_memory("no session here", namespace="p")
+    sent: list[str] = []
+    command = client.query_command
+
+    def recorded(key: str, query: str, params: Any, *, write: bool = False) -> list[Any]:
+        sent.append(query)
+        return command(key, query, params, write=write)
+
+    monkeypatch.setattr(client, "query_command", recorded)
+    node = atlas.add_memory("oat milk, always oat milk", namespace="p", session_id="s")
+    other = atlas.add_memory("still no session", namespace="p")
+    monkeypatch.undo()
+    assert len(sent) == 4 and sum("queryNodes" in s for s in sent) == 2  # per write: the search, the write
+    assert _before_sources(atlas, node.id) == [first[1].id] and _before_sources(atlas, other.id) == [loose.id]
+    part = atlas.backend.partition("p")
+    assert isinstance(part, FalkorPartition)
+    assert part.graph_key.read("MATCH (s:Session) RETURN s.id, s.last") == [["s", node.id]]
+    assert part.graph_key.read("MATCH (c:Atlas) RETURN c.last") == [[other.id]]
+
+
+def test_a_graph_without_session_nodes_links_from_each_sessions_newest(
+        shared_atlas: Callable[..., ElasticMemoryAtlas], prefixed_url: str) -> None:
+    """A graph written before the sessions' nodes (none, no index): opened again, it gets the index;
+    the next write of a session links from its newest memory (found by a scan) and names itself."""
+    atlas = shared_atlas()
+    olds = atlas.add_memories(["one", "two", "three"], namespace="p", session_id="s")
+    loose = atlas.add_memories(["x", "y"], namespace="p")
+    part = atlas.backend.partition("p")
+    assert isinstance(part, FalkorPartition)
+    graph = part.graph_key
+    graph.write("MATCH (s:Session) DELETE s")
+    graph.write("MATCH (c:Atlas) SET c.last = null, c.lastpos = null")
+    graph.write("DROP INDEX ON :Session(id)")
+    again = shared_atlas()  # another process, opening the graph as this version first sees it
+    node = again.add_memory("four", namespace="p", session_id="s")
+    other = again.add_memory("z", namespace="p")
+    assert _before_sources(again, node.id) == [olds[2].id] and _before_sources(again, other.id) == [loose[1].id]
+    assert "Session" in {str(label) for label, _, _ in graph.read(cypher.INDEXES)}
+    assert graph.read("MATCH (s:Session) RETURN s.id, s.last") == [["s", node.id]]
+
+
+def test_a_forgotten_or_moved_newest_memory_is_not_linked_from(
+        shared_atlas: Callable[..., ElasticMemoryAtlas]) -> None:
+    """The session's node names a memory that was forgotten, or moved before others: the next
+    write links from the session's newest memory as it is now."""
+    atlas = shared_atlas()
+    a, b, c = atlas.add_memories(["one", "two", "three"], namespace="p", session_id="s")
+    atlas.forget(c.id, namespace="p")
+    d = atlas.add_memory("four", namespace="p", session_id="s")
+    assert _before_sources(atlas, d.id) == [b.id]
+    part = atlas.backend.partition("p")
+    assert isinstance(part, FalkorPartition)
+    part.sessions["s"] = dict.fromkeys([a.id, d.id, b.id])  # d moved before b: b is the newest
+    e = atlas.add_memory("five", namespace="p", session_id="s")
+    assert _before_sources(atlas, e.id) == [b.id]
+
+
+def test_two_writers_of_one_session_make_one_chain(shared_atlas: Callable[..., ElasticMemoryAtlas]) -> None:
+    """Two atlases (as two processes) writing one session at once: each memory follows the one
+    stored just before it, whichever wrote it (the newest is found and moved in the write's own
+    atomic statement), so the session is one chain, never a fork."""
+    import threading
+
+    writers = [shared_atlas(), shared_atlas()]
+    writers[0].add_memory("start", namespace="p", session_id="s")
+
+    def write(atlas: ElasticMemoryAtlas, name: str) -> None:
+        for i in range(15):
+            atlas.add_memory(f"{name} note {i}", namespace="p", session_id="s")
+
+    threads = [threading.Thread(target=write, args=(atlas, f"w{k}")) for k, atlas in enumerate(writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    atlas = writers[0]
+    ordered = atlas.memories(namespace="p", session_id="s")
+    assert len(ordered) == 31
+    for previous, node in itertools.pairwise(ordered):
+        assert _before_sources(atlas, node.id) == [previous.id], node.content
+
+
+@pytest.mark.parametrize("linked", [True, False])
+def test_a_batch_in_several_statements_names_each_sessions_newest(shared_atlas: Callable[..., ElasticMemoryAtlas],
+                                                                  monkeypatch: pytest.MonkeyPatch,
+                                                                  linked: bool) -> None:
+    """A batch larger than one statement (here two memories a statement), with edges or none:
+    the last statement names each session's newest memory, and the next write links from it."""
+    from shared_core.store.falkordb import writes
+
+    atlas = shared_atlas(similar_top=3 if linked else 0, link_temporal=linked)
+    monkeypatch.setattr(writes, "_ROWS", 2)
+    nodes = atlas.add_memories([{"content": f"note {i}", "session_id": "s" if i % 2 else None} for i in range(5)],
+                               namespace="p")
+    monkeypatch.undo()
+    part = atlas.backend.partition("p")
+    assert isinstance(part, FalkorPartition)
+    assert part.graph_key.read("MATCH (s:Session) RETURN s.id, s.last") == [["s", nodes[3].id]]
+    assert part.graph_key.read("MATCH (c:Atlas) RETURN c.last") == [[nodes[4].id]]
+    node = shared_atlas().add_memory("next", namespace="p", session_id="s")
+    assert _before_sources(atlas, node.id) == [nodes[3].id]
+    if linked:
+        assert _before_sources(atlas, nodes[3].id) == [nodes[1].id]

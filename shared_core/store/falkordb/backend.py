@@ -134,7 +134,8 @@ class FalkorDBBackend(BackendBase):
         """Indexes and the counter node of graph ``key``; another process creating them at once
         is fine."""
         graph = GraphKey(self.conn, key)
-        for statement in (q.RANGE_INDEX, q.EMBEDDING_INDEX, q.FLAGS_INDEX, q.vector_index(self.dim), q.TERMS_INDEX):
+        for statement in (q.RANGE_INDEX, q.EMBEDDING_INDEX, q.FLAGS_INDEX, q.vector_index(self.dim), q.TERMS_INDEX,
+                          q.SESSION_INDEX):
             try:
                 graph.write(statement)
             except BackendError as exc:
@@ -150,8 +151,11 @@ class FalkorDBBackend(BackendBase):
         - Before BM25's terms: the memories' text was under a full-text index (RediSearch's TF-IDF,
           which ranked unlike the in-process BM25): index each text's terms in the order the
           memories were written, then drop the text and the full-text index.
+        - Before the sessions' nodes (`cypher.SESSION_INDEX`): their index; a session without a
+          node has its memories scanned once, by its next write, which makes the node.
         """
         graph = GraphKey(self.conn, part.key)
+        _created(graph, q.SESSION_INDEX)
         if _created(graph, q.FLAGS_INDEX):
             graph.write(q.BACKFILL_BOUNDED)
         if _created(graph, q.TERMS_INDEX):

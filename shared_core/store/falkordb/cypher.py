@@ -150,8 +150,13 @@ def rescale(decay_unit: str, weight_model: str, *, reinforce: bool) -> str:
 
 
 # -- sessions, time index, superseded ------------------------------------------------------------
+# a memory given a new position (the namespace's last) is its session's newest (see `SESSION_INDEX`)
 TRACK = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0 SET c.seq = c.seq + 1 "
-         "WITH c MATCH (n:Memory {id: $id}) SET n.tracked = true, n.pos = coalesce(n.pos, c.seq)")
+         "WITH c MATCH (n:Memory {id: $id}) SET n.tracked = true, n.pos = coalesce(n.pos, c.seq) "
+         "WITH c, n, n.pos = c.seq AS newest "
+         "FOREACH (_ IN CASE WHEN newest AND n.session_id IS NULL THEN [1] ELSE [] END | SET c.last = n.id) "
+         "FOREACH (_ IN CASE WHEN newest AND n.session_id IS NOT NULL THEN [1] ELSE [] END | "
+         "MERGE (s:Session {id: n.session_id}) SET s.last = n.id)")
 UNTRACK = "MATCH (n:Memory {id: $id}) SET n.tracked = null, n.pos = null, n.superseded = null"
 _SESSION = "n.session_id = $session"
 _NO_SESSION = "n.session_id IS NULL"
@@ -165,7 +170,14 @@ def session_ids(session: str | None, *, newest_first: bool = False) -> str:
 
 SESSION_ITEMS = "MATCH (n:Memory) WHERE n.tracked RETURN n.session_id, n.id ORDER BY n.pos"
 SESSION_POSITIONS = "UNWIND $ids AS id MATCH (n:Memory {id: id}) WHERE n.tracked RETURN n.pos"
-SET_POSITIONS = "UNWIND $rows AS row MATCH (n:Memory {id: row[0]}) SET n.pos = row[1]"
+# memories of a session reordered: they take the given positions (their own, permuted); when the
+# session's newest was among them, the last of the rows, which took the largest, is the newest now
+SET_POSITIONS = ("UNWIND $rows AS row MATCH (n:Memory {id: row[0]}) SET n.pos = row[1] "
+                 "WITH DISTINCT 1 AS one MATCH (s:Session {id: $session}) "
+                 "SET s.last = CASE WHEN s.last IN [r IN $rows | r[0]] THEN $rows[-1][0] ELSE s.last END")
+SET_POSITIONS_UNNAMED = ("UNWIND $rows AS row MATCH (n:Memory {id: row[0]}) SET n.pos = row[1] "
+                         "WITH DISTINCT 1 AS one MATCH (c:Atlas) "
+                         "SET c.last = CASE WHEN c.last IN [r IN $rows | r[0]] THEN $rows[-1][0] ELSE c.last END")
 BETWEEN = ("MATCH (n:Memory) WHERE n.tracked AND n.timestamp >= $start AND n.timestamp < $end "
            "RETURN n.id ORDER BY n.timestamp, n.id")
 SET_SUPERSEDED = "MATCH (n:Memory {id: $id}) SET n.superseded = $flag"
@@ -350,12 +362,73 @@ RESERVE_TURNS = ("WITH DISTINCT 1 AS one MATCH (c:Atlas) WITH c, coalesce(c.turn
                  "SET n.turn = first + j, n.accessed_turn = first + j WITH DISTINCT first")
 
 
-def write_reserving(kinds: Sequence[str]) -> str:
-    """`WRITE_NODES` of ``$rows`` with their turns reserved (`RESERVE_TURNS`), then, when ``kinds``
-    is not empty, the edges of ``$edges`` (`write_edges`, in a subquery: the first turn's row
-    stays whatever the edges match): one statement, returning the first turn."""
-    edges = f" CALL {{ {write_edges(kinds)} }}" if kinds else ""
-    return f"{WRITE_NODES} {RESERVE_TURNS}{edges} RETURN first"
+# -- each session's newest memory (the source of the next memory's `before` edge) ------------------
+# A ``(:Session {id})`` node names the newest memory of its session (``last``); the (:Atlas) node
+# does so for the memories without a session. Every statement that gives a memory a new position
+# names it (`session_heads`, `TRACK`, `SET_POSITIONS`). A name is trusted only while its memory is
+# still tracked in that session; otherwise (forgotten, untracked, or a graph written before these
+# nodes) the session's memories are scanned (positions up to ``seq0``, the counter before the
+# batch) for the largest ``pos``.
+SESSION_INDEX = "CREATE INDEX FOR (s:Session) ON (s.id)"
+_NEWEST = "reduce(b = [-1, null], x IN found | CASE WHEN x[0] > b[0] THEN x ELSE b END)[1]"
+
+
+def _scan(session: str, first: str) -> str:
+    """The subquery answering ``scanned``, the newest memory of ``session`` (a Cypher expression)
+    when ``k``, the memory its node names, is null and a ``before`` edge is wanted (``first``,
+    the seq of that edge, not null); no scan otherwise."""
+    where, carried = ("p.session_id IS NULL", "k, seq0") if session == "null" else \
+        (f"p.session_id = {session}", "h, k, seq0")
+    return (f"CALL {{ WITH {carried} WITH {carried} WHERE k IS NULL AND {first} IS NOT NULL "
+            f"OPTIONAL MATCH (p:Memory) WHERE {where} AND p.tracked AND p.pos <= seq0 "
+            f"WITH collect([p.pos, p.id]) AS found RETURN {_NEWEST} AS scanned }}")
+
+
+# each row [session, first id, seq, last id] of $sessions, one per session of the batch: the
+# `BEFORE` edge row (`write_edges`) from the session's newest memory before the batch to the
+# batch's first memory of the session (none without one, or when seq is null), and the session's
+# node naming the batch's last memory of the session
+_NAMED = ("CALL { WITH seq0 UNWIND $sessions AS h MERGE (s:Session {id: h[0]}) "
+          "WITH h, seq0, s, s.last AS last "
+          "OPTIONAL MATCH (k:Memory {id: last}) WHERE k.tracked AND k.session_id = h[0] "
+          f"WITH h, s, k, seq0 {_scan('h[0]', 'h[2]')} "
+          "WITH h, s, coalesce(k.id, scanned) AS prev SET s.last = h[3] "
+          "RETURN collect(CASE WHEN prev IS NOT NULL AND h[2] IS NOT NULL THEN [prev, h[1], 'BEFORE', 1.0, h[2]] END) "
+          "AS named }")  # (no WHERE after the SET: FalkorDB 4.16 drops the updates of rows filtered after them)
+# the same for $null_session, [first id, seq, last id], the memories without a session (named
+# by the (:Atlas) node)
+_UNNAMED = ("CALL { WITH seq0 MATCH (c:Atlas) WITH seq0, c, c.last AS last "
+            "OPTIONAL MATCH (k:Memory {id: last}) WHERE k.tracked AND k.session_id IS NULL "
+            f"WITH c, k, seq0 {_scan('null', '$null_session[1]')} "
+            "WITH c, coalesce(k.id, scanned) AS prev SET c.last = $null_session[2] "
+            "RETURN CASE WHEN prev IS NULL OR $null_session[1] IS NULL THEN [] "
+            "ELSE [[prev, $null_session[0], 'BEFORE', 1.0, $null_session[1]]] END AS unnamed }")
+
+
+def session_heads(*, named: bool, unnamed: bool, carry: str = "") -> str:
+    """Clauses answering ``before``, the `BEFORE` edge rows from each session's newest memory
+    before the batch to its first memory in the batch, and naming each session's newest memory
+    after it (``$sessions``, ``$null_session``: see `_NAMED`), after a statement writing the batch's
+    ``$rows`` (`WRITE_NODES`) that ends in one row (``carry``: variables kept, such as ``first``).
+    Statements run one at a time, so two writers of one session each link from the other's
+    memory."""
+    keep = f"{carry}, " if carry else ""
+    return (f"MATCH (c0:Atlas) WITH {keep}c0.seq - size($rows) AS seq0 "
+            f"{_NAMED if named else f'WITH {keep}seq0, [] AS named'} "
+            f"{_UNNAMED if unnamed else f'WITH {keep}seq0, named, [] AS unnamed'} "
+            f"WITH {keep}named + unnamed AS before")
+
+
+def write_reserving(kinds: Sequence[str], *, named: bool = False, unnamed: bool = False) -> str:
+    """`WRITE_NODES` of ``$rows`` with their turns reserved (`RESERVE_TURNS`), the sessions'
+    newest memories (`session_heads`, with ``named`` and ``unnamed``), then, when ``kinds`` is not
+    empty, the edges of ``$edges`` and those from the sessions' newest memories (`write_edges`,
+    in a subquery: the first turn's row stays whatever the edges match): one statement, returning
+    the first turn and the ids of the sessions' newest memories linked from."""
+    heads = session_heads(named=named, unnamed=unnamed, carry="first") if named or unnamed else \
+        "WITH first, [] AS before"
+    edges = f" CALL {{ WITH before {write_edges(kinds, rows='before + $edges')} }}" if kinds else ""
+    return f"{WRITE_NODES} {RESERVE_TURNS} {heads}{edges} RETURN first, [b IN before | b[0]]"
 
 
 # `VECTOR_SEARCH` of each query vector of $queries in one statement: rows [index of the query,
@@ -378,16 +451,17 @@ VECTOR_SEARCH_HEAD = VECTOR_SEARCH.replace(
     "WITH collect(node.id) AS ids, collect(score) AS scores RETURN ids[0..$head], scores")
 
 
-def write_edges(kinds: Sequence[str], *, after: str = "") -> str:
-    """`put_edge` (no metadata) of every row ``[source, target, kind, strength, seq]`` of ``$edges`` in one
-    statement (``kinds`` the relationship types the rows use), run after ``after`` (a statement
-    ending in a single row, such as `WRITE_NODES`, so that both are one atomic step)."""
+def write_edges(kinds: Sequence[str], *, after: str = "", rows: str = "$edges") -> str:
+    """`put_edge` (no metadata) of every row ``[source, target, kind, strength, seq]`` of ``$edges``
+    (or of the list expression ``rows``) in one statement (``kinds`` the relationship types the
+    rows use), run after ``after`` (a statement ending in a single row, such as `WRITE_NODES`, so
+    that both are one atomic step)."""
     creates = " ".join(f"FOREACH (_ IN CASE WHEN r[2] = '{kind}' THEN [1] ELSE [] END | "
                        f"CREATE (a)-[:{kind} {{strength: r[3], created_at: $created_at, metadata: null, "
                        f"seq: r[4]}}]->(b))"
                        for kind in kinds)
     head = f"{after} WITH DISTINCT 1 AS one " if after else ""
-    return (f"{head}UNWIND $edges AS r MATCH (a:Memory {{id: r[0]}}), (b:Memory {{id: r[1]}}) "
+    return (f"{head}UNWIND {rows} AS r MATCH (a:Memory {{id: r[0]}}), (b:Memory {{id: r[1]}}) "
             f"OPTIONAL MATCH (a)-[old]->(b) WHERE type(old) = r[2] DELETE old "
             f"WITH DISTINCT a, b, r {creates}")
 

@@ -105,8 +105,12 @@ class _Sessions(MutableMapping[str | None, Collection[str]]):
         """Reorder a session: its memories take the session's positions in the new order."""
         ids = list(order)
         positions = sorted(int(r[0]) for r in self._g.read(q.SESSION_POSITIONS, {"ids": ids}))
-        if len(positions) == len(ids):
-            self._g.write(q.SET_POSITIONS, {"rows": [[i, p] for i, p in zip(ids, positions, strict=True)]})
+        if len(positions) == len(ids) and ids:
+            rows = [[i, p] for i, p in zip(ids, positions, strict=True)]
+            if session is None:
+                self._g.write(q.SET_POSITIONS_UNNAMED, {"rows": rows})
+            else:
+                self._g.write(q.SET_POSITIONS, {"rows": rows, "session": session})
 
     def __delitem__(self, session: str | None) -> None:
         ids = self.ids(session)

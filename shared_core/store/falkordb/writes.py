@@ -4,22 +4,25 @@ It stores what `shared_core.store.base`'s default `write_batch` stores over the 
 same nodes, vectors, BM25 terms, session order, and edges with the same strengths in the same
 order), with the server asked twice instead of several times per memory:
 
-1. one pipelined read: each new vector's nearest stored memories (with their superseded flag,
-   so superseded ones are dropped without asking again), and each session's newest tracked
-   memory (the ``before`` edge's source); in an atlas call whose partition was handed out
-   without a request (`FalkorDBBackend.partition`), ``EXISTS`` rides along;
+1. one read: each new vector's nearest stored memories (with their superseded flag, so
+   superseded ones are dropped without asking again); in an atlas call whose partition was
+   handed out without a request (`FalkorDBBackend.partition`), ``EXISTS`` rides along;
 2. one write: `cypher.WRITE_NODES` of the nodes with their tracking (session order and time
    index), BM25 terms and vector nodes, the counters once, the turns' reservation
    (`cypher.RESERVE_TURNS`: the statement takes the next turns from the counter and answers the
-   first) and the edges (`cypher.write_edges`), each numbered as `put_edge` would number it.
+   first), each session's newest memory before the batch (the source of the ``before`` edge to
+   the batch's first memory of the session: `cypher.write_reserving`'s heads) and the edges
+   (`cypher.write_edges`), each numbered as `put_edge` would number it (a head's number is
+   taken whether or not the session had a memory: numbers only order edges).
 
 A statement is atomic (the server undoes one that fails part-way), so a batch of up to 512
 memories, an ``add_memory`` among them, is written whole or not at all, turns included: the
 nodes are built (`WriteBatch.build`) before the write with the turns the counter promised when
 last read, and built again with the turns the statement answers if another process took turns
-in between. A larger batch reserves its turns first (`Partition.next_turn`) and is written 512
-memories a statement; one refused after the first statements leaves their memories, which the
-engine removes (as after any failed write), and gives the turns back.
+in between. A larger batch reserves its turns first (`Partition.next_turn`), reads each
+session's newest memory with its search (step 1), and is written 512 memories a statement; one
+refused after the first statements leaves their memories, which the engine removes (as after
+any failed write), and gives the turns back.
 
 The edges' rows, one per (source, target, relation), the later of two kept:
 
@@ -50,6 +53,8 @@ __all__ = ["node_statements", "write_batch"]
 
 Statement = tuple[str, dict[str, Any]]
 _ROWS = 512  # memories per node statement
+#: The source of a `BEFORE` edge from a session's newest memory, which the write statement finds.
+_HEAD: Any = object()
 
 
 class Target(Protocol):
@@ -123,7 +128,9 @@ def _write(part: Target, batch: WriteBatch, first: int, whole: bool) -> list[Mem
     if top > 0:
         queries = Literal("[" + ",".join(text for text, _ in encoded) + "]")
         reads.append((q.VECTOR_SEARCH_MANY, {"top": top, "queries": queries}))
-    first_of: list[str | None] = list(dict.fromkeys(sessions)) if batch.link_temporal else []
+    # each session's newest memory: found by the write statement itself (`cypher.write_reserving`),
+    # or read here for a batch written in several statements
+    first_of: list[str | None] = list(dict.fromkeys(sessions)) if batch.link_temporal and not whole else []
     reads += [(q.session_ids(s, newest_first=True), {"limit": 1} if s is None else {"limit": 1, "session": s})
               for s in first_of]
     results = part.read_checked(reads)
@@ -146,7 +153,7 @@ def _write(part: Target, batch: WriteBatch, first: int, whole: bool) -> list[Mem
     last: dict[str | None, str | None] = dict(latest)
     for node_id, session, extra, hits_of in zip(ids, sessions, batch.links, similar, strict=True):
         if batch.link_temporal:
-            previous = last.get(session)
+            previous = last.get(session, _HEAD)  # _HEAD: the statement finds it (whole batches)
             if previous is not None:
                 links.append((previous, node_id, Relation.BEFORE, 1.0))
             last[session] = node_id
@@ -156,22 +163,42 @@ def _write(part: Target, batch: WriteBatch, first: int, whole: bool) -> list[Mem
             links.extend((node_id, target, relation, strength) for target, relation, strength in extra)
     # -- 2. the write -------------------------------------------------------------------------
     writes = node_statements(nodes, encoded, terms)
-    edges = _edge_rows(links)
-    kinds = sorted({r[2] for r in edges})
-    edge_params = {"edges": edges, "created_at": float(batch.created_at)} if edges else {}
+    head_seq: dict[str, int] = {}  # the first memory of a session -> the number of its `before` edge
+    edges: list[list[Any]] = []
+    for row in _edge_rows(links):
+        if row[0] is _HEAD:
+            head_seq[row[1]] = row[4]
+        else:
+            edges.append(row)
+    # each session of the batch: [session, first id, seq of the edge from the session's newest, last id]
+    ends: dict[str | None, list[Any]] = {}
+    for node_id, session in zip(ids, sessions, strict=True):
+        ends.setdefault(session, [session, node_id, head_seq.get(node_id), node_id])[3] = node_id
+    named = [row for session, row in ends.items() if session is not None]
+    unnamed = ends[None][1:] if None in ends else None
+    kinds = sorted({r[2] for r in edges} | ({q.rel_type(Relation.BEFORE)} if head_seq else set()))
+    params: dict[str, Any] = {"edges": edges, "created_at": float(batch.created_at)} if kinds else {}
+    if named:
+        params["sessions"] = named
+    if unnamed is not None:
+        params["null_session"] = unnamed
+    touched: set[str] = set()
     if whole:
-        _, params = writes[0]
-        answer = part.graph_key.write(q.write_reserving(kinds), {**params, **edge_params})
+        _, node_params = writes[0]
+        answer = part.graph_key.write(q.write_reserving(kinds, named=bool(named), unnamed=unnamed is not None),
+                                      {**node_params, **params})
         reserved = int(answer[0][0])
+        touched = {str(source) for source in answer[0][1]}  # the sessions' newest: their edges changed
         part.took_turns(reserved, len(nodes))
         if reserved != first:  # another process took turns since the counter was read
             nodes = list(batch.build(reserved))
-    else:
-        if edges:  # the edges ride on the last node statement
-            query, params = writes[-1]
-            writes[-1] = (q.write_edges(kinds, after=query), {**params, **edge_params})
+    else:  # the edges and the sessions' newest memories ride on the last node statement
+        query, node_params = writes[-1]
+        query = f"{query} WITH DISTINCT 1 AS one {q.session_heads(named=bool(named), unnamed=unnamed is not None)}"
+        writes[-1] = (q.write_edges(kinds, after=query) if edges else f"{query} RETURN size(before)",
+                      {**node_params, **params})
         part.graph_key.write_many(writes)
-    part.written(nodes, {i for source, target, _, _ in links for i in (source, target)})
+    part.written(nodes, touched | {i for source, target, _, _ in links for i in (source, target) if i is not _HEAD})
     return nodes
 
 
