@@ -91,6 +91,40 @@ class _Lane:
             self._free.append(conn)
         return replies
 
+    def spread(self, commands: Sequence[Sequence[Any]]) -> list[Any]:
+        """`send`, each command on a connection of its own, every one sent before any reply is
+        read: the server runs read queries on a pool of threads but serves the commands of one
+        connection one after another, so independent reads sent this way run side by side. The
+        replies in the order of ``commands``; a failure closes each connection not read to the
+        end (those read to the end are put back)."""
+        if len(commands) < 2:
+            return self.send(commands)
+        with self._lock:
+            if self._pid != os.getpid():
+                self._free, self._pid = [], os.getpid()
+            taken = [self._free.pop() for _ in range(min(len(commands), len(self._free)))]
+        done = 0
+        try:
+            taken += [self._open() for _ in range(len(commands) - len(taken))]
+            for conn, command in zip(taken, commands, strict=True):
+                conn.send_packed_command(conn.pack_command(*command), check_health=False)
+            replies: list[Any] = []
+            for conn in taken:
+                try:
+                    replies.append(conn.read_response())
+                except self._refused as exc:
+                    replies.append(exc)
+                done += 1
+        except BaseException:
+            for conn in taken[done:]:
+                conn.disconnect()
+            with self._lock:
+                self._free.extend(taken[:done])
+            raise
+        with self._lock:
+            self._free.extend(taken)
+        return replies
+
     def close(self) -> None:
         with self._lock:
             free, self._free = self._free, []
@@ -264,6 +298,8 @@ class Connection:
             expire: list[list[Any]] = [["EXPIRE", key, ttl]] if write and ttl is not None else []
             if write and self.confirmations is not None:  # ``?replicas=N``: one WAIT after the batch
                 return self._confirmed_all(key, [*commands, *expire])[:len(commands)]
+            if not write and self._lane is not None:  # reads side by side (`_Lane.spread`)
+                return self._unless_transient(self._lane.spread(commands))
             return self._send([*commands, *expire])[:len(commands)]
 
         responses = self._retrying(call, "a query")

@@ -338,6 +338,16 @@ WALK_HOP = ("UNWIND $ids AS id MATCH (n:Memory {id: id})-[r]-(m:Memory) WHERE m 
             "RETURN id, m.id, type(r), r.strength, r.seq, out")
 
 
+def walk_hop_nodes(typed: bool) -> str:
+    """`WALK_HOP` with the node at each other end (its `NODE_COLUMNS` as one list cell);
+    ``typed``: only the edges whose type is in ``$types``."""
+    where = " AND type(r) IN $types" if typed else ""
+    return (f"UNWIND $ids AS id MATCH (n:Memory {{id: id}})-[r]-(m:Memory) WHERE m <> n{where} "
+            "WITH DISTINCT id, r, m, startNode(r) = n AS out "
+            f"RETURN id, m.id, type(r), r.strength, r.seq, out, [{_columns('m', NODE_FIELDS, TIME_FIELDS)}, "
+            "m.superseded]")
+
+
 # `VECTOR_SEARCH` with the node of each of the first $heads hits (null after them)
 VECTOR_SEARCH_NODES = ("OPTIONAL MATCH (c:Atlas) WITH $k + coalesce(c.stale, 0) AS wanted "
                        "CALL db.idx.vector.queryNodes('Embedding', 'embedding', wanted, vecf32($query)) "
