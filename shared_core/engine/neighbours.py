@@ -85,7 +85,6 @@ def with_neighbours(part: Partition, hits: Sequence[ScoredMemory], *, max_tokens
     """
     if max_tokens <= 0 or not hits:
         return list(hits), {}
-    ids = {h.node.id for h in hits}
     by_session: dict[str | None, list[tuple[int, int]]] = {}  # session -> sorted (turn, hit position)
     for pos, h in enumerate(hits):
         by_session.setdefault(h.node.session_id, []).append((h.node.turn, pos))
