@@ -235,15 +235,16 @@ def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkabl
         if not wanted:
             return
         hops[0] += 1
-        # the nodes the ranking asks for first ride along the first hop: the seeds (the best
-        # candidates), then the head of the read-ahead list (one round trip, not two)
-        ahead = part.graph.next_ahead(list(seeds)) if hops[0] == 1 else []
-        statements: list[tuple[str, dict[str, Any]]] = [(q.WALK_HOP, {"ids": wanted})]
-        if ahead:
-            statements.append((q.NODES_AMONG, {"ids": ahead}))
         # from the second hop on, the cosines of the memories the previous hops reached, most
         # reachable first, ride along (the ranking asks for those of the best of them)
         cosines = part.vectors.cosines_ahead(present) if hops[0] > 1 else None
+        # so do the nodes the ranking asks for first: with the first hop the seeds (the best
+        # candidates), with a later one the hop's own frontier (the best the walk reached), each
+        # followed by the head of the read-ahead list (one round trip, not two)
+        ahead = part.graph.next_ahead(list(seeds) if hops[0] == 1 else wanted)
+        statements: list[tuple[str, dict[str, Any]]] = [(q.WALK_HOP, {"ids": wanted})]
+        if ahead:
+            statements.append((q.NODES_AMONG, {"ids": ahead}))
         if cosines is not None:
             statements.append(cosines[1])
         results = part.graph_key.read_many(statements)
