@@ -325,14 +325,16 @@ def neighbour_nodes(part: FalkorPartition, ids: Sequence[str], spec: WalkSpec) -
     params: dict[str, Any] = {"ids": list(seeds)}
     if types is not None:
         params["types"] = types
-    rows = part.graph_key.read(q.walk_hop_nodes(types is not None), params)
+    rows = part.graph_key.read(q.WALK_HOP_NODES if types is None else q.WALK_HOP_NODES_TYPED, params)
     grouped: dict[str, list[tuple[bool, int, int, str, str, float]]] = {i: [] for i in seeds}
     nodes = part.graph.cache.nodes
     fresh: dict[str, Sequence[Any]] = {}
-    for n, (node_id, other, kind, strength, seq, out, node) in enumerate(rows):
-        grouped[str(node_id)].append((not out, int(seq or 0), n, str(other), str(kind), float(strength)))
-        if str(other) not in nodes:
-            fresh[str(other)] = node
+    for n, row in enumerate(rows):
+        node_id, kind, strength, seq, out = row[:5]
+        other = str(row[5])  # the other end's node: its id first
+        grouped[str(node_id)].append((not out, int(seq or 0), n, other, str(kind), float(strength)))
+        if other not in nodes:
+            fresh[other] = row[5:]
     part.graph.remember(list(fresh.values()))
     links: dict[str, list[tuple[str, float]]] = {}
     for node_id, edges in grouped.items():
