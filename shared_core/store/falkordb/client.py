@@ -7,7 +7,8 @@ attempt is bounded by ``connect_timeout`` and ``timeout``, so nothing hangs. Com
 retried whole: a write whose reply was lost may run twice, which the backend's statements
 tolerate (they replace, they do not append, except that the write counter may skip turns and a
 recall may be reinforced twice). On a single server the statements travel on connections of the
-backend's own (`_Lane`); where the server is and how patiently to talk to it is `settings`, how
+backend's own (`_Lane`), a request's reads each on its own connection, so that the server's
+threads run them side by side; where the server is and how patiently to talk to it is `settings`, how
 a statement and its reply are written and read is `replies`.
 """
 
@@ -287,10 +288,13 @@ class Connection:
 
     def run_many(self, key: str, statements: Sequence[tuple[str, Mapping[str, Any]]], *,
                  retried: bool = False, write: bool = False) -> list[list[list[Any]]]:
-        """Several statements on graph ``key`` in one round trip (a pipeline), in order; the rows
-        of each. Reads of a graph that does not exist give no rows. With ``write``, each is a
-        write (and ``namespace_ttl`` is applied again after them); a refused one raises after
-        the pipeline ran (the statements before it stay written, each atomic)."""
+        """Several statements on graph ``key`` in one round trip, in order; the rows of each.
+        Reads of a graph that does not exist give no rows. Reads go each on a connection of its
+        own on a single server (`_Lane.spread`: the server runs them side by side; they are no
+        more one snapshot than a pipeline's, whose statements other clients' writes may come
+        between), in one pipeline on a cluster. With ``write``, the statements are writes in one
+        pipeline, in order (and ``namespace_ttl`` is applied again after them); a refused one
+        raises after the pipeline ran (the statements before it stay written, each atomic)."""
         commands = [query_command(key, query, params, write=write) for query, params in statements]
         ttl = self.settings.namespace_ttl
 
