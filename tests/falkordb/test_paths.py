@@ -185,7 +185,8 @@ def test_neighbour_nodes_match_the_default_in_one_statement(shared_atlas: Callab
 
 def test_reads_sent_side_by_side_survive_a_lost_connection(shared_atlas: Callable[..., ElasticMemoryAtlas],
                                                            clock: ManualClock) -> None:
-    """The read statements of one request travel on connections of their own (`_Lane.spread`):
+    """The read statements of one request are dealt over connections of their own, one per
+    server thread (`_Lane.spread`):
     the rows come back in the statements' order; a refusal is reported as one; a connection
     lost half way is closed and the whole request asked again."""
     atlas = shared_atlas()
@@ -199,7 +200,7 @@ def test_reads_sent_side_by_side_survive_a_lost_connection(shared_atlas: Callabl
     first = key.read_many(statements)
     assert first[0] == [[10]] and len(first[1]) == 10 and first[2] == [[7]]
     lane = key.conn._lane
-    assert lane is not None and len(lane._free) >= 3
+    assert lane is not None and lane.lanes >= 2 and len(lane._free) >= 2  # the server's threads: 2 or more
     for conn in lane._free:  # every pooled connection dropped under the client's feet
         conn._sock.shutdown(2)
     assert key.read_many(statements) == first
