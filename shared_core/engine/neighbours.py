@@ -10,8 +10,9 @@ with is packed, so the budget stays exact and a companion never comes alone. On 
 (``AtlasConfig.context_neighbours``, 12 tokens: a short message comes along, a long turn does not).
 
 The neighbours are the ends of the memories' ``before`` edges (the session's order, written by
-`shared_core.engine.writes`), reached with one `Partition.expand` call of one hop over that
-relation only, so every backend serves them through the storage contract; each neighbour is
+`shared_core.engine.writes`), reached by one hop of the graph walk over that relation only
+(`Partition.neighbour_nodes`: `Partition.expand`'s walk, which a server store answers with the
+nodes in one request), so every backend serves them through the storage contract; each neighbour is
 admitted as recall admits a memory (current, or valid at ``as_of``; the caller's filter; not
 excluded) and is never a summary.
 
@@ -84,21 +85,13 @@ def with_neighbours(part: Partition, hits: Sequence[ScoredMemory], *, max_tokens
     """
     if max_tokens <= 0 or not hits:
         return list(hits), {}
-    ids = {h.node.id for h in hits}
-    reached = part.expand(dict.fromkeys(ids, 1.0), _session_walk(), None)
     by_session: dict[str | None, list[tuple[int, int]]] = {}  # session -> sorted (turn, hit position)
     for pos, h in enumerate(hits):
         by_session.setdefault(h.node.session_id, []).append((h.node.turn, pos))
     for ordered in by_session.values():
         ordered.sort()
     after: dict[int, list[MemoryNode]] = {}
-    get_node = part.graph.get_node
-    for node_id in sorted(reached):
-        if node_id in ids:
-            continue
-        node = get_node(node_id)
-        if node is None:
-            continue
+    for node in part.neighbour_nodes([h.node.id for h in hits], _session_walk()):
         line = by_session.get(node.session_id)
         if not line or not admit(node) or count(node.content) > max_tokens:
             continue

@@ -175,6 +175,12 @@ class PartitionBase:
                           fanout=walk.fanout, min_activation=walk.min_activation, beam=walk.beam,
                           walkable=walkable)
 
+    def neighbour_nodes(self, ids: Sequence[str], walk: WalkSpec) -> list[MemoryNode]:
+        seeds = dict.fromkeys(ids, 1.0)
+        get_node = self.graph.get_node
+        return [node for node_id in sorted(self.expand(seeds, walk, None))
+                if node_id not in seeds and (node := get_node(node_id)) is not None]
+
     def write_batch(self, batch: WriteBatch) -> list[MemoryNode]:
         return _write(self, batch)
 

@@ -367,6 +367,12 @@ class Partition(Protocol):
     def expand(self, seeds: dict[str, float], walk: WalkSpec, walkable: Predicate | None) -> dict[str, float]:
         """The graph expansion of recall's seeds: `spread_max` over `GraphStore.weighted_links`."""
 
+    def neighbour_nodes(self, ids: Sequence[str], walk: WalkSpec) -> list[MemoryNode]:
+        """The memories `expand` reaches from ``ids`` (each at activation 1.0, every memory
+        walkable), other than ``ids``, in id order, as nodes: the turns a context window shows
+        beside its hits (`shared_core.engine.neighbours`), which a server store reads with their
+        nodes at once."""
+
     def write_batch(self, batch: WriteBatch) -> list[MemoryNode]:
         """Store a chunk of new memories in one call and return their nodes as stored.
 

@@ -49,3 +49,24 @@ def test_a_filter_holds_for_the_neighbours(make_atlas: Make) -> None:
     atlas = make_atlas(context_neighbours=12, **COMMON)
     _chat(atlas)
     assert _shown(atlas, "swimming", filters={"speaker": "Bob"}) == ["Bob: Went swimming with the kids"]
+
+
+def test_neighbour_nodes_are_the_walks_ends(make_atlas: Make) -> None:
+    """`Partition.neighbour_nodes`: the memories a one-hop walk over ``before`` edges reaches
+    from the given ids, other than those ids, in id order, as nodes; a walk's ``fanout`` keeps
+    the strongest edges of each memory, as `Partition.expand` does."""
+    from shared_core.engine.neighbours import _session_walk
+
+    atlas = make_atlas(**COMMON)
+    _chat(atlas)
+    part = atlas.backend.partition("chat")
+    assert part is not None
+    turns = sorted(part.graph.nodes(), key=lambda n: n.turn)
+    middle, last = turns[2].id, turns[4].id
+    walk = _session_walk()
+    found = part.neighbour_nodes([middle, last], walk)
+    assert [n.id for n in found] == sorted([turns[1].id, turns[3].id])  # turn 3 is next to both, once
+    assert [n.content for n in sorted(found, key=lambda n: n.turn)] == [TURNS[1][0], TURNS[3][0]]
+    assert part.neighbour_nodes([middle, turns[3].id], walk) == sorted([turns[1], turns[4]], key=lambda n: n.id)
+    assert part.neighbour_nodes([], walk) == []
+    assert part.neighbour_nodes(["no-such-memory"], walk) == []

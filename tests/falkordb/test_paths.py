@@ -14,6 +14,7 @@ from shared_core import ElasticMemoryAtlas, ManualClock
 from shared_core.store.base import PartitionBase
 from shared_core.store.contract import CandidateQuery, WalkSpec
 from shared_core.store.falkordb import FalkorPartition
+from shared_core.values.errors import BackendError
 from shared_core.values.model import Relation
 
 TOPICS = ("coffee and milk", "trains to Lyon", "the dentist on Friday", "a red bicycle", "chess openings")
@@ -152,6 +153,60 @@ def test_a_walk_reads_no_cosine_and_the_ranking_reads_them_ahead(
     fresh = _partition(atlas)  # a new call: no cosine known
     np.testing.assert_array_equal(sims, fresh.vectors.similarities(vector, reached))
     assert first.tolist() == [sims[0], 0.0]
+
+
+def test_neighbour_nodes_match_the_default_in_one_statement(shared_atlas: Callable[..., ElasticMemoryAtlas],
+                                                           clock: ManualClock,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """`FalkorPartition.neighbour_nodes` of a one-hop walk: the nodes the default (`expand`, then
+    `get_node` of each) gives, read with the edges in one statement; the ``before`` walk of
+    context windows, a narrower fanout, and a walk over every relation alike."""
+    atlas = shared_atlas()
+    for i in range(40):
+        clock.advance(60)
+        atlas.add_memory(f"note {i} about {TOPICS[i % 5]} and {TOPICS[(i * 3) % 5]}", namespace="p",
+                         session_id=f"s{i % 3}")
+    ids = [h.node.id for h in atlas.retrieve("trains and coffee", namespace="p", top_k=6, reinforce=False)]
+    only_before = [1.0 if r is Relation.BEFORE else None for r in Relation]
+    specs = [WalkSpec(factors=only_before, hops=1, decay=1.0, fanout=2, min_activation=0.0, beam=None),
+             WalkSpec(factors=only_before, hops=1, decay=1.0, fanout=1, min_activation=0.0, beam=None),
+             WalkSpec(factors=[0.2 + 0.1 * (j % 5) for j, _ in enumerate(Relation)], hops=1, decay=0.5, fanout=3,
+                      min_activation=0.05, beam=None)]
+    for spec in specs:
+        part = _partition(atlas)
+        counted = _Statements(part, monkeypatch)
+        fast = part.neighbour_nodes(ids, spec)
+        assert len(counted.seen) == 1
+        monkeypatch.undo()
+        part = _partition(atlas)
+        default = PartitionBase.neighbour_nodes(part, ids, spec)
+        assert fast and fast == default
+
+
+def test_reads_sent_side_by_side_survive_a_lost_connection(shared_atlas: Callable[..., ElasticMemoryAtlas],
+                                                           clock: ManualClock) -> None:
+    """The read statements of one request are dealt over connections of their own, one per
+    server thread (`_Lane.spread`):
+    the rows come back in the statements' order; a refusal is reported as one; a connection
+    lost half way is closed and the whole request asked again."""
+    atlas = shared_atlas()
+    for i in range(10):
+        clock.advance(60)
+        atlas.add_memory(f"note {i} about {TOPICS[i % 5]}", namespace="p", session_id="s")
+    part = _partition(atlas)
+    key = part.graph_key
+    statements = [("MATCH (n:Memory) RETURN count(n)", {}), ("MATCH (n:Memory) RETURN n.id ORDER BY n.id", {}),
+                  ("RETURN $x", {"x": 7})]
+    first = key.read_many(statements)
+    assert first[0] == [[10]] and len(first[1]) == 10 and first[2] == [[7]]
+    lane = key.conn._lane
+    assert lane is not None and lane.lanes >= 2 and len(lane._free) >= 2  # the server's threads: 2 or more
+    for conn in lane._free:  # every pooled connection dropped under the client's feet
+        conn._sock.shutdown(2)
+    assert key.read_many(statements) == first
+    with pytest.raises(BackendError, match="refused"):
+        key.read_many([statements[0], ("THIS IS NOT CYPHER", {})])
+    assert key.read_many(statements) == first
 
 
 def test_a_read_partition_comes_with_its_counts(shared_atlas: Callable[..., ElasticMemoryAtlas],

@@ -7,7 +7,8 @@ attempt is bounded by ``connect_timeout`` and ``timeout``, so nothing hangs. Com
 retried whole: a write whose reply was lost may run twice, which the backend's statements
 tolerate (they replace, they do not append, except that the write counter may skip turns and a
 recall may be reinforced twice). On a single server the statements travel on connections of the
-backend's own (`_Lane`); where the server is and how patiently to talk to it is `settings`, how
+backend's own (`_Lane`), a request's reads dealt over one connection per server thread, so
+that the server runs them side by side; where the server is and how patiently to talk to it is `settings`, how
 a statement and its reply are written and read is `replies`.
 """
 
@@ -60,8 +61,11 @@ class _Lane:
     child opens its own.
     """
 
-    def __init__(self, pool: Any) -> None:
+    def __init__(self, pool: Any, lanes: int = 1) -> None:
         from redis.exceptions import ResponseError
+
+        #: the connections a request's reads are dealt over (`spread`): the server's threads
+        self.lanes = lanes
 
         self._open: Callable[[], Any] = lambda: pool.connection_class(**pool.connection_kwargs)
         self._refused = ResponseError
@@ -89,6 +93,42 @@ class _Lane:
             raise
         with self._lock:
             self._free.append(conn)
+        return replies
+
+    def spread(self, commands: Sequence[Sequence[Any]]) -> list[Any]:
+        """`send`, the commands dealt over up to `lanes` connections (the i-th on connection
+        ``i % lanes``), every one sent before any reply is read: the server runs read queries on
+        a pool of threads but serves the commands of one connection one after another, so reads
+        sent this way run side by side. The replies in the order of ``commands``; a failure
+        closes each connection not read to the end (those read to the end are put back)."""
+        lanes = min(self.lanes, len(commands))
+        if lanes < 2:
+            return self.send(commands)
+        with self._lock:
+            if self._pid != os.getpid():
+                self._free, self._pid = [], os.getpid()
+            taken = [self._free.pop() for _ in range(min(lanes, len(self._free)))]
+        done = 0
+        try:
+            taken += [self._open() for _ in range(lanes - len(taken))]
+            for lane, conn in enumerate(taken):
+                conn.send_packed_command(conn.pack_commands(commands[lane::lanes]), check_health=False)
+            replies: list[Any] = [None] * len(commands)
+            for lane, conn in enumerate(taken):
+                for at in range(lane, len(commands), lanes):
+                    try:
+                        replies[at] = conn.read_response()
+                    except self._refused as exc:
+                        replies[at] = exc
+                done += 1
+        except BaseException:
+            for conn in taken[done:]:
+                conn.disconnect()
+            with self._lock:
+                self._free.extend(taken[:done])
+            raise
+        with self._lock:
+            self._free.extend(taken)
         return replies
 
     def close(self) -> None:
@@ -134,7 +174,17 @@ class Connection:
         self._cluster = isinstance(self._db.connection, redis.RedisCluster)
         pool = None if self._cluster else self._db.connection.connection_pool
         #: the statements' own connections to a single server (`_Lane`); None on a cluster
-        self._lane = _Lane(pool) if type(pool) is redis.ConnectionPool else None
+        self._lane = _Lane(pool, self._threads()) if type(pool) is redis.ConnectionPool else None
+
+    def _threads(self) -> int:
+        """The server's threads for queries (``GRAPH.CONFIG GET THREAD_COUNT``; 1 if it does not
+        say: `ping` then reports a server without the FalkorDB module)."""
+        try:
+            reply = self._retrying(lambda: self._db.connection.execute_command("GRAPH.CONFIG", "GET", "THREAD_COUNT"),
+                                   "GRAPH.CONFIG", budget=min(self.settings.retry_for, FIRST_CONTACT))
+            return max(1, int(reply[1]))
+        except (BackendError, TypeError, ValueError, IndexError):
+            return 1
 
     def _retrying(self, call: Callable[[], T], what: str, *, budget: float | None = None) -> T:
         budget = self.settings.retry_for if budget is None else budget
@@ -253,10 +303,13 @@ class Connection:
 
     def run_many(self, key: str, statements: Sequence[tuple[str, Mapping[str, Any]]], *,
                  retried: bool = False, write: bool = False) -> list[list[list[Any]]]:
-        """Several statements on graph ``key`` in one round trip (a pipeline), in order; the rows
-        of each. Reads of a graph that does not exist give no rows. With ``write``, each is a
-        write (and ``namespace_ttl`` is applied again after them); a refused one raises after
-        the pipeline ran (the statements before it stay written, each atomic)."""
+        """Several statements on graph ``key`` in one round trip, in order; the rows of each.
+        Reads of a graph that does not exist give no rows. On a single server reads are dealt
+        over a connection per server thread (`_Lane.spread`: the server runs them side by side;
+        they are no more one snapshot than a pipeline's, whose statements other clients' writes
+        may come between); on a cluster they are one pipeline. With ``write``, the statements are writes in one
+        pipeline, in order (and ``namespace_ttl`` is applied again after them); a refused one
+        raises after the pipeline ran (the statements before it stay written, each atomic)."""
         commands = [query_command(key, query, params, write=write) for query, params in statements]
         ttl = self.settings.namespace_ttl
 
@@ -264,6 +317,8 @@ class Connection:
             expire: list[list[Any]] = [["EXPIRE", key, ttl]] if write and ttl is not None else []
             if write and self.confirmations is not None:  # ``?replicas=N``: one WAIT after the batch
                 return self._confirmed_all(key, [*commands, *expire])[:len(commands)]
+            if not write and self._lane is not None:  # reads side by side (`_Lane.spread`)
+                return self._unless_transient(self._lane.spread(commands))
             return self._send([*commands, *expire])[:len(commands)]
 
         responses = self._retrying(call, "a query")

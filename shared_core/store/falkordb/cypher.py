@@ -493,6 +493,21 @@ WALK_HOP = ("UNWIND $ids AS id MATCH (n:Memory {id: id})-[r]-(m:Memory) WHERE m 
             "RETURN id, m.id, type(r), r.strength, r.seq, out")
 
 
+def _walk_hop_nodes(typed: bool) -> str:
+    where = " AND type(r) IN $types" if typed else ""
+    return (f"UNWIND $ids AS id MATCH (n:Memory {{id: id}})-[r]-(m:Memory) WHERE m <> n{where} "
+            "WITH DISTINCT id, r, m, startNode(r) = n AS out "
+            f"RETURN id, type(r), r.strength, r.seq, out, {_columns('m', NODE_FIELDS, TIME_FIELDS)}, "
+            "m.superseded")
+
+
+#: `WALK_HOP`'s columns but the other end's id, then the other end's (`NODE_COLUMNS` of ``m``, its
+#: id first): a one-hop walk with the nodes it reaches; `WALK_HOP_NODES_TYPED`: only the edges
+#: whose type is in ``$types``
+WALK_HOP_NODES = _walk_hop_nodes(False)
+WALK_HOP_NODES_TYPED = _walk_hop_nodes(True)
+
+
 # `VECTOR_SEARCH` with the node of each of the first $heads hits (null after them)
 VECTOR_SEARCH_NODES = ("OPTIONAL MATCH (c:Atlas) WITH $k + coalesce(c.stale, 0) AS wanted "
                        "CALL db.idx.vector.queryNodes('Embedding', 'embedding', wanted, vecf32($query)) "

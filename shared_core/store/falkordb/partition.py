@@ -266,6 +266,12 @@ class FalkorPartition(PartitionBase):
     def expand(self, seeds: dict[str, float], walk: WalkSpec, walkable: Predicate | None) -> dict[str, float]:
         return paths.walk(self, seeds, walk, walkable)
 
+    def neighbour_nodes(self, ids: Sequence[str], walk: WalkSpec) -> list[MemoryNode]:
+        """One hop: the edges and the nodes they reach in one statement (`paths.neighbour_nodes`)."""
+        if walk.hops != 1:
+            return super().neighbour_nodes(ids, walk)
+        return paths.neighbour_nodes(self, ids, walk)
+
     def write_batch(self, batch: WriteBatch) -> list[MemoryNode]:
         return writes.write_batch(self, batch)
 

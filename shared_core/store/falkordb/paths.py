@@ -35,8 +35,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from ...formulas.scoring import spread_max
-from ...values.model import Relation
-from ...values.relations import RELATION_CODES
+from ...values.model import MemoryNode, Relation
+from ...values.relations import RELATION_CODES, RELATIONS
 from ..contract import CandidateQuery, Candidates, Predicate, Vector, WalkSpec
 from . import cypher as q
 from .client import GraphKey, Literal
@@ -59,7 +59,7 @@ class FalkorPartition(Protocol):
 
     def remember_cosines(self, query: Vector, values: dict[str, float]) -> None: ...
 
-__all__ = ["gather", "order_edges", "walk"]
+__all__ = ["gather", "neighbour_nodes", "order_edges", "walk"]
 
 _RELATIONS = tuple(Relation)
 _INDEX = {r.value.upper(): i for i, r in enumerate(_RELATIONS)}
@@ -241,15 +241,16 @@ def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkabl
         if not wanted:
             return
         hops[0] += 1
-        # the nodes the ranking asks for first ride along the first hop: the seeds (the best
-        # candidates), then the head of the read-ahead list (one round trip, not two)
-        ahead = part.graph.next_ahead(list(seeds)) if hops[0] == 1 else []
-        statements: list[tuple[str, dict[str, Any]]] = [(q.WALK_HOP, {"ids": wanted})]
-        if ahead:
-            statements.append((q.NODES_AMONG, {"ids": ahead}))
         # from the second hop on, the cosines of the memories the previous hops reached, most
         # reachable first, ride along (the ranking asks for those of the best of them)
         cosines = part.vectors.cosines_ahead(present) if hops[0] > 1 else None
+        # so do the nodes the ranking asks for first: with the first hop the seeds (the best
+        # candidates), with a later one the hop's own frontier (the best the walk reached), each
+        # followed by the head of the read-ahead list (one round trip, not two)
+        ahead = part.graph.next_ahead(list(seeds) if hops[0] == 1 else wanted)
+        statements: list[tuple[str, dict[str, Any]]] = [(q.WALK_HOP, {"ids": wanted})]
+        if ahead:
+            statements.append((q.NODES_AMONG, {"ids": ahead}))
         if cosines is not None:
             statements.append(cosines[1])
         results = part.graph_key.read_many(statements)
@@ -302,3 +303,54 @@ def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkabl
     return spread_max(seeds, neighbours, hops=spec.hops, decay=spec.decay, fanout=spec.fanout,
                       min_activation=spec.min_activation, beam=spec.beam,
                       walkable=None if walkable is None and spec.beam is None else walks_on)
+
+
+# -- a one-hop walk with the nodes it reaches -------------------------------------------------
+def _walked_types(factors: Sequence[float | None]) -> list[str] | None:
+    """The edge types a walk with ``factors`` follows (None: any type, as an unknown one is walked
+    as ``related_to``, which it follows).
+
+    >>> _walked_types([1.0 if r is Relation.BEFORE else None for r in _RELATIONS])
+    ['BEFORE']
+    """
+    if factors[_RELATED] is not None:
+        return None
+    return [q.rel_type(RELATIONS[c]) for c, f in enumerate(factors[:len(RELATIONS)]) if f is not None]
+
+
+def neighbour_nodes(part: FalkorPartition, ids: Sequence[str], spec: WalkSpec) -> list[MemoryNode]:
+    """`Partition.neighbour_nodes` of a one-hop ``spec``: the seeds' edges of the walked types and
+    the node at each other end in one statement, then `spread_max` over them as `walk` runs it
+    (each node's edges in `order_edges`'s order, weighted alike). A node this call has read
+    already keeps its first view."""
+    seeds = dict.fromkeys(ids, 1.0)
+    factors = spec.factors
+    types = _walked_types(factors)
+    if not seeds or types == []:
+        return []
+    params: dict[str, Any] = {"ids": list(seeds)}
+    if types is not None:
+        params["types"] = types
+    rows = part.graph_key.read(q.WALK_HOP_NODES if types is None else q.WALK_HOP_NODES_TYPED, params)
+    grouped: dict[str, list[tuple[bool, int, int, str, str, float]]] = {i: [] for i in seeds}
+    nodes = part.graph.cache.nodes
+    fresh: dict[str, Sequence[Any]] = {}
+    for n, row in enumerate(rows):
+        node_id, kind, strength, seq, out = row[:5]
+        other = str(row[5])  # the other end's node: its id first
+        grouped[str(node_id)].append((not out, int(seq or 0), n, other, str(kind), float(strength)))
+        if other not in nodes:
+            fresh[other] = row[5:]
+    part.graph.remember(list(fresh.values()))
+    links: dict[str, list[tuple[str, float]]] = {}
+    for node_id, edges in grouped.items():
+        edges.sort()
+        weighted = links[node_id] = []
+        for _, _, _, other, kind, strength in edges:
+            factor = factors[_code(kind, len(factors))]
+            if factor is not None:
+                weighted.append((other, (strength if strength < 1.0 else 1.0) * factor))
+    reached = spread_max(seeds, links.__getitem__, hops=1, decay=spec.decay, fanout=spec.fanout,
+                         min_activation=spec.min_activation, beam=spec.beam)
+    get_node = part.graph.get_node
+    return [node for node_id in sorted(reached) if node_id not in seeds and (node := get_node(node_id)) is not None]

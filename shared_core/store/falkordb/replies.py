@@ -183,6 +183,8 @@ SCALAR_COLUMNS: dict[str, Scalars] = {
     q.EDGES: Scalars(_EDGE),
     q.EDGES_AMONG: Scalars("-" + _EDGE),
     q.WALK_HOP: Scalars("---f-b"),  # id, other, type, strength, seq, outgoing
+    q.WALK_HOP_NODES: Scalars("--f-b" + _node_kinds()),  # id, type, strength, seq, outgoing, the other's node
+    q.WALK_HOP_NODES_TYPED: Scalars("--f-b" + _node_kinds()),
 }
 
 
