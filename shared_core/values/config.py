@@ -124,7 +124,8 @@ class AtlasConfig:
     ``speaker_min_k`` memories whose query names the speaker of one of the first round's
     ``speaker_docs`` best candidates (metadata ``speaker`` or a ``"Name:"`` label) runs one more
     candidate generation for the query without the names, keeps each speaker's own memories, and
-    fuses them as a ``speaker`` path weighted ``speaker_weight`` (the atlas embeds the sub-query).
+    fuses them as a ``speaker`` path weighted ``speaker_weight`` (the atlas embeds the sub-query,
+    in the query's own model call when it has seen the speakers).
     With ``speaker_aliases`` a short form of one speaker's name ("Mel" for Melanie) names them too.
 
     Limits: a memory holds at most ``max_content_chars`` characters and a query at most
