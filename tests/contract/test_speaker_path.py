@@ -207,3 +207,12 @@ def test_a_forgotten_speaker_costs_a_call_not_a_result(make_atlas: Make, monkeyp
     assert calls[:2] == [[query, "When did go to?"], ["When did go to Paris?"]]  # the wrong guess, then the right
     atlas._state.speakers.drop("a")
     assert _answers(atlas, query) == guessed
+
+
+def test_an_emptied_namespace_forgets_its_speakers(make_atlas: Make) -> None:
+    atlas = make_atlas()
+    only = atlas.add_memory("Gina: I opened a dance studio", namespace="a")
+    assert atlas._state.speakers.known("a") == {"Gina"}
+    atlas.forget(only.id, namespace="a")
+    kept = atlas.backend.keeps_partitions_in_process()  # a server keeps an empty namespace, and its speakers
+    assert atlas._state.speakers.known("a") == (frozenset() if kept else {"Gina"})
