@@ -48,7 +48,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from ..formulas.subqueries import name_words, named_speakers, speaker_of, strip_names
+from ..formulas.subqueries import name_words, speaker_of, strip_names
 from ..store.contract import CandidateQuery, Partition
 from ..values.config import AtlasConfig
 from .feedback import FeedbackPath, _fused
@@ -93,14 +93,14 @@ class SpeakerBook:
             self._names.pop(namespace, None)
 
 
-def planned_subquery(query: str, speakers: Collection[str], *, aliases: bool = False) -> str | None:
-    """The sub-query `speaker_path` embeds for ``query`` if the speakers the query names are
-    those it names among ``speakers`` (``aliases``: `named_speakers`); None when there would be none.
+def planned_subquery(query: str, speakers: Collection[str]) -> str | None:
+    """The sub-query `speaker_path` embeds for ``query`` if the query's named speakers are
+    exactly its name words among ``speakers``; None when there would be none.
 
     >>> planned_subquery("What are Kate's hobbies?", {"Kate", "Tom"}), planned_subquery("Hi Bob", {"Kate"})
     ('What are hobbies?', None)
     """
-    named = list(named_speakers(name_words(query), speakers, aliases=aliases))
+    named = [w for w in name_words(query) if w in speakers]
     text = strip_names(query, named) if named else query
     return text if text.strip() and text != query else None
 
@@ -128,14 +128,12 @@ class PreEmbedded:
         return np.stack([rows[t] for t in texts]).astype(np.float32, copy=False)
 
 
-def speakers_named(part: Partition, query: str, first: Mapping[str, float], docs: int, *,
-                   aliases: bool = False) -> dict[str, str]:
-    """The query's name words that name (`named_speakers`) the speaker of one of the ``docs`` best
-    candidates of ``first`` (id -> fused relevance; ties to the smaller id), in the query's
-    order: word -> speaker."""
+def speakers_named(part: Partition, query: str, first: Mapping[str, float], docs: int) -> tuple[str, ...]:
+    """The query's name words that are the speaker of one of the ``docs`` best candidates of
+    ``first`` (id -> fused relevance; ties to the smaller id), in the query's order."""
     words = name_words(query)
     if not words or docs <= 0:
-        return {}
+        return ()
     top = sorted(first.items(), key=lambda kv: (-kv[1], kv[0]))[:docs]
     said = set()
     part.graph.prefetch([node_id for node_id, _ in top])
@@ -143,7 +141,7 @@ def speakers_named(part: Partition, query: str, first: Mapping[str, float], docs
         node = part.graph.get_node(node_id)
         if node is not None and (who := speaker_of(node.content, node.metadata)) is not None:
             said.add(who)
-    return named_speakers(words, said, aliases=aliases)
+    return tuple(w for w in words if w in said)
 
 
 def speaker_path(part: Partition, query: str, vector: npt.NDArray[np.float32], first: Mapping[str, float],
@@ -152,13 +150,12 @@ def speaker_path(part: Partition, query: str, vector: npt.NDArray[np.float32], f
                  heard: Heard | None = None) -> FeedbackPath | None:
     """The speaker path of one recall (see the module); None when the query names no speaker of
     the candidates, or nothing of theirs comes back. ``heard`` is told the named speakers."""
-    named = speakers_named(part, query, first, config.speaker_docs, aliases=config.speaker_aliases)
-    if not named:
+    speakers = speakers_named(part, query, first, config.speaker_docs)
+    if not speakers:
         return None
-    speakers = tuple(dict.fromkeys(named.values()))
     if heard is not None:
         heard(speakers)
-    text = strip_names(query, tuple(named))
+    text = strip_names(query, speakers)
     if not text.strip() or text == query:
         return None
     sub = np.asarray(embed([text])[0], dtype=np.float32)

@@ -12,8 +12,6 @@ Two pure parts, no model:
 
 - `name_words`: the words of a query that may be names (a capital letter, not a question or
   auxiliary word at its start), in order, possessive ``'s`` dropped;
-- `named_speakers`: which of those words name a speaker (the speaker's name, or with aliases a
-  short form of it: "Mel" for Melanie);
 - `strip_names`: the query without the given names, spaces tidied.
 
 >>> name_words("Which cities have both Jon and Gina been to?")
@@ -27,9 +25,9 @@ Two pure parts, no model:
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 
-__all__ = ["name_words", "named_speakers", "speaker_of", "strip_names"]
+__all__ = ["name_words", "speaker_of", "strip_names"]
 
 # A capitalised word (letters, inner hyphens or apostrophes), possessive 's / ' / ’s allowed after it.
 _WORD = re.compile(r"\b([A-Z][^\W\d_]*(?:[-'][^\W\d_]+)*?)(?:['’]s?)?(?![\w'’-])")
@@ -57,27 +55,6 @@ def name_words(query: str) -> tuple[str, ...]:
         if word not in _NOT_NAMES:
             out.setdefault(word, None)
     return tuple(out)
-
-
-def named_speakers(words: Sequence[str], speakers: Collection[str], *, aliases: bool = False) -> dict[str, str]:
-    """Each of ``words`` that names one of ``speakers`` -> that speaker, in the words' order: a
-    speaker's own name, or with ``aliases`` a word of at least three letters that begins the name
-    of exactly one speaker (a short form: "Mel" for Melanie; "Jo" is too short to tell).
-
-    >>> named_speakers(("Mel", "Paris", "Caroline"), {"Melanie", "Caroline"}, aliases=True)
-    {'Mel': 'Melanie', 'Caroline': 'Caroline'}
-    >>> named_speakers(("Mel",), {"Melanie", "Melvin"}, aliases=True), named_speakers(("Mel",), {"Melanie"})
-    ({}, {})
-    """
-    out: dict[str, str] = {}
-    for word in words:
-        if word in speakers:
-            out[word] = word
-        elif aliases and len(word) >= 3:
-            longer = [s for s in speakers if s.startswith(word)]
-            if len(longer) == 1:
-                out[word] = longer[0]
-    return out
 
 
 def strip_names(query: str, names: Sequence[str]) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, InvalidInputError, ManualClock
-from shared_core.formulas.subqueries import name_words, named_speakers, speaker_of, strip_names
+from shared_core.formulas.subqueries import name_words, speaker_of, strip_names
 
 
 def test_name_words_skip_question_words_and_drop_possessives() -> None:
@@ -66,33 +66,3 @@ def test_both_speakers_get_a_sub_query_of_their_own() -> None:
 def test_the_speaker_path_is_on_for_every_recall_by_default() -> None:
     for config in (AtlasConfig(), AtlasConfig.archive()):
         assert (config.speaker_weight, config.speaker_docs, config.speaker_min_k) == (1.0, 20, 0)
-
-
-def test_named_speakers_reads_a_short_form_only_with_aliases_and_only_when_it_is_one_speakers() -> None:
-    speakers = {"Melanie", "Caroline", "Joanna", "John"}
-    assert named_speakers(("Mel", "Caroline", "Paris"), speakers) == {"Caroline": "Caroline"}
-    assert named_speakers(("Mel", "Caroline", "Paris"), speakers, aliases=True) == {"Mel": "Melanie",
-                                                                                    "Caroline": "Caroline"}
-    assert named_speakers(("Jo", "Joh"), speakers, aliases=True) == {"Joh": "John"}  # "Jo": too short
-    assert named_speakers(("Jo",), {"Joanna", "John"}, aliases=True) == {}
-    assert named_speakers(("Melanie",), {"Mel"}, aliases=True) == {}  # a longer word is no short form
-
-
-def test_speaker_aliases_is_a_bool() -> None:
-    with pytest.raises(InvalidInputError, match="speaker_aliases"):
-        AtlasConfig(speaker_aliases=1)
-
-
-def test_a_short_form_of_a_speakers_name_runs_the_speaker_path_only_with_aliases() -> None:
-    memories = [*(f"Caroline: Mel, Mel! what does Mel do for fun, Mel? day {i}" for i in range(2)),
-                "Melanie: Mel, Mel, Mel here", *(f"Caroline: hello on day {i}" for i in range(8)),
-                "Melanie: swimming with the kids is my fun"]
-    found = {}
-    for aliases in (False, True):
-        atlas = ElasticMemoryAtlas(config=AtlasConfig(speaker_aliases=aliases, similar_top=0, link_temporal=False,
-                                                      candidate_min=3, candidate_ratio=1.0, feedback_weight=0.0),
-                                   embedder=HashingEmbedder(dim=256), clock=ManualClock(0.0))
-        atlas.add_memories(memories, namespace="a")
-        hits = atlas.retrieve("What does Mel do for fun?", namespace="a", top_k=3, reinforce=False)
-        found[aliases] = [h.paths for h in hits if "swimming" in h.node.content]
-    assert found[False] == [] and len(found[True]) == 1 and "speaker" in found[True][0]
