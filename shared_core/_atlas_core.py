@@ -3,9 +3,9 @@
 `AtlasCore` holds no logic of its own. It exposes the `shared_core.engine.state.EngineState`
 that the facade's constructor builds (config, embedder, clock, events, backend, lock), embeds
 outside the lock (a recall's query and, in the same model call, the sub-query its speaker path
-will probably ask for: `_recall_vectors`), finds a stored memory by id (`_locate`: `MemoryNotFoundError` when it is not
-in the namespace asked for, `HeldInWorkingMemoryError` for a held turn), a held turn (`_held`)
-and the public form of a stored node (`_public`). The facade and its write mixin
+will probably ask for: `_recall_vectors`), finds a stored memory by id (`_locate`:
+`MemoryNotFoundError` when it is not in the namespace asked for, `HeldInWorkingMemoryError` for
+a held turn), a held turn (`_held`) and the public form of a stored node (`_public`). The facade and its write mixin
 (`shared_core._atlas_writes.Writes`) build on it.
 """
 
