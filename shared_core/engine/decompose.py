@@ -48,12 +48,14 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from ..formulas.questions import analyze_query
 from ..formulas.subqueries import name_words, speaker_of, strip_names
 from ..store.contract import CandidateQuery, Partition
 from ..values.config import AtlasConfig
 from .feedback import FeedbackPath, _fused
 
-__all__ = ["Embed", "Heard", "PreEmbedded", "SpeakerBook", "planned_subquery", "speaker_path", "speakers_named"]
+__all__ = ["Embed", "Heard", "PreEmbedded", "SpeakerBook", "planned_subquery", "speaker_path", "speaker_weight",
+           "speakers_named"]
 
 #: The caller's embedder for sub-queries: texts -> one unit row per text.
 Embed = Callable[[Sequence[str]], npt.NDArray[np.float32]]
@@ -126,6 +128,20 @@ class PreEmbedded:
             self.fallbacks += 1
             rows.update(zip(missing, self._fallback(missing), strict=True))
         return np.stack([rows[t] for t in texts]).astype(np.float32, copy=False)
+
+
+def speaker_weight(query: str, config: AtlasConfig) -> float:
+    """The speaker path's fusion weight for ``query``: ``speaker_list_weight`` for a list or count
+    question (`shared_core.formulas.questions.analyze_query`) when it is set, else ``speaker_weight``.
+
+    >>> speaker_weight("What are Kate's hobbies?", AtlasConfig(speaker_list_weight=2.0))
+    2.0
+    >>> speaker_weight("When did Kate move?", AtlasConfig(speaker_list_weight=2.0))
+    1.0
+    """
+    if config.speaker_list_weight is None or not analyze_query(query).aggregate:
+        return config.speaker_weight
+    return config.speaker_list_weight
 
 
 def speakers_named(part: Partition, query: str, first: Mapping[str, float], docs: int) -> tuple[str, ...]:

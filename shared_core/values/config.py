@@ -125,7 +125,8 @@ class AtlasConfig:
     ``speaker_docs`` best candidates (metadata ``speaker`` or a ``"Name:"`` label) runs one more
     candidate generation for the query without the names, keeps each speaker's own memories, and
     fuses them as a ``speaker`` path weighted ``speaker_weight`` (the atlas embeds the sub-query,
-    in the query's own model call when it has seen the speakers).
+    in the query's own model call when it has seen the speakers); ``speaker_list_weight`` (None:
+    ``speaker_weight``) is its weight for a list or count question.
 
     Limits: a memory holds at most ``max_content_chars`` characters and a query at most
     ``max_query_chars``; longer ones are refused with `InvalidInputError`, never cut.
@@ -244,6 +245,7 @@ class AtlasConfig:
     speaker_weight: float = 1.0
     speaker_docs: int = 20
     speaker_min_k: int = 0
+    speaker_list_weight: float | None = None
     truncation_marker: str = " …[truncated]"
     # lifecycle (see shared_core.engine.lifecycle.manager; all off by default, on in AtlasConfig.managed())
     write_filter: bool = False
@@ -293,6 +295,9 @@ class AtlasConfig:
                   "recency_window", "working_memory", "entity_phrases", "entity_max_mentions", "feedback_docs",
                   "feedback_terms", "feedback_min_k", "context_neighbours", "speaker_docs", "speaker_min_k")
         _check_fields(self, counts, _count, "an int >= 0")
+        if self.speaker_list_weight is not None and not _non_negative_number(self.speaker_list_weight):
+            raise InvalidInputError(
+                f"speaker_list_weight must be None or a number >= 0, got {self.speaker_list_weight!r}")
         if self.ann_threshold is not None and (not isinstance(self.ann_threshold, int)
                                                or isinstance(self.ann_threshold, bool) or self.ann_threshold < 64):
             raise InvalidInputError(f"ann_threshold must be None or an int >= 64, got {self.ann_threshold!r}")
