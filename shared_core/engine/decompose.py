@@ -131,17 +131,16 @@ class PreEmbedded:
 
 
 def speaker_weight(query: str, config: AtlasConfig) -> float:
-    """The speaker path's fusion weight for ``query``: ``speaker_list_weight`` for a list or count
-    question (`shared_core.formulas.questions.analyze_query`) when it is set, else ``speaker_weight``.
+    """The speaker path's fusion weight for ``query``: ``speaker_weight``, times
+    ``speaker_list_factor`` for a list or count question (`shared_core.formulas.questions.analyze_query`:
+    its evidence is told across sessions, and the speaker's own turns carry most of it).
 
-    >>> speaker_weight("What are Kate's hobbies?", AtlasConfig(speaker_list_weight=2.0))
-    2.0
-    >>> speaker_weight("When did Kate move?", AtlasConfig(speaker_list_weight=2.0))
-    1.0
+    >>> speaker_weight("What are Kate's hobbies?", AtlasConfig()), speaker_weight("When did Kate move?", AtlasConfig())
+    (3.0, 1.0)
     """
-    if config.speaker_list_weight is None or not analyze_query(query).aggregate:
+    if config.speaker_list_factor == 1.0 or not analyze_query(query).aggregate:
         return config.speaker_weight
-    return config.speaker_list_weight
+    return config.speaker_weight * config.speaker_list_factor
 
 
 def speakers_named(part: Partition, query: str, first: Mapping[str, float], docs: int) -> tuple[str, ...]:
