@@ -53,13 +53,19 @@ NEIGHBOUR_GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
 SPEAKER_GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
     ("speaker_weight", (1.0, 0.0, 0.5, 2.0)),
 )
+#: the speaker path's weight for list and count questions, times ``speaker_weight`` (``--grid speaker_lists``)
+SPEAKER_LIST_GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
+    ("speaker_list_factor", (3.0, 1.0, 2.0)),
+)
 #: the fields that change the ranking itself (the rest change only the context's packing)
-RETRIEVAL_FIELDS = ("relevance_floor", "feedback_weight", "feedback_docs", "speaker_weight", "speaker_docs")
+RETRIEVAL_FIELDS = ("relevance_floor", "feedback_weight", "feedback_docs", "speaker_weight", "speaker_docs",
+                    "speaker_list_factor")
 #: packing fields that a context's cache key must hold (the list levers' are in `context_breadth`)
 CONTEXT_FIELDS = ("context_neighbours",)
 #: field -> (the field that switches it off, that field's off value): answers are cached alike
 #: whatever the field's value while the lever is off
-INERT_WHEN = {"feedback_docs": ("feedback_weight", 0.0), "speaker_docs": ("speaker_weight", 0.0)}
+INERT_WHEN = {"feedback_docs": ("feedback_weight", 0.0), "speaker_docs": ("speaker_weight", 0.0),
+              "speaker_list_factor": ("speaker_weight", 0.0)}
 #: the objective a point is chosen by: the mean over the fold's questions of these metrics
 OBJECTIVE = ("R@1000tok", "R@2000tok")
 #: lever -> the grid restricted to it held off (for the ablation rows)
@@ -78,12 +84,16 @@ SPEAKER_LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
     "the speaker path (speaker_weight=0)": {"speaker_weight": (0.0,)},
     "a weight chosen per fold (speaker_weight held at 1.0)": {"speaker_weight": (1.0,)},
 }
+SPEAKER_LIST_LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
+    "the speaker path's list factor (speaker_list_factor=1)": {"speaker_list_factor": (1.0,)},
+}
 #: ``--grid`` name -> (grid, levers)
 GRIDS = {"full": (GRID, LEVERS), "speaker": (SPEAKER_GRID, SPEAKER_LEVERS),
-         "neighbours": (NEIGHBOUR_GRID, NEIGHBOUR_LEVERS)}
+         "neighbours": (NEIGHBOUR_GRID, NEIGHBOUR_LEVERS), "speaker_lists": (SPEAKER_LIST_GRID, SPEAKER_LIST_LEVERS)}
 #: a lever's off value, for the "every lever off" row
 _OFF = {"feedback_weight": (0.0,), "feedback_docs": (5,), "list_diversity": (0.0,), "list_candidates": (1.0,),
-        "relevance_floor": (0.1,), "speaker_weight": (0.0,), "context_neighbours": (0,)}
+        "relevance_floor": (0.1,), "speaker_weight": (0.0,), "context_neighbours": (0,),
+        "speaker_list_factor": (1.0,)}
 METRICS = ("R@5", "R@10", "R@20", "R@1000tok", "R@2000tok")
 BUDGETS = (1000, 2000)
 KS = (5, 10, 20)

@@ -298,7 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="override an AtlasConfig field for an ablation, e.g. --set graph_hops=0")
     parser.add_argument("--cv", action="store_true", help="leave-one-conversation-out over the grid of "
                         "_cv.GRID: the fitted and the cross-validated tables, and the ablations (timeline style)")
-    parser.add_argument("--grid", default="full", choices=["full", "speaker", "neighbours"],
+    parser.add_argument("--grid", default="full", choices=["full", "speaker", "neighbours", "speaker_lists"],
                         help="--cv's grid: _cv.GRIDS (full: 48 points; speaker: the speaker path's; "
                         "neighbours: context windows)")
     parser.add_argument("--json", metavar="FILE", help="also write every mean to a JSON file")

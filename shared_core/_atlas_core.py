@@ -2,22 +2,26 @@
 
 `AtlasCore` holds no logic of its own. It exposes the `shared_core.engine.state.EngineState`
 that the facade's constructor builds (config, embedder, clock, events, backend, lock), embeds
-outside the lock, finds a stored memory by id (`_locate`: `MemoryNotFoundError` when it is not
-in the namespace asked for, `HeldInWorkingMemoryError` for a held turn), a held turn (`_held`)
-and the public form of a stored node (`_public`). The facade and its write mixin
+outside the lock (a recall's query and, in the same model call, the sub-query its speaker path
+will probably ask for: `_recall_vectors`), finds a stored memory by id (`_locate`:
+`MemoryNotFoundError` when it is not in the namespace asked for, `HeldInWorkingMemoryError` for
+a held turn), a held turn (`_held`) and the public form of a stored node (`_public`). The facade and its write mixin
 (`shared_core._atlas_writes.Writes`) build on it.
 """
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping, Sequence
+from collections import defaultdict
+from collections.abc import Iterable, MutableMapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
+from .engine.decompose import Embed, Heard, PreEmbedded, planned_subquery
 from .engine.events import EventLog
 from .engine.lifecycle.manager import Lifecycle
 from .engine.state import EngineState
+from .formulas.subqueries import speaker_of
 from .store.contract import AtlasLock, Backend, Partition
 from .text.embedding import Embedder, normalize_rows
 from .text.tokens import TokenCounter, as_token_counter
@@ -87,6 +91,41 @@ class AtlasCore:
     def _embed_many(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Sub-queries' vectors (recall's speaker path), each embedded as a query."""
         return np.stack([self._embed_query(t) for t in texts])
+
+    def _recall_vectors(self, text: str, namespace: str, top_k: int) -> tuple[npt.NDArray[np.float32], Embed]:
+        """A recall's query vector and its ``embed`` for sub-queries, before the lock.
+
+        When the speaker path will run (``speaker_weight`` > 0, ``top_k`` >= ``speaker_min_k``)
+        and the query names speakers the namespace has (`SpeakerBook`), the sub-query it will
+        probably ask for (`planned_subquery`) is embedded now, in the query's model call (an
+        embedder with its own ``embed_query`` gets two query calls); ``embed`` answers that text
+        from it and embeds any other under the lock, as `_embed_many` does
+        (`shared_core.engine.decompose.PreEmbedded`).
+        """
+        config = self.config
+        sub = None
+        if config.speaker_weight > 0 and top_k >= config.speaker_min_k:
+            sub = planned_subquery(text, self._state.speakers.known(namespace))
+        if sub is None:
+            return self._embed_query(text), self._embed_many
+        if callable(getattr(self.embedder, "embed_query", None)):
+            vector, sub_vector = self._embed_query(text), self._embed_query(sub)
+        else:
+            vector, sub_vector = self._embed([text, sub])
+        return vector, PreEmbedded({sub: sub_vector}, self._embed_many)
+
+    def _heard(self, namespace: str) -> Heard:
+        """The speakers a recall in ``namespace`` finds, learnt for the next one's guess."""
+        book = self._state.speakers
+        return lambda speakers: book.heard(namespace, speakers)
+
+    def _learn_speakers(self, nodes: Iterable[MemoryNode]) -> None:
+        """The speakers of written memories, learnt for recall's sub-query guess (`_recall_vectors`)."""
+        said: dict[str, set[str | None]] = defaultdict(set)
+        for node in nodes:
+            said[node.namespace].add(speaker_of(node.content, node.metadata))
+        for namespace, speakers in said.items():
+            self._state.speakers.heard(namespace, speakers)
 
     def _part(self, namespace: str) -> Partition | None:
         return self.backend.partition(namespace)

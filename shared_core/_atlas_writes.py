@@ -113,6 +113,7 @@ class Writes(Relations, AtlasCore):
                     part.turn = turn - 1
                 self._life.drop_empty(also={s.namespace for s in specs})  # a namespace the failed write made
                 raise
+            self._learn_speakers(node for _, node in written)
             self.events.emit_many("add", namespaces=[part.namespace for part, _ in written],
                                   node_ids=[node.id for _, node in written], at=now, reason="add_memory",
                                   session_id=[node.session_id for _, node in written])
@@ -228,6 +229,7 @@ class Writes(Relations, AtlasCore):
                     part.graph.put_node(old)
                     part.inactive.discard(old.id)
                 raise
+            self._learn_speakers((new,))
             self.events.emit("update", namespace=part.namespace, node_id=new.id, at=now,
                              reason=reason, supersedes=old.id)
             self._life.after_write(now, protect={new.id})

@@ -200,15 +200,15 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews, Writes):
         excluded = check.id_set(exclude_ids, "exclude_ids")
         if k == 0:
             return []
-        vector = self._embed_query(text)
+        vector, embed = self._recall_vectors(text, ns, k + len(excluded))
         with self._lock:
             part = self._part(ns)
             if part is None:
                 return []
             now = self.clock.now()
             request = RecallRequest(query=text, vector=vector, now=now, session_id=session, top_k=k + len(excluded),
-                                    predicate=predicate, include_history=include_history,
-                                    cross_session=cross, explain=explain, as_of=when, embed=self._embed_many)
+                                    predicate=predicate, include_history=include_history, cross_session=cross,
+                                    explain=explain, as_of=when, embed=embed, heard=self._heard(ns))
             hits = [h for h in recall(part, request, self.config) if h.node.id not in excluded][:k]
             nodes = self._reinforce(part, hits, now) if reinforce else [h.node for h in hits]
             self._life.recalled(part, hits, now, via="retrieve")
@@ -261,7 +261,8 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews, Writes):
         counter = self.token_counter
         if budget == 0:
             return Context("", 0, (), (), 0, style)
-        vector = self._embed_query(text)
+        top_k, diversity = context_breadth(text, budget, self.config)
+        vector, embed = self._recall_vectors(text, ns, top_k + len(excluded))
         with self._lock:
             part = self._part(ns)
             if part is None:
@@ -278,10 +279,9 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews, Writes):
                         working.append(ScoredMemory(node, 1.0, {"working": 1.0}, ("working",)))
             if when is None:  # turns held back by the write filter are today's
                 working = self._life.with_held(working, part, session, wm, predicate, exclude=excluded)
-            top_k, diversity = context_breadth(text, budget, self.config)
             request = RecallRequest(query=text, vector=vector, now=now, session_id=session,
                                     top_k=top_k + len(excluded), predicate=predicate, cross_session=cross,
-                                    as_of=when, embed=self._embed_many)
+                                    as_of=when, embed=embed, heard=self._heard(ns))
             hits = [h for h in recall(part, request, self.config) if h.node.id not in excluded]
             recalled = diversify([h for h in hits if h.node.kind != "summary"], part.vectors, diversity)
             summaries = [h for h in hits if h.node.kind == "summary"]

@@ -12,7 +12,9 @@ backend serves it unchanged:
    ``speaker``, or a ``"Name:"`` label) of one of the first round's ``speaker_docs`` best
    relevant candidates; none: no sub-query;
 2. the **sub-query**: the question without the speakers' names (`strip_names`), embedded with
-   the caller's embedder (one call);
+   the caller's embedder: `PreEmbedded` answers it from the rows the caller embedded before
+   the lock, in the same model call as the query, when it guessed the sub-query right
+   (`planned_subquery` over the namespace's `SpeakerBook`); otherwise one more call;
 3. one `CandidateQuery` with it (twice ``k`` per path, the caller's subset and admission), and
    each candidate kept for the named speaker who said it (one sub-query per speaker: "both of
    them" gives each speaker's turns a list of their own);
@@ -21,28 +23,124 @@ backend serves it unchanged:
    and ``keyword_weight``, so each speaker's best turn scores 1; recall fuses it with weight
    ``speaker_weight``, and the query's own cosine of each new candidate comes back too.
 
+The sub-query's text depends on the first round's candidates, found under the atlas's lock; the
+caller guesses it before the lock from the speakers it has seen in the namespace (a
+`SpeakerBook`: the speakers of the memories written, and those each recall found), so that one
+model call embeds both texts. A guess only saves the call: the sub-query is still decided under
+the lock, and a vector is used only for the exact text it was made from, so a wrong or stale
+guess (a speaker written or forgotten meanwhile) costs today's second call, never a result.
+
 >>> from shared_core.formulas.subqueries import strip_names
 >>> strip_names("Which cities have both Jon and Gina been to?", ["Jon", "Gina"])
 'Which cities have both been to?'
+>>> book = SpeakerBook()
+>>> book.heard("chat", ["Jon", "Gina", "Ann Lee", None])  # "Ann Lee" is never one name word
+>>> sorted(book.known("chat")), planned_subquery("Did Jon and Gina both go to Rome?", book.known("chat"))
+(['Gina', 'Jon'], 'Did both go to Rome?')
 """
 
 from __future__ import annotations
 
+import threading
 from collections import defaultdict
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
+from ..formulas.questions import analyze_query
 from ..formulas.subqueries import name_words, speaker_of, strip_names
 from ..store.contract import CandidateQuery, Partition
 from ..values.config import AtlasConfig
 from .feedback import FeedbackPath, _fused
 
-__all__ = ["Embed", "speaker_path", "speakers_named"]
+__all__ = ["Embed", "Heard", "PreEmbedded", "SpeakerBook", "planned_subquery", "speaker_path", "speaker_weight",
+           "speakers_named"]
 
 #: The caller's embedder for sub-queries: texts -> one unit row per text.
 Embed = Callable[[Sequence[str]], npt.NDArray[np.float32]]
+#: Told the speakers a recall's query names (`speakers_named`), under the atlas's lock.
+Heard = Callable[[tuple[str, ...]], None]
+
+
+class SpeakerBook:
+    """The speakers seen in each namespace, to guess a query's sub-query before the lock.
+
+    A cache, never a source of truth (see the module): it learns the speakers of written memories
+    and those each recall finds (`heard`), and forgets only a whole namespace (`drop`), so after a
+    reopen it fills from the first recalls, and a speaker whose memories were all forgotten stays
+    (a wrong guess: one more model call). Only one-word speakers are kept (`name_words` finds no
+    other). Thread safe: `known` returns a snapshot.
+    """
+
+    def __init__(self) -> None:
+        self._names: dict[str, frozenset[str]] = {}
+        self._lock = threading.Lock()
+
+    def heard(self, namespace: str, speakers: Iterable[str | None]) -> None:
+        """Learn ``speakers`` (None and names that are not one name word are skipped)."""
+        new = {w for w in speakers if w is not None and name_words(w) == (w,)}
+        known = self._names.get(namespace, frozenset())
+        if new <= known:  # the usual case: nothing to write, no lock
+            return
+        with self._lock:
+            self._names[namespace] = self._names.get(namespace, frozenset()) | new
+
+    def known(self, namespace: str) -> frozenset[str]:
+        """The speakers learnt in ``namespace`` (a snapshot)."""
+        return self._names.get(namespace, frozenset())
+
+    def drop(self, namespace: str) -> None:
+        with self._lock:
+            self._names.pop(namespace, None)
+
+
+def planned_subquery(query: str, speakers: Collection[str]) -> str | None:
+    """The sub-query `speaker_path` embeds for ``query`` if the query's named speakers are
+    exactly its name words among ``speakers``; None when there would be none.
+
+    >>> planned_subquery("What are Kate's hobbies?", {"Kate", "Tom"}), planned_subquery("Hi Bob", {"Kate"})
+    ('What are hobbies?', None)
+    """
+    named = [w for w in name_words(query) if w in speakers]
+    text = strip_names(query, named) if named else query
+    return text if text.strip() and text != query else None
+
+
+class PreEmbedded:
+    """An `Embed` that answers the texts embedded before the lock from their rows, and the
+    others with ``fallback`` (one call for all of them); ``fallbacks`` counts those calls.
+
+    >>> rows = PreEmbedded({"a": np.ones(2, dtype=np.float32)}, lambda texts: np.zeros((len(texts), 2), np.float32))
+    >>> rows(["a", "b"]).tolist(), rows.fallbacks
+    ([[1.0, 1.0], [0.0, 0.0]], 1)
+    """
+
+    def __init__(self, ready: Mapping[str, npt.NDArray[np.float32]], fallback: Embed) -> None:
+        self._ready = dict(ready)
+        self._fallback = fallback
+        self.fallbacks = 0
+
+    def __call__(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._ready]
+        rows = dict(self._ready)
+        if missing:
+            self.fallbacks += 1
+            rows.update(zip(missing, self._fallback(missing), strict=True))
+        return np.stack([rows[t] for t in texts]).astype(np.float32, copy=False)
+
+
+def speaker_weight(query: str, config: AtlasConfig) -> float:
+    """The speaker path's fusion weight for ``query``: ``speaker_weight``, times
+    ``speaker_list_factor`` for a list or count question (`shared_core.formulas.questions.analyze_query`:
+    its evidence is told across sessions, and the speaker's own turns carry most of it).
+
+    >>> speaker_weight("What are Kate's hobbies?", AtlasConfig()), speaker_weight("When did Kate move?", AtlasConfig())
+    (3.0, 1.0)
+    """
+    if config.speaker_list_factor == 1.0 or not analyze_query(query).aggregate:
+        return config.speaker_weight
+    return config.speaker_weight * config.speaker_list_factor
 
 
 def speakers_named(part: Partition, query: str, first: Mapping[str, float], docs: int) -> tuple[str, ...]:
@@ -63,13 +161,15 @@ def speakers_named(part: Partition, query: str, first: Mapping[str, float], docs
 
 def speaker_path(part: Partition, query: str, vector: npt.NDArray[np.float32], first: Mapping[str, float],
                  config: AtlasConfig, embed: Embed, *, k: int, subset: Collection[str] | None,
-                 every_admissible: bool, keyword_session: str | None, allowed: Callable[[str], bool]
-                 ) -> FeedbackPath | None:
+                 every_admissible: bool, keyword_session: str | None, allowed: Callable[[str], bool],
+                 heard: Heard | None = None) -> FeedbackPath | None:
     """The speaker path of one recall (see the module); None when the query names no speaker of
-    the candidates, or nothing of theirs comes back."""
+    the candidates, or nothing of theirs comes back. ``heard`` is told the named speakers."""
     speakers = speakers_named(part, query, first, config.speaker_docs)
     if not speakers:
         return None
+    if heard is not None:
+        heard(speakers)
     text = strip_names(query, speakers)
     if not text.strip() or text == query:
         return None

@@ -64,7 +64,7 @@ from ..store.contract import CandidateQuery, Partition, WalkSpec
 from ..values.config import AtlasConfig
 from ..values.model import MemoryNode, Relation, ScoredMemory, scored_of
 from ..values.relations import RELATIONS
-from .decompose import Embed, speaker_path
+from .decompose import Embed, Heard, speaker_path, speaker_weight
 from .entities import entity_path, entity_walk
 from .feedback import feedback_path
 
@@ -89,6 +89,7 @@ class RecallRequest:
     candidate_k: int | None = None
     as_of: float | None = None
     embed: Embed | None = None  # the atlas's embedder, for sub-queries (speaker path)
+    heard: Heard | None = None  # told the speakers the query names (speaker path)
 
 
 def _latest_timestamp(part: Partition, now: float) -> float | None:
@@ -221,9 +222,9 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
         spoken = speaker_path(part, req.query, req.vector, base if relevant is None else
                               {i: v for i, v in base.items() if i in relevant}, config, req.embed, k=k,
                               subset=subset, every_admissible=every, allowed=allowed,
-                              keyword_session=req.session_id if limited else None)
+                              keyword_session=req.session_id if limited else None, heard=req.heard)
         if spoken is not None:
-            raw["speaker"], weights["speaker"] = spoken.signal, config.speaker_weight
+            raw["speaker"], weights["speaker"] = spoken.signal, speaker_weight(req.query, config)
             cosine.update(spoken.cosine)
             base, vector_share = fuse(raw, cosine, vector_scale, weights, config)
     if config.feedback_weight > 0 and req.top_k >= config.feedback_min_k:  # a second round (wide recalls)

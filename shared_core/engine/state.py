@@ -3,8 +3,9 @@
 The facade (`shared_core.atlas.ElasticMemoryAtlas`) builds one state and hands it to every
 component (lifecycle, compression, statistics, persistence, the graph view); no component sees
 the facade. The state holds the configuration, the model and the clock, the event log, the one
-re-entrant lock every change of the memory takes, the backend (made on first use) and the
-directory (memory id -> namespace).
+re-entrant lock every change of the memory takes, the backend (made on first use), the
+directory (memory id -> namespace) and the speakers seen in each namespace (a cache the speaker
+path's sub-query is guessed from before the lock: `shared_core.engine.decompose.SpeakerBook`).
 
 >>> import threading
 >>> from shared_core.engine.events import EventLog
@@ -32,6 +33,7 @@ from ..text.embedding import Embedder, normalize_rows
 from ..values.clock import Clock
 from ..values.config import AtlasConfig
 from ..values.model import CustomRelation, MemoryNode, with_embedding
+from .decompose import SpeakerBook
 from .events import EventLog
 
 __all__ = ["EngineState"]
@@ -61,6 +63,8 @@ class EngineState:
         self.where: MutableMapping[str, str] = {} if kept is None else kept
         #: The custom relation names this atlas accepts (`ElasticMemoryAtlas.register_relation`).
         self.relations: dict[str, CustomRelation] = {}
+        #: The speakers seen per namespace (written, or found by a recall), to embed sub-queries early.
+        self.speakers = SpeakerBook()
 
     @property
     def backend(self) -> Backend:

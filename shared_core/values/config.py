@@ -124,7 +124,10 @@ class AtlasConfig:
     ``speaker_min_k`` memories whose query names the speaker of one of the first round's
     ``speaker_docs`` best candidates (metadata ``speaker`` or a ``"Name:"`` label) runs one more
     candidate generation for the query without the names, keeps each speaker's own memories, and
-    fuses them as a ``speaker`` path weighted ``speaker_weight`` (the atlas embeds the sub-query).
+    fuses them as a ``speaker`` path weighted ``speaker_weight`` (the atlas embeds the sub-query,
+    in the query's own model call when it has seen the speakers); for a list or count question
+    (`shared_core.formulas.questions.analyze_query`) the weight is ``speaker_list_factor`` times
+    ``speaker_weight`` (1.0: as for any question; 3.0 chosen leaving one conversation out).
 
     Limits: a memory holds at most ``max_content_chars`` characters and a query at most
     ``max_query_chars``; longer ones are refused with `InvalidInputError`, never cut.
@@ -243,6 +246,7 @@ class AtlasConfig:
     speaker_weight: float = 1.0
     speaker_docs: int = 20
     speaker_min_k: int = 0
+    speaker_list_factor: float = 3.0
     truncation_marker: str = " …[truncated]"
     # lifecycle (see shared_core.engine.lifecycle.manager; all off by default, on in AtlasConfig.managed())
     write_filter: bool = False
@@ -285,7 +289,7 @@ class AtlasConfig:
         non_negative = ("weight_floor", "weight_exponent", "recency_exponent", "vector_weight",
                         "keyword_weight", "graph_weight", "recent_weight", "time_weight",
                         "graph_hop_decay", "similar_threshold", "entity_weight", "entity_walk", "feedback_weight",
-                        "feedback_beta", "speaker_weight")
+                        "feedback_beta", "speaker_weight", "speaker_list_factor")
         _check_fields(self, non_negative, _non_negative, ">= 0")
         _check_fields(self, ("max_query_chars",), _int_from_1, "an int >= 1")
         counts = ("similar_top", "candidate_k", "candidate_min", "graph_hops", "graph_seeds", "graph_fanout",

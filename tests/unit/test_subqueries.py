@@ -36,7 +36,8 @@ def test_speaker_of_reads_metadata_first_then_a_chat_label() -> None:
 
 @pytest.mark.parametrize(("field", "value"), [
     ("speaker_weight", -0.5), ("speaker_weight", float("nan")), ("speaker_docs", -1), ("speaker_docs", 1.5),
-    ("speaker_min_k", True), ("speaker_min_k", None),
+    ("speaker_min_k", True), ("speaker_min_k", None), ("speaker_list_factor", -1.0),
+    ("speaker_list_factor", float("nan")), ("speaker_list_factor", None),
 ])
 def test_speaker_fields_are_validated(field: str, value: object) -> None:
     with pytest.raises(InvalidInputError, match=field):
@@ -66,3 +67,13 @@ def test_both_speakers_get_a_sub_query_of_their_own() -> None:
 def test_the_speaker_path_is_on_for_every_recall_by_default() -> None:
     for config in (AtlasConfig(), AtlasConfig.archive()):
         assert (config.speaker_weight, config.speaker_docs, config.speaker_min_k) == (1.0, 20, 0)
+
+
+def test_a_list_question_weighs_the_speaker_path_by_the_list_factor() -> None:
+    from shared_core.engine.decompose import speaker_weight
+
+    config = AtlasConfig(speaker_weight=0.5, speaker_list_factor=3.0)
+    assert speaker_weight("What activities has Melanie done with her family?", config) == 1.5
+    assert speaker_weight("How many times has Jon been to Paris?", config) == 1.5
+    assert speaker_weight("When did Melanie go camping?", config) == 0.5
+    assert speaker_weight("What activities has Melanie done?", AtlasConfig(speaker_list_factor=1.0)) == 1.0

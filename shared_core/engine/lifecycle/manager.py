@@ -220,6 +220,7 @@ class Lifecycle:
         for ns in self.namespaces.drop_empty(also):
             self._dirty.pop(ns, None)
             self._since_compress.pop(ns, None)
+            self.engine.speakers.drop(ns)
 
     def schedule_expiry(self, node: MemoryNode) -> None:
         assert node.expires_at is not None
