@@ -11,6 +11,7 @@ import random
 import pytest
 
 from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, ManualClock
+from shared_core.store.falkordb import indexes
 
 FREQUENT = ["coffee", "train", "morning", "friend", "walk"]
 MIDDLE = [f"topic{i}" for i in range(30)]
@@ -94,7 +95,15 @@ def _compare(here: ElasticMemoryAtlas, there: ElasticMemoryAtlas, **options: obj
             _same(got, want, (query, k, options))
 
 
-def test_the_top_k_is_the_in_process_one(pair: tuple[ElasticMemoryAtlas, ElasticMemoryAtlas]) -> None:
+@pytest.fixture(params=["pruned", "by size"])
+def pruning(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every search pruned (`cypher.bm25`), or as the index chooses (small ones: `bm25_all`)."""
+    if request.param == "pruned":
+        monkeypatch.setattr(indexes, "PRUNE_FROM", 0)
+        monkeypatch.setattr(indexes, "PRUNE_PER_HIT", 0)
+
+
+def test_the_top_k_is_the_in_process_one(pair: tuple[ElasticMemoryAtlas, ElasticMemoryAtlas], pruning: None) -> None:
     here, there = pair
     _compare(here, there)
     _compare(here, there, session_id="s1")
@@ -115,7 +124,7 @@ def test_the_top_k_is_the_in_process_one(pair: tuple[ElasticMemoryAtlas, Elastic
 
 
 def test_removed_and_replaced_documents_leave_the_ranking(
-        pair: tuple[ElasticMemoryAtlas, ElasticMemoryAtlas]) -> None:
+        pair: tuple[ElasticMemoryAtlas, ElasticMemoryAtlas], pruning: None) -> None:
     here, there = pair
     for atlas in (here, there):
         part = atlas.backend.partition("p")
@@ -131,7 +140,7 @@ def test_removed_and_replaced_documents_leave_the_ranking(
     _compare(here, there, session_id="s3")
 
 
-def test_scores_one_ulp_apart_rank_as_in_process(prefixed_url: str, clock: ManualClock) -> None:
+def test_scores_one_ulp_apart_rank_as_in_process(prefixed_url: str, clock: ManualClock, pruning: None) -> None:
     """Two memories whose term shares are the same two values in swapped places: a sum in query
     order makes them equal (the earlier first), numpy's sum in process (the first share plus the
     sum of the others) puts the later one a unit in the last place ahead; the server sums as numpy

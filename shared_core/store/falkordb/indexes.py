@@ -44,8 +44,11 @@ Prefetch = Callable[..., None]
 Statements = list[tuple[str, dict[str, Any]]]
 _COSINES_AHEAD = 64  # cosines read at once when the ranking asks for some the call lacks
 #: `cypher.bm25` prunes when the query's terms are in this many documents or more (counted once a
-#: term); below, `cypher.bm25_all` scores them all
+#: term), and in `PRUNE_PER_HIT` times as many as the hits asked for; else `cypher.bm25_all`
+#: scores them all (for many hits the k-th score is low: pruning would read nearly every
+#: document anyway, after its first bound)
 PRUNE_FROM = 1000
+PRUNE_PER_HIT = 50
 _WALK = 16  # a search for more hits than this is a recall's, whose graph walk reads their edges next
 
 
@@ -366,7 +369,7 @@ class FalkorKeywordIndex(KeywordIndexBase):
         seeds = [[heavy[x], heavy[y]] for x in range(len(heavy)) for y in range(x + 1, len(heavy))]
         return {"terms": list(stems), "ws": ws, "lw": k1 * b * docs / tokens, "n0": k1 * (1.0 - b), "k": int(k),
                 "sterms": sterms, "bs": bs, "rest": rest, "seeds": seeds, "paired": len(heavy),
-                "pruned": sum(counts.values()) >= PRUNE_FROM}
+                "pruned": sum(counts.values()) >= max(PRUNE_FROM, PRUNE_PER_HIT * k)}
 
     def search(self, query: str, k: int, *, session_id: str | None = None,
                subset: Collection[str] | None = None) -> list[tuple[str, float]]:
