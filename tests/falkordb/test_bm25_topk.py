@@ -95,9 +95,12 @@ def _compare(here: ElasticMemoryAtlas, there: ElasticMemoryAtlas, **options: obj
             _same(got, want, (query, k, options))
 
 
-@pytest.fixture(params=["pruned", "by size"])
+@pytest.fixture(params=["pruned", "two statements", "by size"])
 def pruning(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every search pruned (`cypher.bm25`), or as the index chooses (small ones: `bm25_all`)."""
+    """Every search pruned (`cypher.bm25`), or counted then scored by size (`bm25_all` for few
+    documents), or as the index chooses (a namespace this small: one statement, `bm25_counted`)."""
+    if request.param != "by size":
+        monkeypatch.setattr(indexes, "ONE_STATEMENT_BELOW", 0)
     if request.param == "pruned":
         monkeypatch.setattr(indexes, "PRUNE_FROM", 0)
         monkeypatch.setattr(indexes, "PRUNE_PER_HIT", 0)

@@ -28,7 +28,7 @@ sum is the stored double exactly.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ...values.model import AnyRelation
 
@@ -253,10 +253,36 @@ BM25_COUNTS = ("MATCH (c:Atlas) WITH coalesce(c.docs, 0) AS docs, coalesce(c.tok
                "UNWIND $stems AS t MATCH (m:Memory) WHERE t IN m.terms RETURN docs, tokens, t, count(m)")
 # ``score``: the BM25 of each row's document ``n`` from its own terms, the weights ``$ws`` of the
 # query terms ``$terms`` and the norm's ``$lw`` (per token) and ``$n0``, summed in query order
-_SCORE = ("WITH n, n.terms AS ts WITH n, ts, toFloat(size(ts)) * $lw + $n0 AS norm "
-          "WITH n, [i IN range(0, size($terms) - 1) WHERE $terms[i] IN ts | "
-          "[tf IN [toFloat(size([x IN ts WHERE x = $terms[i]]))] | $ws[i] * tf / (tf + norm)][0]] AS parts "
-          f"WITH n, {_sum_after_first('parts')} AS score ")
+def _score(*, ws: str = "$ws", lw: str = "$lw", carry: str = "") -> str:
+    """``score``: the BM25 of each row's document ``n`` from its own terms, the weights ``ws`` of
+    the query terms ``$terms`` and the norm's ``lw`` (per token) and ``$n0``, summed in query
+    order; ``carry``: the variables ``ws`` and ``lw`` need from the rows before (none: parameters)."""
+    return (f"WITH n{carry}, n.terms AS ts WITH n{carry}, ts, toFloat(size(ts)) * {lw} + $n0 AS norm "
+            "WITH n, [i IN range(0, size($terms) - 1) WHERE $terms[i] IN ts | "
+            f"[tf IN [toFloat(size([x IN ts WHERE x = $terms[i]]))] | {ws}[i] * tf / (tf + norm)][0]] AS parts "
+            f"WITH n, {_sum_after_first('parts')} AS score ")
+
+
+_SCORE = _score()
+
+
+def bm25_counted(*, session: bool, among: bool, tail: str = "RETURN n.id, score") -> str:
+    """`bm25_all` in one statement: the query stems' document counts (``$stems``, distinct), the
+    weights and the norm computed from them on the server with the in-process expressions
+    (``idf * (k1 + 1)``, the same floats: `FalkorKeywordIndex.plan` computes them in Python for
+    the two-statement search), then every document holding a query term scored. The search of a
+    small namespace, where one round trip costs more than counting the postings twice."""
+    idf = "log((docs - d + 0.5) / (d + 0.5))"
+    return ("MATCH (c:Atlas) WITH coalesce(c.docs, 0) AS docs, toFloat(coalesce(c.tokens, 0)) AS tokens "
+            "WHERE docs > 0 AND tokens > 0.0 "
+            "UNWIND $stems AS t OPTIONAL MATCH (m:Memory) WHERE t IN m.terms "
+            "WITH docs, tokens, t, count(m) AS df WITH docs, tokens, collect([t, df]) AS dfs "
+            "WITH docs, dfs, $k1 * $b * docs / tokens AS lw, "
+            "[t IN $terms | [p IN dfs WHERE p[0] = t | p[1]][0]] AS ds "
+            f"WITH dfs, lw, [d IN ds | ($k1 + 1.0) * (CASE WHEN {idf} > 0.0 THEN {idf} ELSE 0.000001 END)] AS ws "
+            "UNWIND [p IN dfs WHERE p[1] > 0 | p[0]] AS t MATCH (n:Memory) WHERE t IN n.terms "
+            f"WITH DISTINCT n, ws, lw WHERE {_keep(session, among)} {_score(ws='ws', lw='lw', carry=', ws, lw')}"
+            f"WITH n, score ORDER BY score DESC, n.kwseq LIMIT $k {tail}")
 
 
 def bm25_all(*, session: bool, among: bool, tail: str = "RETURN n.id, score") -> str:
@@ -480,9 +506,9 @@ _COSINE = "vec.cosineDistance(e.embedding, vecf32($vector))"
 SUPERSEDED_COUNT = "MATCH (n:Memory) WHERE n.superseded = true RETURN count(n)"
 BOUNDED_COUNT = "MATCH (n:Memory) WHERE n.bounded = true RETURN count(n)"
 # `GET_TURN`, `SUPERSEDED_COUNT` and `BOUNDED_COUNT` in one statement (one row)
-COUNTERS = ("OPTIONAL MATCH (c:Atlas) WITH c.turn AS turn "
-            "OPTIONAL MATCH (n:Memory) WHERE n.superseded = true WITH turn, count(n) AS superseded "
-            "OPTIONAL MATCH (m:Memory) WHERE m.bounded = true RETURN turn, superseded, count(m)")
+COUNTERS = ("OPTIONAL MATCH (c:Atlas) WITH c.turn AS turn, c.docs AS docs "
+            "OPTIONAL MATCH (n:Memory) WHERE n.superseded = true WITH turn, docs, count(n) AS superseded "
+            "OPTIONAL MATCH (m:Memory) WHERE m.bounded = true RETURN turn, superseded, count(m), docs")
 VECTORS_AMONG = f"UNWIND $ids AS id MATCH (e:Embedding {{id: id}}) RETURN e.id, {_VECTOR}"
 BETWEEN_COSINE = ("MATCH (n:Memory) WHERE n.tracked AND n.timestamp >= $start AND n.timestamp < $end "
                   f"OPTIONAL MATCH (e:Embedding {{id: n.id}}) RETURN n.id, {_COSINE} ORDER BY n.timestamp, n.id")
@@ -530,7 +556,8 @@ def session_cosine(session: str | None, *, nodes: bool = True) -> str:
             f"OPTIONAL MATCH (e:Embedding {{id: n.id}}) RETURN n.id, {_COSINE}, n.pos, {_node_cell(nodes)}")
 
 
-def bm25_cosine(*, session: bool, among: bool, nodes: bool = True, pruned: bool = True) -> str:
-    """`bm25` (`bm25_all` unless ``pruned``) with each hit's cosine with ``$vector`` and (``nodes``) its node."""
-    return (bm25 if pruned else bm25_all)(session=session, among=among, tail=(
+def bm25_cosine(*, session: bool, among: bool, nodes: bool = True, search: Callable[..., str] = bm25) -> str:
+    """``search`` (`bm25`, `bm25_all` or `bm25_counted`) with each hit's cosine with ``$vector``
+    and (``nodes``) its node."""
+    return search(session=session, among=among, tail=(
         f"OPTIONAL MATCH (e:Embedding {{id: n.id}}) RETURN n.id, score, {_COSINE}, {_node_cell(nodes)}"))

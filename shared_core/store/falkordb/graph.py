@@ -197,7 +197,8 @@ class Nodes(dict[str, MemoryNode | None]):
 class ReadCache:
     """What the current atlas call has read from one graph (see the module docstring)."""
 
-    __slots__ = ("ahead", "bounded", "edges", "nodes", "present", "superseded", "superseded_count", "turn")
+    __slots__ = ("ahead", "bounded", "documents", "edges", "nodes", "present", "superseded", "superseded_count",
+                 "turn")
 
     def __init__(self) -> None:
         self.nodes = Nodes()
@@ -206,6 +207,7 @@ class ReadCache:
         self.turn: int | None = None
         self.superseded_count: int | None = None
         self.bounded: int | None = None
+        self.documents: int | None = None  # BM25's documents (`FalkorKeywordIndex.one_statement`)
         self.ahead: dict[str, None] = {}
         self.present: set[str] = set()  # ids seen on the server this call without their nodes read
 
@@ -213,6 +215,7 @@ class ReadCache:
         self.present.clear()
         self.superseded_count = None
         self.bounded = None
+        self.documents = None
         self.ahead.clear()
         self.nodes.clear()
         self.superseded.clear()

@@ -196,7 +196,8 @@ class FalkorPartition(PartitionBase):
         self.graph.snapshot = self._snapshot
         self.vectors = FalkorVectorIndex(graph, dim, prefetch=self.graph.prefetch, cosines=self._cosines,
                                          ahead=lambda: list(self._cache.ahead))
-        self.keywords = FalkorKeywordIndex(graph, prefetch=self.graph.prefetch)
+        self.keywords = FalkorKeywordIndex(graph, prefetch=self.graph.prefetch,
+                                           documents=lambda: self._cache.documents)
         self.entities = FalkorEntityIndex(graph)
         self.sessions = _Sessions(graph)
         self.inactive = _Inactive(graph, self._cache, self._snapshot)
@@ -296,16 +297,17 @@ class FalkorPartition(PartitionBase):
     SNAPSHOT: tuple[tuple[str, dict[str, Any]], ...] = ((q.COUNTERS, {}),)
 
     def _snapshot(self) -> None:
-        """The write counter, the superseded count and `bounded_nodes`, in one statement (a recall
+        """The write counter, the superseded count, `bounded_nodes` and BM25's documents, in one statement (a recall
         asks for all three)."""
         self._take_snapshot(self._g.read_many(self.SNAPSHOT))
 
     def _take_snapshot(self, results: Sequence[Sequence[Sequence[Any]]]) -> None:
         rows = results[0]
-        turn, superseded, bounded = rows[0] if rows else (None, 0, 0)
+        turn, superseded, bounded, documents = rows[0] if rows else (None, 0, 0, 0)
         self._last_turn = self._cache.turn = 0 if turn is None else int(turn)
         self._cache.superseded_count = int(superseded or 0)
         self._cache.bounded = int(bounded or 0)
+        self._cache.documents = int(documents or 0)
 
     @property
     def turn(self) -> int:

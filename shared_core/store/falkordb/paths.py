@@ -4,8 +4,9 @@ They give what `shared_core.store.base`'s defaults give over the same server (th
 same values, in the same order), with the server asked fewer, larger questions:
 
 - `gather` (candidates): one pipelined round trip for the searches (the vector top-k, the
-  BM25 query terms' document counts, a time range, a session's latest turns; each non-vector
-  hit with its cosine to the query), then the BM25 top-k (`cypher.bm25`, pruned with those
+  BM25 top-k of a small namespace (`cypher.bm25_counted`) or else its query terms' document
+  counts, a time range, a session's latest turns; each non-vector hit with its cosine to the
+  query), then, in a large namespace, the BM25 top-k (`cypher.bm25`, pruned with those
   counts), then one statement reading the nodes that ``allowed`` will be asked about (the
   head of each path). ``allowed`` is the engine's own predicate, applied here, in the
   default's order, to the rows that came back: nothing about admission is re-implemented in
@@ -30,6 +31,7 @@ same values, in the same order), with the server asked fewer, larger questions:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import partial
 from typing import Any, Protocol
 
 import numpy as np
@@ -124,9 +126,20 @@ def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Can
         statements.append((q.VECTOR_SEARCH_NODES, {"k": int(cq.vector_k), "query": vector, "heads": heads}))
     else:
         statements.append((q.VECTOR_AMONG, {"ids": list(subset), "query": vector}))
-    # BM25 in two steps: each stem's document count rides along here, the pruned top-k follows
-    counting = part.keywords.counting(cq.text, cq.keyword_k) if cq.keywords else None
-    if counting is not None:
+    # BM25: in a small namespace one statement here; else each stem's document count rides along
+    # here and the (pruned) top-k follows
+    keyword_options: dict[str, Any] = {"vector": vector}
+    if cq.keyword_session is not None:
+        keyword_options["session"] = cq.keyword_session
+    if subset is not None:
+        keyword_options["ids"] = list(subset)
+    keyword_search = partial(q.bm25_cosine, session=cq.keyword_session is not None, among=subset is not None,
+                             nodes=not every)
+    one = part.keywords.one_statement(cq.text, cq.keyword_k) if cq.keywords else None
+    counting = part.keywords.counting(cq.text, cq.keyword_k) if cq.keywords and one is None else None
+    if one is not None:
+        statements.append((keyword_search(search=q.bm25_counted), one | keyword_options))
+    elif counting is not None:
         statements.append(counting[1])
     if cq.time_range is not None:
         statements.append((q.BETWEEN_COSINE, {"start": float(cq.time_range[0]), "end": float(cq.time_range[1]),
@@ -151,18 +164,15 @@ def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Can
         vector_hits = sorted(((str(i), _sim(d)) for i, d in rows), key=lambda kv: (-kv[1], kv[0]))[:cq.vector_k]
     cosine_of: dict[str, float] = {}
     keyword_hits: list[tuple[str, float]] = []
-    if counting is not None:  # best first, equal scores in the order they were indexed (as in process)
-        keyword = part.keywords.plan(counting[0], next(results), cq.keyword_k)
+    if one is not None or counting is not None:  # best first, equal scores in the order they were indexed
         keyword_rows: list[list[Any]] = []
-        if keyword is not None:
-            keyword["vector"] = vector
-            if cq.keyword_session is not None:
-                keyword["session"] = cq.keyword_session
-            if subset is not None:
-                keyword["ids"] = list(subset)
-            keyword_rows = part.graph_key.read(q.bm25_cosine(session=cq.keyword_session is not None,
-                                                             among=subset is not None, nodes=not every,
-                                                             pruned=keyword.pop("pruned")), keyword)
+        if one is not None:
+            keyword_rows = next(results)
+        elif counting is not None:
+            keyword = part.keywords.plan(counting[0], next(results), cq.keyword_k)
+            if keyword is not None:
+                search = q.bm25 if keyword.pop("pruned") else q.bm25_all
+                keyword_rows = part.graph_key.read(keyword_search(search=search), keyword | keyword_options)
         remember([r[3] for r in keyword_rows if r[3] is not None])
         keyword_hits = [(str(i), float(s)) for i, s, _, _ in keyword_rows]
         cosine_of.update((str(i), _sim(d)) for i, _, d, _ in keyword_rows)
