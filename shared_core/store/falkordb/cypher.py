@@ -31,8 +31,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ...values.model import AnyRelation
+from .bm25 import BM25_COUNTS, HEAVY, REMOVE_TERMS, SET_TERMS, TERMS_COUNT, bm25, bm25_all, bm25_counted, bm25_scan
 
-__all__ = ["EDGE_COLUMNS", "NODE_COLUMNS", "NODE_FIELDS", "TIME_FIELDS"]
+__all__ = ["BM25_COUNTS", "EDGE_COLUMNS", "HEAVY", "NODE_COLUMNS", "NODE_FIELDS", "REMOVE_TERMS", "SET_TERMS",
+           "TERMS_COUNT", "TIME_FIELDS", "bm25", "bm25_all", "bm25_counted", "bm25_scan"]
 
 TIME_FIELDS = ("timestamp", "created_at", "last_accessed_at", "expires_at", "valid_from", "valid_to")
 #: The stored properties of a memory, in the order `NODE_COLUMNS` returns them.
@@ -208,155 +210,7 @@ VECTOR_SEARCH = ("OPTIONAL MATCH (c:Atlas) WITH $k + coalesce(c.stale, 0) AS wan
 VECTOR_AMONG = ("UNWIND $ids AS id MATCH (e:Embedding {id: id}) "
                 "RETURN e.id, vec.cosineDistance(e.embedding, vecf32($query))")
 
-# -- BM25 (`shared_core.store.falkordb.indexes.FalkorKeywordIndex`) ------------------------------
-# A document is its terms (`shared_core.store.terms.index_terms`) in ``n.terms``; the (:Atlas)
-# node counts the documents and their tokens, and numbers them in the order they were indexed
-# (``kwseq``: equal scores rank the earlier first). Rows are [id, terms].
-SET_TERMS = ("MATCH (c:Atlas) WITH c, coalesce(c.kwseq, 0) AS base "
-             "UNWIND range(0, size($rows) - 1) AS j WITH c, base, j, $rows[j] AS row "
-             "MATCH (n:Memory {id: row[0]}) WITH c, base, j, row, n, n.terms AS old "
-             "SET n.terms = row[1], n.kwseq = base + j + 1 "
-             "WITH c, base, toInteger(sum(CASE WHEN old IS NULL THEN 1 ELSE 0 END)) AS docs, "
-             "toInteger(sum(size(row[1]) - coalesce(size(old), 0))) AS tokens "
-             "SET c.docs = coalesce(c.docs, 0) + docs, c.tokens = coalesce(c.tokens, 0) + tokens, "
-             "c.kwseq = base + size($rows)")
-REMOVE_TERMS = ("MATCH (n:Memory {id: $id}) WHERE n.terms IS NOT NULL WITH n, size(n.terms) AS size "
-                "SET n.terms = null, n.kwseq = null WITH size MATCH (c:Atlas) "
-                "SET c.docs = c.docs - 1, c.tokens = c.tokens - size")
-TERMS_COUNT = "MATCH (c:Atlas) RETURN coalesce(c.docs, 0)"
-
-
-def _keep(session: bool, among: bool) -> str:
-    """The filter of a BM25 search's documents ``n`` (true: none)."""
-    where = (["n.session_id = $session"] if session else []) + (["n.id IN $ids"] if among else [])
-    return " AND ".join(where) if where else "true"
-
-
-def _sum_after_first(parts: str) -> str:
-    """The sum of the list ``parts`` as numpy's ``np.add.reduceat`` adds a run (the in-process
-    index's sum per document), so that equal scores stay equal bit for bit: the first element
-    plus the pairwise sum of the others, which below 8 is a plain sum from 0.0, else 8 running
-    sums combined in a tree, then the remainder (query terms are fewer than numpy's 128-element
-    block). Each branch is a filtered comprehension, so only the one that applies is evaluated
-    (FalkorDB evaluates every branch of a CASE)."""
-    r = "(size(p) - 1)"
-    r8 = f"({r} - {r} % 8)"
-    acc = [f"reduce(s = p[{1 + j}], i IN range({9 + j}, {r8}, 8) | s + p[i])" for j in range(8)]
-    tree = f"(({acc[0]} + {acc[1]}) + ({acc[2]} + {acc[3]})) + (({acc[4]} + {acc[5]}) + ({acc[6]} + {acc[7]}))"
-    return (f"coalesce(head([p IN [{parts}] WHERE size(p) < 9 | p[0] + reduce(s = 0.0, x IN p[1..] | s + x)] + "
-            f"[p IN [{parts}] WHERE size(p) >= 9 | p[0] + reduce(s = {tree}, i IN range({r8} + 1, {r}) | s + p[i])]), "
-            "0.0)")
-
-
-# each query stem's document count, with the namespace's counts (no row: no document holds any)
-BM25_COUNTS = ("MATCH (c:Atlas) WITH coalesce(c.docs, 0) AS docs, coalesce(c.tokens, 0) AS tokens "
-               "UNWIND $stems AS t MATCH (m:Memory) WHERE t IN m.terms RETURN docs, tokens, t, count(m)")
-# ``score``: the BM25 of each row's document ``n`` from its own terms, the weights ``$ws`` of the
-# query terms ``$terms`` and the norm's ``$lw`` (per token) and ``$n0``, summed in query order
-def _score(*, ws: str = "$ws", lw: str = "$lw", carry: str = "") -> str:
-    """``score``: the BM25 of each row's document ``n`` from its own terms, the weights ``ws`` of
-    the query terms ``$terms`` and the norm's ``lw`` (per token) and ``$n0``, summed in query
-    order; ``carry``: the variables ``ws`` and ``lw`` need from the rows before (none: parameters)."""
-    return (f"WITH n{carry}, n.terms AS ts WITH n{carry}, ts, toFloat(size(ts)) * {lw} + $n0 AS norm "
-            "WITH n, [i IN range(0, size($terms) - 1) WHERE $terms[i] IN ts | "
-            f"[tf IN [toFloat(size([x IN ts WHERE x = $terms[i]]))] | {ws}[i] * tf / (tf + norm)][0]] AS parts "
-            f"WITH n, {_sum_after_first('parts')} AS score ")
-
-
-_SCORE = _score()
-
-
-def bm25_counted(*, session: bool, among: bool, tail: str = "RETURN n.id, score") -> str:
-    """`bm25_all` in one statement: the query stems' document counts (``$stems``, distinct), the
-    weights and the norm computed from them on the server with the in-process expressions
-    (``idf * (k1 + 1)``, the same floats: `FalkorKeywordIndex.plan` computes them in Python for
-    the two-statement search), then every document holding a query term scored. The search of a
-    small namespace, where one round trip costs more than counting the postings twice."""
-    idf = "log((docs - d + 0.5) / (d + 0.5))"
-    return ("MATCH (c:Atlas) WITH coalesce(c.docs, 0) AS docs, toFloat(coalesce(c.tokens, 0)) AS tokens "
-            "WHERE docs > 0 AND tokens > 0.0 "
-            "UNWIND $stems AS t OPTIONAL MATCH (m:Memory) WHERE t IN m.terms "
-            "WITH docs, tokens, t, count(m) AS df WITH docs, tokens, collect([t, df]) AS dfs "
-            "WITH docs, dfs, $k1 * $b * docs / tokens AS lw, "
-            "[t IN $terms | [p IN dfs WHERE p[0] = t | p[1]][0]] AS ds "
-            f"WITH dfs, lw, [d IN ds | ($k1 + 1.0) * (CASE WHEN {idf} > 0.0 THEN {idf} ELSE 0.000001 END)] AS ws "
-            "UNWIND [p IN dfs WHERE p[1] > 0 | p[0]] AS t MATCH (n:Memory) WHERE t IN n.terms "
-            f"WITH DISTINCT n, ws, lw WHERE {_keep(session, among)} {_score(ws='ws', lw='lw', carry=', ws, lw')}"
-            f"WITH n, score ORDER BY score DESC, n.kwseq LIMIT $k {tail}")
-
-
-def bm25_all(*, session: bool, among: bool, tail: str = "RETURN n.id, score") -> str:
-    """`bm25` without the pruning: every document holding one of ``$sterms`` scored (fewer
-    statements' work where the query's terms are in few documents, `FalkorKeywordIndex.plan`)."""
-    return ("UNWIND $sterms AS t MATCH (n:Memory) WHERE t IN n.terms "
-            f"WITH DISTINCT n WHERE {_keep(session, among)} {_SCORE}"
-            f"WITH n, score ORDER BY score DESC, n.kwseq LIMIT $k {tail}")
-
-
-def bm25(*, session: bool, among: bool, tail: str = "RETURN n.id, score") -> str:
-    """BM25 as `shared_core.store.memory.inverted_index.InvertedKeywordIndex` scores it, for
-    the parameters `FalkorKeywordIndex.plan` derives from `BM25_COUNTS`: the ``$k`` best (of
-    ``$session``, among ``$ids``, when asked), best first, equal scores in the order they were
-    indexed; ``tail`` projects ``n`` and ``score``.
-
-    Exact, without scoring every document that holds a query term (a MaxScore-style pruning):
-    a term's share of a score is ``w * tf / (tf + norm)`` with ``norm > 0``, below its weight
-    ``w``, so a document scores below the sum of its terms' weights. With the terms that some
-    document holds sorted by weight, heaviest first (``$sterms``, ``$bs``; ``$rest[z]`` the sum of
-    ``$bs[z:]``):
-
-    1. ``theta``, a lower bound of the k-th best score: the exact k-th best of the documents
-       holding a pair of ``$seeds`` (two of the heaviest terms; an index intersection each), 0
-       if fewer than k;
-    2. a document whose heaviest term is at place a and its second at place z scores below
-       ``bs[a] + rest[z]``; so every document that may reach ``theta`` holds a term of weight
-       >= theta (read whole) or a pair (a, z) of lighter ones with ``bs[a] + rest[z] >= theta``
-       (intersected);
-    3. those documents scored exactly from their own terms; the k best.
-
-    A term in many documents weighs little: it is read whole only when fewer than k documents
-    hold two heavy terms, else only where it meets another query term."""
-    keep = _keep(session, among)
-    return (
-        "UNWIND $seeds AS pr OPTIONAL MATCH (n:Memory) WHERE pr[0] IN n.terms AND pr[1] IN n.terms "
-        f"WITH DISTINCT n WHERE n IS NOT NULL AND {keep} {_SCORE}"
-        "WITH n, score ORDER BY score DESC, n.kwseq LIMIT $k WITH collect(n) AS top, collect(score) AS best "
-        "WITH top, CASE WHEN size(best) >= $k THEN best[$k - 1] * (1.0 - 1e-9) ELSE 0.0 END AS theta "
-        "WITH top, [p IN range(0, size($bs) - 1) WHERE $bs[p] >= theta | [$sterms[p], $sterms[p]]] + "
-        "reduce(acc = [], a IN [p IN range(0, size($bs) - 1) WHERE $bs[p] < theta] | acc + "
-        "[z IN range(a + 1, size($bs) - 1) WHERE $bs[z] < theta AND $bs[a] + $rest[z] >= theta "
-        "AND NOT (a < $paired AND z < $paired) | [$sterms[a], $sterms[z]]]) AS probes "
-        "UNWIND probes + [['', '']] AS pr OPTIONAL MATCH (n:Memory) WHERE pr[0] IN n.terms AND pr[1] IN n.terms "
-        "WITH top, collect(DISTINCT n) AS more UNWIND top + more AS n "
-        f"WITH DISTINCT n WHERE {keep} {_SCORE}"
-        f"WITH n, score ORDER BY score DESC, n.kwseq LIMIT $k {tail}")
-
-
-#: `FalkorKeywordIndex.plan`'s seeds: the pairs of this many of the heaviest terms
-HEAVY = 6
-
-
-def bm25_scan(*, session: bool, among: bool, tail: str = "RETURN n.id, score") -> str:
-    """`bm25` by scoring every document that holds a query term (the statement `bm25` replaced;
-    `benchmarks/falkordb_bm25.py` times both)."""
-    where = []
-    if session:
-        where.append("n.session_id = $session")
-    if among:
-        where.append("n.id IN $ids")
-    keep = f"WHERE {' AND '.join(where)} " if where else ""
-    return ("MATCH (c:Atlas) WITH c.docs AS docs, toFloat(c.tokens) AS tokens "
-            "UNWIND range(0, size($terms) - 1) AS i WITH docs, tokens, i, $terms[i] AS t "
-            "MATCH (n:Memory) WHERE t IN n.terms "
-            "WITH docs, tokens, i, t, collect(n) AS found "
-            "WITH docs, tokens, t, found, log((docs - size(found) + 0.5) / (size(found) + 0.5)) AS idf "
-            "WITH docs, tokens, t, found, ($k1 + 1.0) * (CASE WHEN idf > 0.0 THEN idf ELSE 0.000001 END) AS w "
-            f"UNWIND found AS n WITH docs, tokens, t, w, n {keep}"
-            "WITH n, w, toFloat(size([x IN n.terms WHERE x = t])) AS tf, "
-            "toFloat(size(n.terms)) * ($k1 * $b * docs / tokens) + $k1 * (1.0 - $b) AS norm "
-            "WITH n, sum(w * tf / (tf + norm)) AS score "
-            f"WITH n, score ORDER BY score DESC, n.kwseq LIMIT $k {tail}")
-
+# -- BM25: `shared_core.store.falkordb.bm25` (imported above) -----------------------------------
 
 # -- a batch write in one round trip (`shared_core.store.falkordb.writes`) -----------------------
 # rows [id, props, terms, vector, raw]: `PUT_NODE`, `TRACK`, `SET_VECTORS` and `SET_TERMS` of each, in
