@@ -350,8 +350,10 @@ class FalkorKeywordIndex(KeywordIndexBase):
         statement (fewer than `ONE_STATEMENT_BELOW` documents as this call read them), else None
         (also when the query has no stem: `counting` says so)."""
         documents = self._documents()
+        if documents is None or documents >= ONE_STATEMENT_BELOW or k <= 0:
+            return None  # before stemming: a large namespace's `counting` stems the query
         stems = query_stems(query)
-        if documents is None or documents >= ONE_STATEMENT_BELOW or not stems or k <= 0:
+        if not stems:
             return None
         k1, b = self.K1, self.B
         return {"stems": list(dict.fromkeys(stems)), "terms": list(stems), "k1": k1, "b": b, "n0": k1 * (1.0 - b),
