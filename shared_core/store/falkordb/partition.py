@@ -67,11 +67,6 @@ class CheckedKey(GraphKey):
         """Set ``check`` (None: the graph is known to exist). (`GraphKey` is frozen.)"""
         object.__setattr__(self, "_check", check)
 
-    @property
-    def viewing(self) -> bool:
-        """Whether the call's first request is still to confirm a view (see `view`)."""
-        return self._view is not None
-
     def view(self, pending: tuple[Sequence[tuple[str, dict[str, Any]]],
                                   Callable[[bool, list[list[list[Any]]]], None]] | None) -> None:
         """Set the view to confirm: (statements, confirm); None: nothing to confirm."""
