@@ -545,7 +545,8 @@ def _round_trips(on: bool) -> Iterator[list[int]]:
         return
     from shared_core.store.falkordb.client import Connection
 
-    run, run_many, command = Connection.run, Connection.run_many, Connection.command
+    run, run_many, command, exists_and_read = (Connection.run, Connection.run_many, Connection.command,
+                                               Connection.exists_and_read)
 
     def counted_run(self: Connection, *args: Any, **kwargs: Any) -> Any:
         counts[0] += 1
@@ -561,12 +562,18 @@ def _round_trips(on: bool) -> Iterator[list[int]]:
         counts[0] += 1
         return command(self, *args, **kwargs)
 
-    Connection.run, Connection.run_many, Connection.command = (  # type: ignore[method-assign]
-        counted_run, counted_many, counted_command)
+    def counted_exists(self: Connection, key: str, statements: Sequence[Any]) -> Any:
+        counts[0] += 1  # EXISTS with the counters (a partition's view), or with a request's reads
+        counts[1] += len(statements)
+        return exists_and_read(self, key, statements)
+
+    Connection.run, Connection.run_many, Connection.command, Connection.exists_and_read = (  # type: ignore[method-assign]
+        counted_run, counted_many, counted_command, counted_exists)
     try:
         yield counts
     finally:
-        Connection.run, Connection.run_many, Connection.command = run, run_many, command  # type: ignore[method-assign]
+        Connection.run, Connection.run_many, Connection.command, Connection.exists_and_read = (  # type: ignore[method-assign]
+            run, run_many, command, exists_and_read)
 
 
 SWEEP: tuple[tuple[str, dict[str, Any]], ...] = (

@@ -12,7 +12,8 @@ a held turn), a held turn (`_held`) and the public form of a stored node (`_publ
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, MutableMapping, Sequence
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -22,7 +23,7 @@ from .engine.events import EventLog
 from .engine.lifecycle.manager import Lifecycle
 from .engine.state import EngineState
 from .formulas.subqueries import speaker_of
-from .store.contract import AtlasLock, Backend, Partition
+from .store.contract import AtlasLock, Backend, Partition, StaleView
 from .text.embedding import Embedder, normalize_rows
 from .text.tokens import TokenCounter, as_token_counter
 from .values import _validate as check
@@ -32,6 +33,8 @@ from .values.errors import HeldInWorkingMemoryError, MemoryNotFoundError
 from .values.model import MemoryNode
 
 __all__ = ["AtlasCore"]
+
+T = TypeVar("T")
 
 
 class AtlasCore:
@@ -129,6 +132,18 @@ class AtlasCore:
 
     def _part(self, namespace: str) -> Partition | None:
         return self.backend.partition(namespace)
+
+    def _recalling(self, namespace: str, run: Callable[[Partition], T]) -> tuple[Partition, T] | None:
+        """``run`` (a recall's reads, before anything is written) on the namespace's partition as
+        `Backend.recall_partition` hands it out, run again on a fresh one (`partition`) if that
+        view was stale (`StaleView`); None: no such namespace."""
+        part = self.backend.recall_partition(namespace)
+        if part is not None:
+            try:
+                return part, run(part)
+            except StaleView:
+                part = self._part(namespace)
+        return None if part is None else (part, run(part))
 
     def _locate(self, node_id: object, namespace: str | None, name: str = "node_id"
                 ) -> tuple[Partition, MemoryNode]:

@@ -202,14 +202,15 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews, Writes):
             return []
         vector, embed = self._recall_vectors(text, ns, k + len(excluded))
         with self._lock:
-            part = self._part(ns)
-            if part is None:
-                return []
             now = self.clock.now()
             request = RecallRequest(query=text, vector=vector, now=now, session_id=session, top_k=k + len(excluded),
                                     predicate=predicate, include_history=include_history, cross_session=cross,
                                     explain=explain, as_of=when, embed=embed, heard=self._heard(ns))
-            hits = [h for h in recall(part, request, self.config) if h.node.id not in excluded][:k]
+            found = self._recalling(ns, lambda p: recall(p, request, self.config))
+            if found is None:
+                return []
+            part, recalled = found
+            hits = [h for h in recalled if h.node.id not in excluded][:k]
             nodes = self._reinforce(part, hits, now) if reinforce else [h.node for h in hits]
             self._life.recalled(part, hits, now, via="retrieve")
             vectors = part.vectors.get_many([n.id for n in nodes])  # one index call for all
@@ -264,25 +265,29 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews, Writes):
         top_k, diversity = context_breadth(text, budget, self.config)
         vector, embed = self._recall_vectors(text, ns, top_k + len(excluded))
         with self._lock:
-            part = self._part(ns)
-            if part is None:
-                return Context("", 0, (), (), budget, style)
             now = self.clock.now()
-            working: list[ScoredMemory] = []
-            if session is not None and wm > 0:
-                for nid in part.latest(session, wm + min(len(part.inactive), 16) + len(excluded)):
-                    node = part.graph.get_node(nid)
-                    valid = node is not None and (node.is_valid_at(when) if when is not None
-                                                  else nid not in part.inactive and node.is_current(now))
-                    if node is not None and valid and nid not in excluded \
-                            and (predicate is None or predicate(node)) and len(working) < wm:
-                        working.append(ScoredMemory(node, 1.0, {"working": 1.0}, ("working",)))
-            if when is None:  # turns held back by the write filter are today's
-                working = self._life.with_held(working, part, session, wm, predicate, exclude=excluded)
             request = RecallRequest(query=text, vector=vector, now=now, session_id=session,
                                     top_k=top_k + len(excluded), predicate=predicate, cross_session=cross,
                                     as_of=when, embed=embed, heard=self._heard(ns))
-            hits = [h for h in recall(part, request, self.config) if h.node.id not in excluded]
+
+            def gathered(part: Partition) -> tuple[list[ScoredMemory], list[ScoredMemory]]:
+                working: list[ScoredMemory] = []
+                if session is not None and wm > 0:
+                    for nid in part.latest(session, wm + min(len(part.inactive), 16) + len(excluded)):
+                        node = part.graph.get_node(nid)
+                        valid = node is not None and (node.is_valid_at(when) if when is not None
+                                                      else nid not in part.inactive and node.is_current(now))
+                        if node is not None and valid and nid not in excluded \
+                                and (predicate is None or predicate(node)) and len(working) < wm:
+                            working.append(ScoredMemory(node, 1.0, {"working": 1.0}, ("working",)))
+                if when is None:  # turns held back by the write filter are today's
+                    working = self._life.with_held(working, part, session, wm, predicate, exclude=excluded)
+                return working, [h for h in recall(part, request, self.config) if h.node.id not in excluded]
+
+            found = self._recalling(ns, gathered)
+            if found is None:
+                return Context("", 0, (), (), budget, style)
+            part, (working, hits) = found
             recalled = diversify([h for h in hits if h.node.kind != "summary"], part.vectors, diversity)
             summaries = [h for h in hits if h.node.kind == "summary"]
             recalled, companions = with_neighbours(  # short adjacent turns come along (context_neighbours)

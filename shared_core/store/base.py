@@ -187,9 +187,10 @@ class PartitionBase:
 
 class BackendBase:
     """Defaults of `Backend.directory` (the backend keeps none), `Backend.attach` (no lock of its
-    own), `Backend.lifecycle_state` and `keep` (nothing to restore or keep), `watch` (every
-    partition, now), `memory_count` (from the partition), `keeps_partitions_in_process` (no:
-    another process may share them), `flush` and `close` (nothing to do)."""
+    own), `Backend.recall_partition` (`partition`), `Backend.lifecycle_state` and `keep` (nothing
+    to restore or keep), `watch` (every partition, now), `memory_count` (from the partition),
+    `keeps_partitions_in_process` (no: another process may share them), `flush` and `close`
+    (nothing to do)."""
 
     __slots__ = ()
 
@@ -213,6 +214,10 @@ class BackendBase:
             part = self.partition(ns)  # type: ignore[attr-defined]
             if part is not None:
                 adopt(part)
+
+    def recall_partition(self, namespace: str) -> Any:
+        """`Backend.recall_partition`: `partition` (no view handed out ahead of the server's)."""
+        return self.partition(namespace)  # type: ignore[attr-defined]
 
     def memory_count(self, namespace: str) -> int:
         part = self.partition(namespace)  # type: ignore[attr-defined]

@@ -36,7 +36,7 @@ from ..values.model import AnyRelation, MemoryEdge, MemoryNode
 from .vector_math import Hits, Links, Ranked, Vector
 
 __all__ = ["AtlasLock", "Backend", "CandidateQuery", "Candidates", "EntityIndex", "GraphStore", "Hits",
-           "KeywordIndex", "Link", "Links", "Partition", "Ranked",
+           "KeywordIndex", "Link", "Links", "Partition", "Ranked", "StaleView",
            "Vector", "VectorIndex", "WalkSpec", "WriteBatch"]
 
 #: One edge as the read path sees it: (the other end's id, relation, strength).
@@ -397,11 +397,26 @@ class AtlasLock(Protocol):
                  tb: TracebackType | None, /) -> None: ...
 
 
+class StaleView(Exception):
+    """Raised by a partition handed out by `Backend.recall_partition` when the view of the
+    namespace it started the call with turns out, at the call's first request, not to be the
+    server's (its counts changed, or the namespace is gone). Nothing was written: the caller asks
+    `Backend.partition` again (a fresh view, or None) and starts its recall over."""
+
+
 @runtime_checkable
 class Backend(Protocol):
     """Hands out the partition of each namespace."""
 
     def partition(self, namespace: str, *, create: bool = False) -> Partition | None: ...
+
+    def recall_partition(self, namespace: str) -> Partition | None:
+        """`partition` for a recall (`retrieve`, `build_context`), which may be handed out on the
+        view of the namespace its previous call read (a server backend then sends the question
+        whether the namespace exists, and its counts, with the call's first request, instead of
+        one round trip of their own). Such a partition raises `StaleView` at that request if the
+        fresh view differs in anything the call may have used before it (nothing is written
+        first); the caller then asks `partition` and starts over. Default: `partition`."""
 
     def namespaces(self) -> Iterator[str]: ...
 

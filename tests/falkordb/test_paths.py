@@ -314,3 +314,32 @@ def _state(part: FalkorPartition) -> tuple[object, ...]:
     return (sorted((n.id, n.content) for n in part.graph.nodes()), part.graph.edge_count(), len(part.keywords),
             part.graph_key.read("MATCH (c:Atlas) RETURN c.docs, c.tokens"),
             {s: list(i) for s, i in part.sessions.items()})
+
+
+def test_each_hop_reads_ahead_nodes_in_proportion_to_the_seeds(
+        shared_atlas: Callable[..., ElasticMemoryAtlas], clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wide recall (`build_context`'s twenty seeds) ranks more of the nodes the walk reaches:
+    each hop's request reads two and a half per seed (at least 32), so its ranking seldom reads
+    nodes in a round trip of its own; the walk's answer is the default's."""
+    from shared_core.store.falkordb.graph import FalkorGraphStore
+
+    atlas = shared_atlas()
+    atlas.add_memories([f"note {i} about {TOPICS[i % 5]} and {TOPICS[(i * 3) % 5]}" for i in range(120)],
+                       namespace="p", session_id="s")
+    vector = atlas.embedder.embed(["coffee and milk"])[0]
+    cq = CandidateQuery(text="coffee and milk", vector=vector, k=80, vector_k=80, keyword_k=80, every_admissible=True)
+    part = _partition(atlas)
+    found = part.candidates(cq, part.graph.has)
+    seeds = dict(list(found.paths["vector"].items())[:20])
+    absorbed: list[int] = []
+    absorb = FalkorGraphStore.absorb
+
+    def counted(self: FalkorGraphStore, ids: Any, rows: Any) -> None:
+        absorbed.append(len(ids))
+        absorb(self, ids, rows)
+
+    monkeypatch.setattr(FalkorGraphStore, "absorb", counted)
+    spec = WalkSpec(factors=[0.5] * len(Relation), hops=2, decay=0.5, fanout=8, min_activation=0.0, beam=20)
+    walked = part.expand(seeds, spec, part.graph.has)
+    assert absorbed and absorbed[0] == 50
+    assert walked == PartitionBase.expand(_partition(atlas), seeds, spec, None)

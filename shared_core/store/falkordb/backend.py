@@ -130,6 +130,19 @@ class FalkorDBBackend(BackendBase):
         part.begin(call, snapshot if exists and not upgraded else None)
         return part
 
+    def recall_partition(self, namespace: str) -> FalkorPartition | None:
+        """`Backend.recall_partition`: a partition this process has handed out before (its graph
+        existed) comes back, in a new call, on the counts it last read (`FalkorPartition.speculate`),
+        without a request: its ``EXISTS`` and counters ride in the recall's first request (the
+        candidates' pipeline), which raises `StaleView` if they changed. Else `partition`."""
+        call = None if self._calls is None else self._calls.current()
+        if call is not None:
+            with self._lock:
+                known = self._parts.get(namespace)
+            if known is not None and known.call != call and known.checked and known.speculate(call):
+                return known
+        return self.partition(namespace)
+
     def _create_schema(self, key: str) -> None:
         """Indexes and the counter node of graph ``key``; another process creating them at once
         is fine."""

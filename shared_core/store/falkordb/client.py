@@ -338,11 +338,14 @@ class Connection:
     def exists_and_read(self, key: str, statements: Sequence[tuple[str, Mapping[str, Any]]]
                         ) -> tuple[bool, list[list[list[Any]]]]:
         """Whether graph ``key`` exists, and the rows of read-only ``statements`` on it (none if it
-        does not), in one round trip."""
-        commands = [query_command(key, query, params) for query, params in statements]
+        does not), in one round trip (on a single server dealt over its threads as `run_many`'s
+        reads)."""
+        commands = [["EXISTS", key], *(query_command(key, query, params) for query, params in statements)]
 
         def call() -> Any:
-            return self._send([["EXISTS", key], *commands])
+            if self._lane is not None and len(commands) > 2:
+                return self._unless_transient(self._lane.spread(commands))
+            return self._send(commands)
 
         exists, *responses = self._retrying(call, "EXISTS")
         if isinstance(exists, self._response_error):

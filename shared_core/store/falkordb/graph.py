@@ -32,7 +32,7 @@ __all__ = ["FalkorGraphStore", "Nodes", "next_seq", "node_from_row", "node_props
 _PLAIN = [f for f in q.NODE_FIELDS if f not in q.TIME_FIELDS]
 _PAGE = 5000
 _EDGE_BATCH = 4000
-_AHEAD = 32  # nodes read at once from the walk's read-ahead list
+AHEAD = 32  # nodes read at once from the walk's read-ahead list
 _UNREAD: Any = object()
 
 
@@ -268,7 +268,7 @@ class FalkorGraphStore(GraphStoreBase):
                     del ahead[other]
                     if other not in cache:
                         batch.append(other)
-                        if len(batch) == _AHEAD:
+                        if len(batch) == AHEAD:
                             break
                 self.prefetch(batch)
             else:
@@ -277,16 +277,16 @@ class FalkorGraphStore(GraphStoreBase):
             cache.setdefault(node_id, None)
         return cache[node_id]
 
-    def next_ahead(self, first: Sequence[str] = ()) -> list[str]:
+    def next_ahead(self, first: Sequence[str] = (), limit: int = AHEAD) -> list[str]:
         """``first``, then the next ids of the read-ahead list, whose nodes this call lacks (at most
-        a chunk in all), taken off the list: a caller reads them with a statement of its own
+        ``limit`` in all), taken off the list: a caller reads them with a statement of its own
         (`absorb`)."""
         ahead, nodes = self.cache.ahead, self.cache.nodes
         batch = [i for i in dict.fromkeys(first) if i not in nodes]
         for i in batch:
             ahead.pop(i, None)
         for other in list(ahead):
-            if len(batch) >= _AHEAD:
+            if len(batch) >= limit:
                 break
             del ahead[other]
             if other not in nodes:

@@ -23,13 +23,13 @@ from typing import Any
 from ...values.config import AtlasConfig
 from ...values.model import MemoryNode
 from ..base import PartitionBase
-from ..contract import CandidateQuery, Candidates, Predicate, Vector, WalkSpec, WriteBatch
+from ..contract import CandidateQuery, Candidates, Predicate, StaleView, Vector, WalkSpec, WriteBatch
 from . import cypher as q
 from . import paths, writes
 from .client import Connection, GraphKey
 from .entities import FalkorEntityIndex
 from .graph import FalkorGraphStore, ReadCache, node_from_row
-from .indexes import CosineCache, FalkorKeywordIndex, FalkorVectorIndex
+from .indexes import ONE_STATEMENT_BELOW, CosineCache, FalkorKeywordIndex, FalkorVectorIndex
 
 __all__ = ["FalkorPartition"]
 
@@ -39,17 +39,25 @@ _NO_LIMIT = 2**31 - 1  # larger LIMITs return nothing on FalkorDB 4.16
 
 class CheckedKey(GraphKey):
     """A namespace's `GraphKey` that may be handed out, within an atlas call, before the server
-    was asked whether the graph exists (`FalkorDBBackend.partition` for a write): while
-    ``check`` is set, the first write calls it first (``EXISTS``; the graph's schema created if
-    it is missing), so that no write ever makes a graph without its indexes. Reads need no check:
-    a graph that does not exist reads as empty."""
+    was asked whether the graph exists:
 
-    __slots__ = ("_check",)
+    - ``check`` (`FalkorDBBackend.partition` for a write): the first write calls it first
+      (``EXISTS``; the graph's schema created if it is missing), so that no write ever makes a
+      graph without its indexes. Reads need no check: a graph that does not exist reads as empty.
+    - a view to confirm (`FalkorDBBackend.recall_partition`: `view`): the call's first request,
+      read or write, sends ``EXISTS`` and the view's statements (the counters) ahead of its own in
+      the same round trip and hands their replies to the view's ``confirm``, which raises
+      `StaleView` when they differ from the view the call started with (before any write is sent).
+    """
+
+    __slots__ = ("_check", "_view")
     _check: Callable[[], None] | None
+    _view: tuple[Sequence[tuple[str, dict[str, Any]]], Callable[[bool, list[list[list[Any]]]], None]] | None
 
     def __init__(self, conn: Connection, key: str) -> None:
         super().__init__(conn, key)
         self.arm(None)
+        self.view(None)
 
     @property
     def check(self) -> Callable[[], None] | None:
@@ -59,12 +67,41 @@ class CheckedKey(GraphKey):
         """Set ``check`` (None: the graph is known to exist). (`GraphKey` is frozen.)"""
         object.__setattr__(self, "_check", check)
 
+    def view(self, pending: tuple[Sequence[tuple[str, dict[str, Any]]],
+                                  Callable[[bool, list[list[list[Any]]]], None]] | None) -> None:
+        """Set the view to confirm: (statements, confirm); None: nothing to confirm."""
+        object.__setattr__(self, "_view", pending)
+
+    def _confirming(self, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[list[Any]]]:
+        """``statements``' rows, read in one round trip with ``EXISTS`` and the view's statements,
+        whose replies go to the view's ``confirm`` first (which may raise `StaleView`)."""
+        assert self._view is not None
+        asked, confirm = self._view
+        self.view(None)
+        exists, results = self.conn.exists_and_read(self.key, [*asked, *statements])
+        confirm(exists, results[:len(asked)])
+        return results[len(asked):]
+
+    def read(self, query: str, params: Mapping[str, Any] | None = None) -> list[list[Any]]:
+        if self._view is not None:
+            return self._confirming([(query, params or {})])[0]
+        return super().read(query, params)
+
+    def read_many(self, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[list[Any]]]:
+        if self._view is not None:
+            return self._confirming(statements)
+        return super().read_many(statements)
+
     def write(self, query: str, params: Mapping[str, Any] | None = None) -> list[list[Any]]:
+        if self._view is not None:
+            self._confirming(())
         if self.check is not None:
             self.check()
         return super().write(query, params)
 
     def write_many(self, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[list[Any]]]:
+        if self._view is not None:
+            self._confirming(())
         if self.check is not None:
             self.check()
         return super().write_many(statements)
@@ -203,6 +240,8 @@ class FalkorPartition(PartitionBase):
         self.inactive = _Inactive(graph, self._cache, self._snapshot)
         self._last_turn = 0  # the counter as this process last moved or read it
         self.call: int | None = None  # the atlas call this partition was last handed out in
+        # the counts the last snapshot read (superseded, bounded, documents): a recall's view (`speculate`)
+        self._seen: tuple[int, int, int] | None = None
 
     def begin(self, call: int | None = None, snapshot: Sequence[Sequence[Sequence[Any]]] | None = None, *,
               checked: bool = True) -> None:
@@ -213,11 +252,40 @@ class FalkorPartition(PartitionBase):
         or `check` before its first write), and creates the graph's schema if it is missing."""
         self.call = call
         self._cache.clear()
+        self._g.view(None)
         if snapshot is not None:
             self._take_snapshot(snapshot)
         self._cosines.clear()
         self.vectors.forget()
         self._g.arm(None if checked or self._create_schema is None else self.check)
+
+    def speculate(self, call: int | None) -> bool:
+        """`begin` a recall's call on the counts the last snapshot read (superseded, bounded,
+        BM25's documents; the turn is left unread), if there was one (else False, and nothing
+        done): the call's first request confirms them (`CheckedKey.view`), and raises `StaleView`
+        if the graph is gone or a count differs in what the call may have used before that
+        request (the superseded and bounded counts; the documents only as over or under
+        `ONE_STATEMENT_BELOW`), after starting the call over on the fresh view."""
+        seen = self._seen
+        if seen is None:
+            return False
+        self.begin(call)
+        cache = self._cache
+        cache.superseded_count, cache.bounded, cache.documents = seen
+        self._g.view((self.SNAPSHOT, self._confirm))
+        return True
+
+    def _confirm(self, exists: bool, snapshot: list[list[list[Any]]]) -> None:
+        """The view's confirmation (see `speculate`)."""
+        guessed = self._seen
+        if not exists:
+            self._seen = None
+            self.call = None  # not this call's partition any more: the backend asks again
+            raise StaleView(f"namespace {self.namespace!r} is gone")
+        self._take_snapshot(snapshot)
+        if _used(guessed) != _used(self._seen):
+            self.begin(self.call, snapshot)
+            raise StaleView(f"namespace {self.namespace!r} changed its counts")
 
     @property
     def checked(self) -> bool:
@@ -308,6 +376,7 @@ class FalkorPartition(PartitionBase):
         self._cache.superseded_count = int(superseded or 0)
         self._cache.bounded = int(bounded or 0)
         self._cache.documents = int(documents or 0)
+        self._seen = (self._cache.superseded_count, self._cache.bounded, self._cache.documents)
 
     @property
     def turn(self) -> int:
@@ -397,3 +466,13 @@ class FalkorPartition(PartitionBase):
 
     def __repr__(self) -> str:
         return f"FalkorPartition({self.namespace!r}, key={self._g.key!r})"
+
+
+def _used(counts: tuple[int, int, int] | None) -> tuple[int, int, bool] | None:
+    """What a recall uses of a snapshot's counts before its first request (see
+    `FalkorPartition.speculate`).
+
+    >>> _used((0, 0, 10_000)) == _used((0, 0, 10_001)), _used((1, 0, 5)) == _used((0, 0, 5))
+    (True, False)
+    """
+    return None if counts is None else (counts[0], counts[1], counts[2] >= ONE_STATEMENT_BELOW)

@@ -30,6 +30,7 @@ same values, in the same order), with the server asked fewer, larger questions:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from functools import partial
 from typing import Any, Protocol
@@ -42,7 +43,7 @@ from ...values.relations import RELATION_CODES, RELATIONS
 from ..contract import CandidateQuery, Candidates, Predicate, Vector, WalkSpec
 from . import cypher as q
 from .client import GraphKey, Literal
-from .graph import FalkorGraphStore
+from .graph import AHEAD, FalkorGraphStore
 from .indexes import AMONG_IN_QUERY, FalkorKeywordIndex, FalkorVectorIndex, query_literal
 
 
@@ -79,6 +80,9 @@ def _code(kind: str, known: int) -> int:
 
 
 _CHUNK = 32  # nodes read at once when admission runs past what was read ahead
+# nodes each walk hop's request reads for the ranking, per seed (at least `AHEAD`): the ranking of a
+# wider recall (`build_context`'s) visits more of them (about five per seed over the two hops)
+_AHEAD_PER_SEED = 2.5
 _HEADS = 8  # nodes read with a path's hits beyond the k it keeps (room for inadmissible ones)
 
 
@@ -245,6 +249,7 @@ def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkabl
     present = cache.present
 
     hops = [0]
+    room = max(AHEAD, math.ceil(_AHEAD_PER_SEED * len(seeds)))  # nodes each hop's request reads
 
     def fetch(ids: list[str]) -> None:
         wanted = [i for i in dict.fromkeys(ids) if i not in links]
@@ -257,7 +262,7 @@ def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkabl
         # so do the nodes the ranking asks for first: with the first hop the seeds (the best
         # candidates), with a later one the hop's own frontier (the best the walk reached), each
         # followed by the head of the read-ahead list (one round trip, not two)
-        ahead = part.graph.next_ahead(list(seeds) if hops[0] == 1 else wanted)
+        ahead = part.graph.next_ahead(list(seeds) if hops[0] == 1 else wanted, room)
         statements: list[tuple[str, dict[str, Any]]] = [(q.WALK_HOP, {"ids": wanted})]
         if ahead:
             statements.append((q.NODES_AMONG, {"ids": ahead}))
