@@ -208,7 +208,8 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews, Writes):
             now = self.clock.now()
             request = RecallRequest(query=text, vector=vector, now=now, session_id=session, top_k=k + len(excluded),
                                     predicate=predicate, include_history=include_history, cross_session=cross,
-                                    explain=explain, as_of=when, embed=embed, heard=self._heard(ns))
+                                    explain=explain, as_of=when, embed=embed, heard=self._heard(ns),
+                                    speakers=self._state.speakers.known(ns))
             hits = [h for h in recall(part, request, self.config) if h.node.id not in excluded][:k]
             nodes = self._reinforce(part, hits, now) if reinforce else [h.node for h in hits]
             self._life.recalled(part, hits, now, via="retrieve")
@@ -281,7 +282,8 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews, Writes):
                 working = self._life.with_held(working, part, session, wm, predicate, exclude=excluded)
             request = RecallRequest(query=text, vector=vector, now=now, session_id=session,
                                     top_k=top_k + len(excluded), predicate=predicate, cross_session=cross,
-                                    as_of=when, embed=embed, heard=self._heard(ns))
+                                    as_of=when, embed=embed, heard=self._heard(ns),
+                                    speakers=self._state.speakers.known(ns))
             hits = [h for h in recall(part, request, self.config) if h.node.id not in excluded]
             recalled = diversify([h for h in hits if h.node.kind != "summary"], part.vectors, diversity)
             summaries = [h for h in hits if h.node.kind == "summary"]

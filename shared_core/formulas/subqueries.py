@@ -8,10 +8,13 @@ Decomposed, it becomes one sub-query per named speaker: the question with every 
 taken out (possessive included, and a conjunction left between two names), searched over that
 speaker's turns only (`shared_core.engine.decompose`).
 
-Two pure parts, no model:
+Pure parts, no model:
 
 - `name_words`: the words of a query that may be names (a capital letter, not a question or
   auxiliary word at its start), in order, possessive ``'s`` dropped;
+- `speaker_words`: the words of a query that name one of a conversation's known speakers,
+  whatever their case ("what are kate's hobbies"), by the speaker's full name or any word of it
+  ("Kate" for "Kate Moreau"), or a capitalised short form of it ("Mel" for "Melanie");
 - `strip_names`: the query without the given names, spaces tidied.
 
 >>> name_words("Which cities have both Jon and Gina been to?")
@@ -25,9 +28,9 @@ Two pure parts, no model:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
-__all__ = ["name_words", "speaker_of", "strip_names"]
+__all__ = ["name_words", "speaker_of", "speaker_words", "strip_names"]
 
 # A capitalised word (letters, inner hyphens or apostrophes), possessive 's / ' / ’s allowed after it.
 _WORD = re.compile(r"\b([A-Z][^\W\d_]*(?:[-'][^\W\d_]+)*?)(?:['’]s?)?(?![\w'’-])")
@@ -39,6 +42,13 @@ _NOT_NAMES = frozenset((
     "Whose", "Why", "Will", "With", "Would", "You", "Your",
 ))
 _CONJUNCTION = r"(?:,?\s*(?:and|or|&)\s+|,\s*)"
+# Any word (letters, inner hyphens or apostrophes), possessive allowed after it: a name typed in lower case.
+_ANY_WORD = re.compile(r"\b([^\W\d_]+(?:[-'][^\W\d_]+)*?)(?:['’]s?)?(?![\w'’-])")
+_NOT_NAMES_FOLDED = frozenset(w.casefold() for w in _NOT_NAMES)
+# The shortest short form of a name that `speaker_words` reads as that name ("Mel" for "Melanie").
+_MIN_SHORT = 3
+# The longest ending a pet form adds to a name ("Johnny" for John; "Timbuktu" is no Tim).
+_MAX_SUFFIX = 3
 # A speaker label at the start of a memory: "Name:" (one to three capitalised words).
 _LABEL = re.compile(r"^\s*([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2})\s*:")
 
@@ -55,6 +65,43 @@ def name_words(query: str) -> tuple[str, ...]:
         if word not in _NOT_NAMES:
             out.setdefault(word, None)
     return tuple(out)
+
+
+def speaker_words(query: str, speakers: Collection[str]) -> tuple[tuple[str, str], ...]:
+    """The words of ``query`` that name one of ``speakers``, each as ``(word as written, speaker)``,
+    in order of appearance.
+
+    A word names a speaker when, compared case-insensitively (`str.casefold`), it is the speaker's
+    name or one word of it (a question typed in lower case, a speaker stored under a full name);
+    a capitalised word (`name_words`) of at least three letters also names the one speaker with a
+    name word that it starts ("Mel" for Melanie) or that starts it with at most three more
+    letters ("Johnny" for John), when no other speaker's does. Question and auxiliary words (``"will"``, ``"who"``) never name anyone.
+    A word that names two speakers (a shared surname) names both.
+
+    >>> speaker_words("what are kate's hobbies?", {"Kate", "Tom"})
+    (('kate', 'Kate'),)
+    >>> speaker_words("Did Mel and Jon both go to Rome?", {"Melanie", "Jon Reyes", "Gina"})
+    (('Mel', 'Melanie'), ('Jon', 'Jon Reyes'))
+    """
+    if not speakers:
+        return ()
+    parts = {s: tuple(w.casefold() for w in _ANY_WORD.findall(s)) for s in speakers}
+    cased = set(name_words(query))
+    out: dict[str, str | None] = {}
+    pairs: list[tuple[str, str]] = []
+    for match in _ANY_WORD.finditer(query):
+        word = match.group(1)
+        folded = word.casefold()
+        if folded in _NOT_NAMES_FOLDED or word in out:
+            continue
+        named = [s for s in sorted(speakers) if s.casefold() == folded or folded in parts[s]]
+        if not named and word in cased and len(word) >= _MIN_SHORT:
+            short = [s for s in sorted(speakers) if any(len(p) >= _MIN_SHORT and (p.startswith(folded) or (
+                folded.startswith(p) and len(folded) <= len(p) + _MAX_SUFFIX)) for p in parts[s])]
+            named = short if len(short) == 1 else []
+        out[word] = named[0] if named else None
+        pairs += [(word, s) for s in named]
+    return tuple(pairs)
 
 
 def strip_names(query: str, names: Sequence[str]) -> str:
