@@ -53,7 +53,8 @@ _PUNCT = re.compile(r"[^\w\s']")
 class ChatTurn:
     """A LoCoMo turn as a chat application might store it (duck-typed like ``_locomo.Turn``):
     ``labelled`` False drops the ``"Name: "`` label from the text (the speaker stays in the
-    metadata the benchmark writes), ``lower`` lower-cases it and drops punctuation."""
+    metadata the benchmark writes; a turn with no words and no photo keeps it), ``lower``
+    lower-cases it and drops punctuation."""
 
     dia_id: str
     session: int
@@ -68,13 +69,14 @@ class ChatTurn:
     @property
     def content(self) -> str:
         shared = f" [shares {self.caption}]" if self.caption else ""
-        line = f"{self.speaker}: {self.text}{shared}" if self.labelled else f"{self.text}{shared}"
+        body = f"{self.text}{shared}"
         if self.lower:
-            line = " ".join(_PUNCT.sub(" ", line.lower()).split())
-            if self.labelled:  # keep the label's colon: "caroline: hey mel"
-                name = " ".join(_PUNCT.sub(" ", self.speaker.lower()).split())
-                line = f"{name}:{line[len(name):]}" if line.startswith(name) else line
-        return line
+            body = " ".join(_PUNCT.sub(" ", body.lower()).split())
+        if not body.strip():  # a turn with no words and no photo keeps its label
+            return f"{self.speaker.lower() if self.lower else self.speaker}:"
+        if not self.labelled:
+            return body
+        return f"{self.speaker.lower() if self.lower else self.speaker}: {body}"
 
     @property
     def dated(self) -> str:

@@ -44,6 +44,8 @@ _NOT_NAMES = frozenset((
 _CONJUNCTION = r"(?:,?\s*(?:and|or|&)\s+|,\s*)"
 # Any word (letters, inner hyphens or apostrophes), possessive allowed after it: a name typed in lower case.
 _ANY_WORD = re.compile(r"\b([^\W\d_]+(?:[-'][^\W\d_]+)*?)(?:['’]s?)?(?![\w'’-])")
+# The words of a speaker's name: runs of letters ("kate_m92" -> "kate", "m"; one letter names nobody).
+_LETTERS = re.compile(r"[^\W\d_]+")
 _NOT_NAMES_FOLDED = frozenset(w.casefold() for w in _NOT_NAMES)
 # The shortest short form of a name that `speaker_words` reads as that name ("Mel" for "Melanie").
 _MIN_SHORT = 3
@@ -72,11 +74,13 @@ def speaker_words(query: str, speakers: Collection[str]) -> tuple[tuple[str, str
     in order of appearance.
 
     A word names a speaker when, compared case-insensitively (`str.casefold`), it is the speaker's
-    name or one word of it (a question typed in lower case, a speaker stored under a full name);
+    name or one word of it, a run of two or more letters (a question typed in lower case, a
+    speaker stored under a full name or a handle: "Kate" for "Kate Moreau" or "kate_m92");
     a capitalised word (`name_words`) of at least three letters also names the one speaker with a
     name word that it starts ("Mel" for Melanie) or that starts it with at most three more
-    letters ("Johnny" for John), when no other speaker's does. Question and auxiliary words (``"will"``, ``"who"``) never name anyone.
-    A word that names two speakers (a shared surname) names both.
+    letters ("Johnny" for John), when no other speaker's does. Question and auxiliary words
+    (``"will"``, ``"who"``) never name anyone. A word that names two speakers (a shared surname)
+    names both.
 
     >>> speaker_words("what are kate's hobbies?", {"Kate", "Tom"})
     (('kate', 'Kate'),)
@@ -85,7 +89,7 @@ def speaker_words(query: str, speakers: Collection[str]) -> tuple[tuple[str, str
     """
     if not speakers:
         return ()
-    parts = {s: tuple(w.casefold() for w in _ANY_WORD.findall(s)) for s in speakers}
+    parts = {s: tuple(w.casefold() for w in _LETTERS.findall(s) if len(w) > 1) for s in speakers}
     cased = set(name_words(query))
     out: dict[str, str | None] = {}
     pairs: list[tuple[str, str]] = []

@@ -111,7 +111,7 @@ def _chat(speakers: dict[str, str], *, labels: bool = True) -> list[dict[str, ob
 def test_speaker_words_match_known_speakers_whatever_the_case() -> None:
     from shared_core.formulas.subqueries import speaker_words
 
-    speakers = {"Kate", "Tom Lee", "Melanie", "John"}
+    speakers = {"Kate", "Tom Lee", "Melanie", "John", "ann_b92"}
     assert speaker_words("what are kate's hobbies?", speakers) == (("kate", "Kate"),)
     assert speaker_words("What did TOM and Kate buy?", speakers) == (("TOM", "Tom Lee"), ("Kate", "Kate"))
     assert speaker_words("Has Mel met Johnny?", speakers) == (("Mel", "Melanie"), ("Johnny", "John"))
@@ -119,6 +119,7 @@ def test_speaker_words_match_known_speakers_whatever_the_case() -> None:
     assert speaker_words("What will Kate do?", {"Will", "Kate"}) == (("Kate", "Kate"),)  # "will" names nobody
     assert speaker_words("What did Jo do?", {"Joanna", "Jon"}) == ()  # too short, and two speakers start so
     assert speaker_words("What did Kate do?", set()) == ()
+    assert speaker_words("Where did ann go? And b?", speakers) == (("ann", "ann_b92"),)  # a handle
 
 
 def test_a_question_typed_in_lower_case_runs_the_speaker_path() -> None:
