@@ -27,6 +27,7 @@ Pure parts, no model:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Collection, Sequence
 
@@ -89,23 +90,36 @@ def speaker_words(query: str, speakers: Collection[str]) -> tuple[tuple[str, str
     """
     if not speakers:
         return ()
-    parts = {s: tuple(w.casefold() for w in _LETTERS.findall(s) if len(w) > 1) for s in speakers}
+    exact, parts = _speaker_index(frozenset(speakers))
     cased = set(name_words(query))
-    out: dict[str, str | None] = {}
+    seen: set[str] = set()
     pairs: list[tuple[str, str]] = []
     for match in _ANY_WORD.finditer(query):
         word = match.group(1)
         folded = word.casefold()
-        if folded in _NOT_NAMES_FOLDED or word in out:
+        if folded in _NOT_NAMES_FOLDED or word in seen:
             continue
-        named = [s for s in sorted(speakers) if s.casefold() == folded or folded in parts[s]]
+        seen.add(word)
+        named = exact.get(folded, ())
         if not named and word in cased and len(word) >= _MIN_SHORT:
-            short = [s for s in sorted(speakers) if any(len(p) >= _MIN_SHORT and (p.startswith(folded) or (
-                folded.startswith(p) and len(folded) <= len(p) + _MAX_SUFFIX)) for p in parts[s])]
-            named = short if len(short) == 1 else []
-        out[word] = named[0] if named else None
+            short = [s for s, words in parts if any(len(p) >= _MIN_SHORT and (p.startswith(folded) or (
+                folded.startswith(p) and len(folded) <= len(p) + _MAX_SUFFIX)) for p in words)]
+            named = tuple(short) if len(short) == 1 else ()
         pairs += [(word, s) for s in named]
     return tuple(pairs)
+
+
+@functools.lru_cache(maxsize=256)
+def _speaker_index(speakers: frozenset[str]) -> tuple[dict[str, tuple[str, ...]],
+                                                      tuple[tuple[str, tuple[str, ...]], ...]]:
+    """(casefolded name or name word -> its speakers, sorted; each speaker, sorted, with its name
+    words), built once per set of speakers (a namespace's `SpeakerBook` hands out the same one)."""
+    parts = tuple((s, tuple(w.casefold() for w in _LETTERS.findall(s) if len(w) > 1)) for s in sorted(speakers))
+    exact: dict[str, list[str]] = {}
+    for s, words in parts:
+        for key in dict.fromkeys((s.casefold(), *words)):
+            exact.setdefault(key, []).append(s)
+    return {k: tuple(v) for k, v in exact.items()}, parts
 
 
 def strip_names(query: str, names: Sequence[str]) -> str:
