@@ -27,6 +27,7 @@ Pure parts, no model:
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from collections.abc import Collection, Sequence
@@ -90,7 +91,7 @@ def speaker_words(query: str, speakers: Collection[str]) -> tuple[tuple[str, str
     """
     if not speakers:
         return ()
-    exact, parts = _speaker_index(frozenset(speakers))
+    exact, by_part, ordered = _speaker_index(frozenset(speakers))
     cased = set(name_words(query))
     seen: set[str] = set()
     pairs: list[tuple[str, str]] = []
@@ -102,24 +103,40 @@ def speaker_words(query: str, speakers: Collection[str]) -> tuple[tuple[str, str
         seen.add(word)
         named = exact.get(folded, ())
         if not named and word in cased and len(word) >= _MIN_SHORT:
-            short = [s for s, words in parts if any(len(p) >= _MIN_SHORT and (p.startswith(folded) or (
-                folded.startswith(p) and len(folded) <= len(p) + _MAX_SUFFIX)) for p in words)]
-            named = tuple(short) if len(short) == 1 else ()
+            named = _short_form(folded, by_part, ordered)
         pairs += [(word, s) for s in named]
     return tuple(pairs)
 
 
+def _short_form(folded: str, by_part: dict[str, tuple[str, ...]], ordered: tuple[str, ...]) -> tuple[str, ...]:
+    """The one speaker with a name word (three letters or more) that starts with ``folded``, or
+    that ``folded`` starts with and at most `_MAX_SUFFIX` letters more; () for none or several."""
+    found: set[str] = set()
+    for n in range(max(_MIN_SHORT, len(folded) - _MAX_SUFFIX), len(folded)):  # "johnny" -> "john"
+        found.update(by_part.get(folded[:n], ()))
+    i = bisect.bisect_left(ordered, folded)  # name words that start with it: "mel" -> "melanie"
+    while i < len(ordered) and ordered[i].startswith(folded) and len(found) < 2:
+        found.update(by_part[ordered[i]])
+        i += 1
+    return tuple(found) if len(found) == 1 else ()
+
+
 @functools.lru_cache(maxsize=256)
-def _speaker_index(speakers: frozenset[str]) -> tuple[dict[str, tuple[str, ...]],
-                                                      tuple[tuple[str, tuple[str, ...]], ...]]:
-    """(casefolded name or name word -> its speakers, sorted; each speaker, sorted, with its name
-    words), built once per set of speakers (a namespace's `SpeakerBook` hands out the same one)."""
-    parts = tuple((s, tuple(w.casefold() for w in _LETTERS.findall(s) if len(w) > 1)) for s in sorted(speakers))
+def _speaker_index(speakers: frozenset[str]) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]],
+                                                      tuple[str, ...]]:
+    """(casefolded name or name word -> its speakers; name word of three letters or more -> its
+    speakers; those name words in order), all speakers sorted, built once per set of speakers (a
+    namespace's `SpeakerBook` hands out the same set while it learns nobody new)."""
     exact: dict[str, list[str]] = {}
-    for s, words in parts:
+    by_part: dict[str, list[str]] = {}
+    for s in sorted(speakers):
+        words = [w.casefold() for w in _LETTERS.findall(s) if len(w) > 1]
         for key in dict.fromkeys((s.casefold(), *words)):
             exact.setdefault(key, []).append(s)
-    return {k: tuple(v) for k, v in exact.items()}, parts
+        for key in dict.fromkeys(w for w in words if len(w) >= _MIN_SHORT):
+            by_part.setdefault(key, []).append(s)
+    return ({k: tuple(v) for k, v in exact.items()}, {k: tuple(v) for k, v in by_part.items()},
+            tuple(sorted(by_part)))
 
 
 def strip_names(query: str, names: Sequence[str]) -> str:

@@ -118,6 +118,7 @@ def test_speaker_words_match_known_speakers_whatever_the_case() -> None:
     assert speaker_words("did mel go to Timbuktu or Johnston?", speakers) == ()  # short forms: capitalised only
     assert speaker_words("What will Kate do?", {"Will", "Kate"}) == (("Kate", "Kate"),)  # "will" names nobody
     assert speaker_words("What did Jo do?", {"Joanna", "Jon"}) == ()  # too short, and two speakers start so
+    assert speaker_words("Did Joh or Johnny call?", {"Johanna", "John"}) == (("Johnny", "John"),)  # Joh: both
     assert speaker_words("What did Kate do?", set()) == ()
     assert speaker_words("Where did ann go? And b?", speakers) == (("ann", "ann_b92"),)  # a handle
 
