@@ -205,7 +205,8 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews, Writes):
             now = self.clock.now()
             request = RecallRequest(query=text, vector=vector, now=now, session_id=session, top_k=k + len(excluded),
                                     predicate=predicate, include_history=include_history, cross_session=cross,
-                                    explain=explain, as_of=when, embed=embed, heard=self._heard(ns))
+                                    explain=explain, as_of=when, embed=embed, heard=self._heard(ns),
+                                    speakers=self._state.speakers.known(ns))
             found = self._recalling(ns, lambda p: recall(p, request, self.config))
             if found is None:
                 return []
@@ -268,7 +269,8 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews, Writes):
             now = self.clock.now()
             request = RecallRequest(query=text, vector=vector, now=now, session_id=session,
                                     top_k=top_k + len(excluded), predicate=predicate, cross_session=cross,
-                                    as_of=when, embed=embed, heard=self._heard(ns))
+                                    as_of=when, embed=embed, heard=self._heard(ns),
+                                    speakers=self._state.speakers.known(ns))
 
             def gathered(part: Partition) -> tuple[list[ScoredMemory], list[ScoredMemory]]:
                 working: list[ScoredMemory] = []

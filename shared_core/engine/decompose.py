@@ -8,7 +8,8 @@ decomposes the question (`shared_core.formulas.subqueries`) and runs one more ca
 generation with the storage contract's own operation (`Partition.candidates`), so every
 backend serves it unchanged:
 
-1. the query's name words that are **speakers**: the speaker (`speaker_of`: metadata
+1. the query's words that name **speakers** (`speaker_words`: whatever their case, by a full
+   name or one word of it, or a capitalised short form): the speaker (`speaker_of`: metadata
    ``speaker``, or a ``"Name:"`` label) of one of the first round's ``speaker_docs`` best
    relevant candidates; none: no sub-query;
 2. the **sub-query**: the question without the speakers' names (`strip_names`), embedded with
@@ -34,9 +35,9 @@ guess (a speaker written or forgotten meanwhile) costs today's second call, neve
 >>> strip_names("Which cities have both Jon and Gina been to?", ["Jon", "Gina"])
 'Which cities have both been to?'
 >>> book = SpeakerBook()
->>> book.heard("chat", ["Jon", "Gina", "Ann Lee", None])  # "Ann Lee" is never one name word
->>> sorted(book.known("chat")), planned_subquery("Did Jon and Gina both go to Rome?", book.known("chat"))
-(['Gina', 'Jon'], 'Did both go to Rome?')
+>>> book.heard("chat", ["Jon", "Gina Okafor", None])
+>>> sorted(book.known("chat")), planned_subquery("did jon and Gina both go to Rome?", book.known("chat"))
+(['Gina Okafor', 'Jon'], 'did both go to Rome?')
 """
 
 from __future__ import annotations
@@ -49,18 +50,22 @@ import numpy as np
 import numpy.typing as npt
 
 from ..formulas.questions import analyze_query
-from ..formulas.subqueries import name_words, speaker_of, strip_names
+from ..formulas.subqueries import name_words, speaker_of, speaker_words, strip_names
 from ..store.contract import CandidateQuery, Partition
 from ..values.config import AtlasConfig
 from .feedback import FeedbackPath, _fused
 
-__all__ = ["Embed", "Heard", "PreEmbedded", "SpeakerBook", "planned_subquery", "speaker_path", "speaker_weight",
-           "speakers_named"]
+__all__ = ["Embed", "Heard", "PreEmbedded", "SpeakerBook", "may_name_speaker", "planned_subquery", "speaker_path",
+           "speaker_weight", "speakers_named"]
 
 #: The caller's embedder for sub-queries: texts -> one unit row per text.
 Embed = Callable[[Sequence[str]], npt.NDArray[np.float32]]
 #: Told the speakers a recall's query names (`speakers_named`), under the atlas's lock.
 Heard = Callable[[tuple[str, ...]], None]
+
+
+#: The most words a speaker's name has for `SpeakerBook` to keep it ("Mary Ann Lee").
+MAX_NAME_WORDS = 3
 
 
 class SpeakerBook:
@@ -69,8 +74,8 @@ class SpeakerBook:
     A cache, never a source of truth (see the module): it learns the speakers of written memories
     and those each recall finds (`heard`), and forgets only a whole namespace (`drop`), so after a
     reopen it fills from the first recalls, and a speaker whose memories were all forgotten stays
-    (a wrong guess: one more model call). Only one-word speakers are kept (`name_words` finds no
-    other). Thread safe: `known` returns a snapshot.
+    (a wrong guess: one more model call). A name of more than `MAX_NAME_WORDS` words is no
+    speaker's. Thread safe: `known` returns a snapshot.
     """
 
     def __init__(self) -> None:
@@ -78,8 +83,8 @@ class SpeakerBook:
         self._lock = threading.Lock()
 
     def heard(self, namespace: str, speakers: Iterable[str | None]) -> None:
-        """Learn ``speakers`` (None and names that are not one name word are skipped)."""
-        new = {w for w in speakers if w is not None and name_words(w) == (w,)}
+        """Learn ``speakers`` (None, blank names and names of more than `MAX_NAME_WORDS` words are skipped)."""
+        new = {w for w in speakers if w is not None and 1 <= len(w.split()) <= MAX_NAME_WORDS}
         known = self._names.get(namespace, frozenset())
         if new <= known:  # the usual case: nothing to write, no lock
             return
@@ -96,15 +101,29 @@ class SpeakerBook:
 
 
 def planned_subquery(query: str, speakers: Collection[str]) -> str | None:
-    """The sub-query `speaker_path` embeds for ``query`` if the query's named speakers are
-    exactly its name words among ``speakers``; None when there would be none.
+    """The sub-query `speaker_path` embeds for ``query`` if the speakers it finds named are
+    those of ``speakers`` that the query names (`speaker_words`); None when there would be none.
 
     >>> planned_subquery("What are Kate's hobbies?", {"Kate", "Tom"}), planned_subquery("Hi Bob", {"Kate"})
     ('What are hobbies?', None)
     """
-    named = [w for w in name_words(query) if w in speakers]
+    named = [word for word, _ in speaker_words(query, speakers)]
     text = strip_names(query, named) if named else query
     return text if text.strip() and text != query else None
+
+
+def may_name_speaker(query: str, known: Collection[str]) -> bool:
+    """Whether recall runs the speaker path's search for ``query``'s speakers: the query has
+    capitalised name words (`name_words`), or it names one of the ``known`` speakers of the
+    namespace whatever its case (`speaker_words`: "what are kate's hobbies"); a query that does
+    neither costs no read of the first round's candidates.
+
+    >>> may_name_speaker("What are Kate's hobbies?", ()), may_name_speaker("what are kate's hobbies?", {"Kate"})
+    (True, True)
+    >>> may_name_speaker("what are her hobbies?", {"Kate"})
+    False
+    """
+    return bool(name_words(query)) or bool(speaker_words(query, known))
 
 
 class PreEmbedded:
@@ -143,20 +162,21 @@ def speaker_weight(query: str, config: AtlasConfig) -> float:
     return config.speaker_weight * config.speaker_list_factor
 
 
-def speakers_named(part: Partition, query: str, first: Mapping[str, float], docs: int) -> tuple[str, ...]:
-    """The query's name words that are the speaker of one of the ``docs`` best candidates of
-    ``first`` (id -> fused relevance; ties to the smaller id), in the query's order."""
-    words = name_words(query)
-    if not words or docs <= 0:
+def speakers_named(part: Partition, query: str, first: Mapping[str, float], docs: int
+                   ) -> tuple[tuple[str, str], ...]:
+    """The query's words that name (`speaker_words`) the speaker of one of the ``docs`` best
+    candidates of ``first`` (id -> fused relevance; ties to the smaller id), each as ``(word as
+    written, speaker)``, in the query's order."""
+    if docs <= 0:
         return ()
     top = sorted(first.items(), key=lambda kv: (-kv[1], kv[0]))[:docs]
-    said = set()
+    said: set[str] = set()
     part.graph.prefetch([node_id for node_id, _ in top])
     for node_id, _ in top:
         node = part.graph.get_node(node_id)
         if node is not None and (who := speaker_of(node.content, node.metadata)) is not None:
             said.add(who)
-    return tuple(w for w in words if w in said)
+    return speaker_words(query, said)
 
 
 def speaker_path(part: Partition, query: str, vector: npt.NDArray[np.float32], first: Mapping[str, float],
@@ -165,12 +185,13 @@ def speaker_path(part: Partition, query: str, vector: npt.NDArray[np.float32], f
                  heard: Heard | None = None) -> FeedbackPath | None:
     """The speaker path of one recall (see the module); None when the query names no speaker of
     the candidates, or nothing of theirs comes back. ``heard`` is told the named speakers."""
-    speakers = speakers_named(part, query, first, config.speaker_docs)
-    if not speakers:
+    named = speakers_named(part, query, first, config.speaker_docs)
+    if not named:
         return None
+    speakers = tuple(dict.fromkeys(who for _, who in named))
     if heard is not None:
         heard(speakers)
-    text = strip_names(query, speakers)
+    text = strip_names(query, [word for word, _ in named])
     if not text.strip() or text == query:
         return None
     sub = np.asarray(embed([text])[0], dtype=np.float32)

@@ -58,13 +58,12 @@ from ..formulas.scoring import (
     multiplicative_score,
     scale_to,
 )
-from ..formulas.subqueries import name_words
 from ..formulas.timecues import TimeCue, parse_time_cue
 from ..store.contract import CandidateQuery, Partition, WalkSpec
 from ..values.config import AtlasConfig
 from ..values.model import MemoryNode, Relation, ScoredMemory, scored_of
 from ..values.relations import RELATIONS
-from .decompose import Embed, Heard, speaker_path, speaker_weight
+from .decompose import Embed, Heard, may_name_speaker, speaker_path, speaker_weight
 from .entities import entity_path, entity_walk
 from .feedback import feedback_path
 
@@ -90,6 +89,7 @@ class RecallRequest:
     as_of: float | None = None
     embed: Embed | None = None  # the atlas's embedder, for sub-queries (speaker path)
     heard: Heard | None = None  # told the speakers the query names (speaker path)
+    speakers: frozenset[str] = frozenset()  # the namespace's known speakers (`SpeakerBook`, speaker path)
 
 
 def _latest_timestamp(part: Partition, now: float) -> float | None:
@@ -217,7 +217,7 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
     vector_scale = cosine_scale(raw["vector"], floor)
     base, vector_share = fuse(raw, cosine, vector_scale, weights, config)
     if config.speaker_weight > 0 and req.embed is not None and req.top_k >= config.speaker_min_k \
-            and name_words(req.query):
+            and may_name_speaker(req.query, req.speakers):
         relevant = _evidence(cosine, raw, config.relevance_floor)
         spoken = speaker_path(part, req.query, req.vector, base if relevant is None else
                               {i: v for i, v in base.items() if i in relevant}, config, req.embed, k=k,

@@ -8,10 +8,13 @@ Decomposed, it becomes one sub-query per named speaker: the question with every 
 taken out (possessive included, and a conjunction left between two names), searched over that
 speaker's turns only (`shared_core.engine.decompose`).
 
-Two pure parts, no model:
+Pure parts, no model:
 
 - `name_words`: the words of a query that may be names (a capital letter, not a question or
   auxiliary word at its start), in order, possessive ``'s`` dropped;
+- `speaker_words`: the words of a query that name one of a conversation's known speakers,
+  whatever their case ("what are kate's hobbies"), by the speaker's full name or any word of it
+  ("Kate" for "Kate Moreau"), or a capitalised short form of it ("Mel" for "Melanie");
 - `strip_names`: the query without the given names, spaces tidied.
 
 >>> name_words("Which cities have both Jon and Gina been to?")
@@ -24,10 +27,12 @@ Two pure parts, no model:
 
 from __future__ import annotations
 
+import bisect
+import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
-__all__ = ["name_words", "speaker_of", "strip_names"]
+__all__ = ["name_words", "speaker_of", "speaker_words", "strip_names"]
 
 # A capitalised word (letters, inner hyphens or apostrophes), possessive 's / ' / ’s allowed after it.
 _WORD = re.compile(r"\b([A-Z][^\W\d_]*(?:[-'][^\W\d_]+)*?)(?:['’]s?)?(?![\w'’-])")
@@ -39,6 +44,15 @@ _NOT_NAMES = frozenset((
     "Whose", "Why", "Will", "With", "Would", "You", "Your",
 ))
 _CONJUNCTION = r"(?:,?\s*(?:and|or|&)\s+|,\s*)"
+# Any word (letters, inner hyphens or apostrophes), possessive allowed after it: a name typed in lower case.
+_ANY_WORD = re.compile(r"\b([^\W\d_]+(?:[-'][^\W\d_]+)*?)(?:['’]s?)?(?![\w'’-])")
+# The words of a speaker's name: runs of letters ("kate_m92" -> "kate", "m"; one letter names nobody).
+_LETTERS = re.compile(r"[^\W\d_]+")
+_NOT_NAMES_FOLDED = frozenset(w.casefold() for w in _NOT_NAMES)
+# The shortest short form of a name that `speaker_words` reads as that name ("Mel" for "Melanie").
+_MIN_SHORT = 3
+# The longest ending a pet form adds to a name ("Johnny" for John; "Timbuktu" is no Tim).
+_MAX_SUFFIX = 3
 # A speaker label at the start of a memory: "Name:" (one to three capitalised words).
 _LABEL = re.compile(r"^\s*([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2})\s*:")
 
@@ -55,6 +69,74 @@ def name_words(query: str) -> tuple[str, ...]:
         if word not in _NOT_NAMES:
             out.setdefault(word, None)
     return tuple(out)
+
+
+def speaker_words(query: str, speakers: Collection[str]) -> tuple[tuple[str, str], ...]:
+    """The words of ``query`` that name one of ``speakers``, each as ``(word as written, speaker)``,
+    in order of appearance.
+
+    A word names a speaker when, compared case-insensitively (`str.casefold`), it is the speaker's
+    name or one word of it, a run of two or more letters (a question typed in lower case, a
+    speaker stored under a full name or a handle: "Kate" for "Kate Moreau" or "kate_m92");
+    a capitalised word (`name_words`) of at least three letters also names the one speaker with a
+    name word that it starts ("Mel" for Melanie) or that starts it with at most three more
+    letters ("Johnny" for John), when no other speaker's does. Question and auxiliary words
+    (``"will"``, ``"who"``) never name anyone. A word that names two speakers (a shared surname)
+    names both.
+
+    >>> speaker_words("what are kate's hobbies?", {"Kate", "Tom"})
+    (('kate', 'Kate'),)
+    >>> speaker_words("Did Mel and Jon both go to Rome?", {"Melanie", "Jon Reyes", "Gina"})
+    (('Mel', 'Melanie'), ('Jon', 'Jon Reyes'))
+    """
+    if not speakers:
+        return ()
+    exact, by_part, ordered = _speaker_index(frozenset(speakers))
+    cased = set(name_words(query))
+    seen: set[str] = set()
+    pairs: list[tuple[str, str]] = []
+    for match in _ANY_WORD.finditer(query):
+        word = match.group(1)
+        folded = word.casefold()
+        if folded in _NOT_NAMES_FOLDED or word in seen:
+            continue
+        seen.add(word)
+        named = exact.get(folded, ())
+        if not named and word in cased and len(word) >= _MIN_SHORT:
+            named = _short_form(folded, by_part, ordered)
+        pairs += [(word, s) for s in named]
+    return tuple(pairs)
+
+
+def _short_form(folded: str, by_part: dict[str, tuple[str, ...]], ordered: tuple[str, ...]) -> tuple[str, ...]:
+    """The one speaker with a name word (three letters or more) that starts with ``folded``, or
+    that ``folded`` starts with and at most `_MAX_SUFFIX` letters more; () for none or several."""
+    found: set[str] = set()
+    for n in range(max(_MIN_SHORT, len(folded) - _MAX_SUFFIX), len(folded)):  # "johnny" -> "john"
+        found.update(by_part.get(folded[:n], ()))
+    i = bisect.bisect_left(ordered, folded)  # name words that start with it: "mel" -> "melanie"
+    while i < len(ordered) and ordered[i].startswith(folded) and len(found) < 2:
+        found.update(by_part[ordered[i]])
+        i += 1
+    return tuple(found) if len(found) == 1 else ()
+
+
+@functools.lru_cache(maxsize=256)
+def _speaker_index(speakers: frozenset[str]) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]],
+                                                      tuple[str, ...]]:
+    """(casefolded name or name word -> its speakers; name word of three letters or more -> its
+    speakers; those name words in order), all speakers sorted, built once per set of speakers (a
+    namespace's `SpeakerBook` hands out the same set while it learns nobody new)."""
+    exact: dict[str, list[str]] = {}
+    by_part: dict[str, list[str]] = {}
+    for s in sorted(speakers):
+        words = [w.casefold() for w in _LETTERS.findall(s) if len(w) > 1]
+        for key in dict.fromkeys((s.casefold(), *words)):
+            exact.setdefault(key, []).append(s)
+        for key in dict.fromkeys(w for w in words if len(w) >= _MIN_SHORT):
+            by_part.setdefault(key, []).append(s)
+    return ({k: tuple(v) for k, v in exact.items()}, {k: tuple(v) for k, v in by_part.items()},
+            tuple(sorted(by_part)))
 
 
 def strip_names(query: str, names: Sequence[str]) -> str:

@@ -122,7 +122,8 @@ class AtlasConfig:
     Speakers (`shared_core.engine.decompose`; on by default, chosen by leave-one-conversation-out on
     LoCoMo, `benchmarks/README.md`): with ``speaker_weight`` > 0 a recall of at least
     ``speaker_min_k`` memories whose query names the speaker of one of the first round's
-    ``speaker_docs`` best candidates (metadata ``speaker`` or a ``"Name:"`` label) runs one more
+    ``speaker_docs`` best candidates (metadata ``speaker`` or a ``"Name:"`` label; named in any
+    case, by a word of a full name, or by a short form: `shared_core.formulas.subqueries.speaker_words`) runs one more
     candidate generation for the query without the names, keeps each speaker's own memories, and
     fuses them as a ``speaker`` path weighted ``speaker_weight`` (the atlas embeds the sub-query,
     in the query's own model call when it has seen the speakers); for a list or count question

@@ -77,3 +77,64 @@ def test_a_list_question_weighs_the_speaker_path_by_the_list_factor() -> None:
     assert speaker_weight("How many times has Jon been to Paris?", config) == 1.5
     assert speaker_weight("When did Melanie go camping?", config) == 0.5
     assert speaker_weight("What activities has Melanie done?", AtlasConfig(speaker_list_factor=1.0)) == 1.0
+
+
+# -- robustness to how real chats name their speakers (issue 24, benchmarks/robustness.py) ---------
+FUN = [*(f"Tim: Jon, Gina! What do Jon and Gina do for fun, Jon and Gina? day {i}" for i in range(3)),
+       "Jon: Gina, what do Jon and Gina do for fun?", "Gina: what do Gina and Jon do for fun, Jon?",
+       "Jon: dancing, so much fun", "Gina: painting is fun", *(f"Tim said hello on day {i}" for i in range(8))]
+FUN_TARGETS = {"dancing, so much fun", "painting is fun"}
+
+
+def _speaker_hits(query: str, memories: list[dict[str, object]], weight: float = 2.0) -> dict[str, tuple[str, ...]]:
+    config = AtlasConfig(similar_top=0, link_temporal=False, candidate_min=4, candidate_ratio=1.0,
+                         feedback_weight=0.0, speaker_min_k=0, speaker_weight=weight)
+    atlas = ElasticMemoryAtlas(config=config, embedder=HashingEmbedder(dim=256), clock=ManualClock(1e9))
+    atlas.add_memories(memories, namespace="a")
+    hits = atlas.retrieve(query, namespace="a", top_k=5, reinforce=False)
+    return {h.node.content.split(": ", 1)[-1]: h.paths for h in hits
+            if h.node.content.split(": ", 1)[-1] in FUN_TARGETS}
+
+
+def _chat(speakers: dict[str, str], *, labels: bool = True) -> list[dict[str, object]]:
+    """`FUN` as a chat application stores it: each turn's speaker renamed, in the metadata, and
+    the ``"Name: "`` label kept or not."""
+    out: list[dict[str, object]] = []
+    for line in FUN:
+        who, colon, text = line.partition(": ")
+        who = speakers.get(who, who) if colon else "Tim"
+        out.append({"content": f"{who}: {text}" if labels and colon else (text if colon else line),
+                    "metadata": {"speaker": who}})
+    return out
+
+
+def test_speaker_words_match_known_speakers_whatever_the_case() -> None:
+    from shared_core.formulas.subqueries import speaker_words
+
+    speakers = {"Kate", "Tom Lee", "Melanie", "John", "ann_b92"}
+    assert speaker_words("what are kate's hobbies?", speakers) == (("kate", "Kate"),)
+    assert speaker_words("What did TOM and Kate buy?", speakers) == (("TOM", "Tom Lee"), ("Kate", "Kate"))
+    assert speaker_words("Has Mel met Johnny?", speakers) == (("Mel", "Melanie"), ("Johnny", "John"))
+    assert speaker_words("did mel go to Timbuktu or Johnston?", speakers) == ()  # short forms: capitalised only
+    assert speaker_words("What will Kate do?", {"Will", "Kate"}) == (("Kate", "Kate"),)  # "will" names nobody
+    assert speaker_words("What did Jo do?", {"Joanna", "Jon"}) == ()  # too short, and two speakers start so
+    assert speaker_words("Did Joh or Johnny call?", {"Johanna", "John"}) == (("Johnny", "John"),)  # Joh: both
+    assert speaker_words("What did Kate do?", set()) == ()
+    assert speaker_words("Where did ann go? And b?", speakers) == (("ann", "ann_b92"),)  # a handle
+
+
+def test_a_question_typed_in_lower_case_runs_the_speaker_path() -> None:
+    found = _speaker_hits("what do jon and gina do for fun?", _chat({}))
+    assert found == {t: ("speaker",) for t in FUN_TARGETS}
+    assert _speaker_hits("what do jon and gina do for fun?", _chat({}), weight=0.0) == {}
+
+
+def test_a_speaker_stored_under_a_full_name_is_named_by_the_first_name() -> None:
+    found = _speaker_hits("What do Jon and Gina do for fun?", _chat({"Jon": "Jon Reyes", "Gina": "Gina Okafor"},
+                                                                   labels=False))
+    assert found == {t: ("speaker",) for t in FUN_TARGETS}
+
+
+def test_a_speaker_named_by_a_short_form_runs_the_speaker_path() -> None:
+    found = _speaker_hits("What do Jon and Gina do for fun?", _chat({"Jon": "Jonathan", "Gina": "Ginamarie"}))
+    assert found == {t: ("speaker",) for t in FUN_TARGETS}
