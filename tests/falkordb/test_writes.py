@@ -30,17 +30,17 @@ def _round_trips(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
         yield seen
 
 
-def test_an_add_memory_asks_the_server_twice(shared_atlas: Callable[..., ElasticMemoryAtlas],
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """One pipeline of reads (EXISTS, the neighbour search with the superseded count, the
-    session's newest memory) and one write statement (nodes, vector, terms, the turn's
-    reservation and the edges), however often the engine asks for the partition within the call."""
+def test_an_add_memory_asks_the_server_once(shared_atlas: Callable[..., ElasticMemoryAtlas],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """One transaction: the write statement (the neighbour search, node, terms, the turn's
+    reservation, the session's newest memory and the edges) and the vector node, however often
+    the engine asks for the partition within the call (no ``EXISTS`` first)."""
     atlas = shared_atlas()
     atlas.add_memories(["oat milk in the coffee", "the train to Lyon", "oat milk again"], namespace="p",
                        session_id="s")
     with _round_trips(monkeypatch) as seen:
         node = atlas.add_memory("oat milk, always oat milk", namespace="p", session_id="s")
-    assert seen == ["EXISTS", "a query"]
+    assert seen == ["a transaction"]
     links = {(e.relation.value, e.source == node.id) for e in atlas.backend.partition("p").graph.edges(node.id)}
     assert ("before", False) in links and ("similar_to", True) in links  # the edges came with the write
 
@@ -77,22 +77,21 @@ def test_a_call_keeps_its_view_and_the_next_call_starts_afresh(shared_atlas: Cal
 
 def test_a_write_takes_its_turns_atomically_when_another_process_writes_between(
         shared_atlas: Callable[..., ElasticMemoryAtlas], monkeypatch: pytest.MonkeyPatch) -> None:
-    """Another process writes after this write's reads and before its write statement: the
-    statement takes the next turns from the counter, so both writes keep turns of their own, and
+    """Another process writes after this write built its node and before its write statement: the
+    statement takes the next turn from the counter, so both writes keep turns of their own, and
     the node this write returns carries the turn stored."""
     atlas, other = shared_atlas(), shared_atlas()
     atlas.add_memory("first", namespace="p", session_id="s")
-    read_checked = FalkorPartition.read_checked
+    write_new = FalkorPartition.write_new
     between: list[int] = []
 
-    def then_another_write(self: FalkorPartition, statements: Any) -> Any:
-        rows = read_checked(self, statements)
+    def another_write_first(self: FalkorPartition, statements: Any) -> Any:
         if not between:
             between.append(0)
             between[0] = other.add_memory("in between", namespace="p", session_id="s").turn
-        return rows
+        return write_new(self, statements)
 
-    monkeypatch.setattr(FalkorPartition, "read_checked", then_another_write)
+    monkeypatch.setattr(FalkorPartition, "write_new", another_write_first)
     node = atlas.add_memory("second", namespace="p", session_id="s")
     monkeypatch.undo()
     part = atlas.backend.partition("p")

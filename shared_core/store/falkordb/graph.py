@@ -27,7 +27,7 @@ from ..base import GraphStoreBase
 from . import cypher as q
 from .client import GraphKey
 
-__all__ = ["FalkorGraphStore", "Nodes", "next_seq", "node_from_row", "node_props"]
+__all__ = ["FalkorGraphStore", "Nodes", "next_seq", "node_from_row", "node_props", "reserve_seqs"]
 
 _PLAIN = [f for f in q.NODE_FIELDS if f not in q.TIME_FIELDS]
 _PAGE = 5000
@@ -105,10 +105,12 @@ class _Sequence:
         self._last = 0
         self._lock = threading.Lock()
 
-    def next(self) -> int:
+    def next(self, count: int = 1) -> int:
+        """The first of ``count`` consecutive numbers."""
         with self._lock:
-            self._last = max(self._last + 1, time.time_ns())
-            return self._last
+            first = max(self._last + 1, time.time_ns())
+            self._last = first + count - 1
+            return first
 
 
 _SEQ = _Sequence()
@@ -117,6 +119,11 @@ _SEQ = _Sequence()
 def next_seq() -> int:
     """The next edge sequence number of this process."""
     return _SEQ.next()
+
+
+def reserve_seqs(count: int) -> int:
+    """The first of ``count`` consecutive edge sequence numbers of this process, all taken."""
+    return _SEQ.next(max(1, count))
 
 
 class _Row:

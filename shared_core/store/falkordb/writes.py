@@ -40,14 +40,15 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ...values.errors import NamespaceViolationError
+from ...values.errors import BackendError, NamespaceViolationError
 from ...values.model import AnyRelation, MemoryNode, Relation
 from ..contract import WriteBatch
 from ..vector_math import batch_pairs, merge_links
 from . import cypher as q
 from .client import GraphKey, Literal
-from .graph import next_seq, node_props
+from .graph import FalkorGraphStore, next_seq, node_props, reserve_seqs
 from .indexes import FalkorKeywordIndex, FalkorVectorIndex, quote
+from .write_one import STORE_VECTOR, write_one
 
 __all__ = ["node_statements", "write_batch"]
 
@@ -84,11 +85,21 @@ class Target(Protocol):
 
     def took_turns(self, first: int, count: int) -> None: ...
 
-    def written(self, nodes: Sequence[MemoryNode], touched: Iterable[str]) -> None: ...
+    def written(self, nodes: Sequence[MemoryNode], touched: Iterable[str] | None) -> None: ...
+
+    @property
+    def graph(self) -> FalkorGraphStore: ...
+
+    def write_new(self, statements: Sequence[Statement]) -> list[list[list[Any]]]: ...
+
+    def make_schema(self) -> None: ...
 
 
 def _sim(distance: Any) -> float:
-    return float(np.float32(1.0 - float(distance)))
+    """``1 - distance`` rounded to float32, the distance read exactly: the server computes it in
+    float32 and writes it with 15 significant digits, which name one float32 (`write_one.f32`
+    rounds the same double on the server)."""
+    return float(np.float32(1.0 - float(np.float32(float(distance)))))
 
 
 def write_batch(part: Target, batch: WriteBatch) -> list[MemoryNode]:
@@ -98,6 +109,8 @@ def write_batch(part: Target, batch: WriteBatch) -> list[MemoryNode]:
         return []
     whole = count <= _ROWS  # one statement: the turns are reserved by the write itself
     first = (part.known_turn or 0) + 1 if whole else part.next_turn(count)
+    if count == 1 and not (batch.similar_top > 0 and any(r is Relation.SIMILAR_TO for _, r, _ in batch.links[0])):
+        return _write_one(part, batch, first)  # one request (a `similar_to` link given too: two, below)
     try:
         nodes = _write(part, batch, first, whole)
     except BaseException:
@@ -108,13 +121,7 @@ def write_batch(part: Target, batch: WriteBatch) -> list[MemoryNode]:
 
 
 def _write(part: Target, batch: WriteBatch, first: int, whole: bool) -> list[MemoryNode]:
-    nodes = list(batch.build(first))
-    if len(nodes) != batch.count:
-        raise ValueError(f"WriteBatch.build gave {len(nodes)} nodes for {batch.count} vectors")
-    for node in nodes:
-        if node.namespace != part.namespace:
-            raise NamespaceViolationError(f"memory {node.id!r} belongs to namespace {node.namespace!r}, "
-                                          f"not {part.namespace!r}")
+    nodes = _checked_nodes(part, batch, first)
     ids = [n.id for n in nodes]
     vectors = np.asarray(batch.vectors, dtype=np.float32)
     top = batch.similar_top
@@ -199,6 +206,63 @@ def _write(part: Target, batch: WriteBatch, first: int, whole: bool) -> list[Mem
                       {**node_params, **params})
         part.graph_key.write_many(writes)
     part.written(nodes, touched | {i for source, target, _, _ in links for i in (source, target) if i is not _HEAD})
+    return nodes
+
+
+def _checked_nodes(part: Target, batch: WriteBatch, first: int) -> list[MemoryNode]:
+    nodes = list(batch.build(first))
+    if len(nodes) != batch.count:
+        raise ValueError(f"WriteBatch.build gave {len(nodes)} nodes for {batch.count} vectors")
+    for node in nodes:
+        if node.namespace != part.namespace:
+            raise NamespaceViolationError(f"memory {node.id!r} belongs to namespace {node.namespace!r}, "
+                                          f"not {part.namespace!r}")
+    return nodes
+
+
+def _write_one(part: Target, batch: WriteBatch, first: int) -> list[MemoryNode]:
+    """One memory in one request: `write_one.write_one`, which searches its neighbours itself."""
+    nodes = _checked_nodes(part, batch, first)
+    node = nodes[0]
+    encoded: list[tuple[Literal, str]] = []
+    part.vectors.add([node.id], np.asarray(batch.vectors, dtype=np.float32), rows=encoded)
+    terms: list[list[str]] = []
+    part.keywords.add_many([(node.id, node.content, node.session_id)], terms=terms)
+    _, params = node_statements(nodes, encoded, terms)[0]
+    top = max(0, batch.similar_top)
+    seq = reserve_seqs(1 + top)  # the `before` edge's number, then the neighbours'; the extra links' after them
+    extras = [row[1:] for row in _edge_rows([(node.id, target, relation, strength)
+                                              for target, relation, strength in batch.links[0]])]
+    kinds = sorted({row[1] for row in extras})
+    params.update({"seq": seq, "created_at": float(batch.created_at)})
+    if top:
+        params.update({"top": top, "min": float(batch.min_similarity)})
+    if node.session_id is not None:
+        params["session"] = node.session_id
+    if extras:
+        params["edges"] = extras
+    query = write_one(top=top, session=node.session_id is not None, linked=batch.link_temporal, kinds=kinds)
+    statements = [(query, params), (STORE_VECTOR, {"id": node.id, "vector": encoded[0][0], "raw": encoded[0][1]})]
+    rows = part.write_new(statements)[0]
+    if not rows:  # nothing written (see `write_one`): a graph without its schema, or this request ran before
+        stored = part.graph.get_node(node.id)
+        if stored is None:  # the graph was dropped by another process: its schema first
+            part.make_schema()
+            rows = part.write_new(statements)[0]
+        elif stored.content != node.content or stored.session_id != node.session_id:
+            raise BackendError(f"memory id {node.id!r} is taken in namespace {part.namespace!r}")
+    touched: set[str] | None = {node.id, *(str(row[0]) for row in extras)}
+    if rows:
+        reserved, source, targets = rows[0]
+        touched = {*(touched or ()), *(str(i) for i in targets), *(() if source is None else (str(source),))}
+    elif stored is not None:  # an earlier attempt of this request wrote it; its reply was lost
+        reserved, touched = stored.turn, None
+    else:
+        raise BackendError(f"FalkorDB wrote nothing for memory {node.id!r} in namespace {part.namespace!r}")
+    part.took_turns(int(reserved), 1)
+    if int(reserved) != first:  # another process took turns since the counter was read
+        nodes = list(batch.build(int(reserved)))
+    part.written(nodes, touched)
     return nodes
 
 
