@@ -335,17 +335,32 @@ class Connection:
             out.append(reply_rows(query, response))
         return out
 
-    def run_atomic(self, key: str, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[list[Any]]]:
+    def run_atomic(self, key: str, statements: Sequence[tuple[str, Mapping[str, Any]]], *,
+                   searching: bool = False) -> list[list[list[Any]]]:
         """Write statements on graph ``key`` in one transaction (``MULTI`` … ``EXEC``) in one round
         trip: they run one after the other with no other client's command between them, each
         atomic on its own (a refused one does not undo the others; it raises `BackendError` once
-        all ran). The rows of each; ``namespace_ttl`` applied again after them."""
-        commands = [["MULTI"], *(query_command(key, query, params, write=True) for query, params in statements),
-                    ["EXEC"]]
+        all ran). The rows of each; ``namespace_ttl`` applied again after them. ``searching``: the
+        first statement searches the vector index and the transaction writes nothing when it is
+        refused, so a refusal of a valid vector query is waited out as `run` waits it out for a
+        read (for up to `INDEX_WAIT` seconds)."""
+        waited = 0.0
+        while True:
+            try:
+                return self._atomic_once(key, statements)
+            except BackendError as exc:
+                if not searching or waited >= INDEX_WAIT or not _index_not_ready(str(exc)):
+                    raise
+                time.sleep(0.05)
+                waited += 0.05
+
+    def _atomic_once(self, key: str, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[list[Any]]]:
+        commands: list[list[Any]] = [["MULTI"], *(query_command(key, query, params, write=True)
+                                                   for query, params in statements), ["EXEC"]]
         ttl = self.settings.namespace_ttl
 
         def call() -> Any:
-            sent = [*commands, *([["EXPIRE", key, ttl]] if ttl is not None else [])]
+            sent: list[list[Any]] = [*commands, *([["EXPIRE", key, ttl]] if ttl is not None else [])]
             if self.confirmations is not None:
                 return self._confirmed_all(key, sent)
             if self._lane is not None:

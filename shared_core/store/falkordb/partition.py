@@ -281,8 +281,9 @@ class FalkorPartition(PartitionBase):
         one transaction, without asking first whether the graph exists, also in a call handed out
         unchecked (`begin`): they write nothing and return no row in a graph without its
         ``(:Atlas)`` node, and the caller then makes the schema (`make_schema`) and sends them
-        again. The rows of each."""
-        results = self._g.conn.run_atomic(self.key, statements)
+        again. The first may search the vector index (`Connection.run_atomic`'s ``searching``). The
+        rows of each."""
+        results = self._g.conn.run_atomic(self.key, statements, searching=True)
         if results and results[0]:
             self._g.arm(None)  # the graph exists, with its schema
         return results

@@ -1,29 +1,30 @@
-"""One memory written in one statement: the Cypher of `FalkorPartition.write_batch` for a batch of one.
+"""One memory written in one request: the Cypher of `FalkorPartition.write_batch` for a batch of one.
 
-An ``add_memory`` is one request (`write_one`): the statement searches the new vector's
-neighbours, writes the memory, its BM25 terms and its vector node, reserves its turn, finds and
-renames its session's newest memory and creates its edges, in this order:
+An ``add_memory`` is one transaction of two statements. The first (`write_one`), in this order:
 
-1. the neighbour search, before the new vector is stored: ``$top`` plus room for superseded hits
-   (one more than their number, at most 9; counted over the flags' index) plus the index's stale
-   entries asked of the HNSW index, the hits ordered by distance then id, the first k kept; each
-   similarity is ``1 - distance`` rounded to float32 (`f32`, exactly as
-   ``float(np.float32(...))`` rounds it), and the hits at or above ``$min`` whose memory is not
-   superseded are kept, the first ``$top`` of them;
-2. the memory node (its turn is the counter's next), its vector node, the counters;
-3. the session's newest memory (named by its ``(:Session)`` node, or the ``(:Atlas)`` node for
-   memories without a session; a name that is stale is answered by a scan of the session, as in
+1. the memory node (its turn and position the counter's next), the counters;
+2. the session's newest memory (named by its ``(:Session)`` node, or the ``(:Atlas)`` node for
+   memories without a session; a stale name is answered by a scan of the session, as in
    `cypher.session_heads`), renamed to the new memory;
-4. the edges, all from or to the new memory: ``before`` from the session's newest, ``similar_to``
-   to each neighbour kept (numbered ``$seq + 1 + i``), and the caller's extra links (``$edges``).
+3. the neighbour search: ``$top`` plus room for superseded hits (one more than their number, at
+   most 9, counted over the flags' index) plus the index's stale entries asked of the HNSW index,
+   the hits ordered by distance then id, the first k kept; each similarity is ``1 - distance``
+   rounded to float32 (`f32`: what `indexes.similarity` gives on the client); the hits at or
+   above ``$min`` whose memory is not superseded are kept, the first ``$top`` of them;
+4. the edges, all from or to the new memory: ``before`` from the session's newest (numbered
+   ``$seq``), ``similar_to`` to each neighbour kept (``$seq + 1 + i``), the caller's extra links.
 
-No edge is looked for before one is created (which would read the relationship matrices that
-earlier writes left pending, the dearest part of a write): the memory is new, so none of its
-edges can exist. The statement writes nothing when a memory with the new id exists already (a
-write sent again after its reply was lost: it ran once) or when the graph has no ``(:Atlas)``
-node (a graph dropped by another process: the schema must be made first); it then returns no
-row, and `shared_core.store.falkordb.writes` finds out which. It returns the turn, the id of the
-memory linked from, and the ids linked to.
+The second (`STORE_VECTOR`) stores the vector node: the vector index takes no node in a statement
+that searched it (FalkorDB 4.16 aborts on its own lock), and the search must not find the new
+vector; in one transaction no other client's command runs between the two.
+
+No edge is looked for before one is created (that reads the relationship matrices, which earlier
+writes left to be synchronised: the dearest part of a write): the memory is new, so none of its
+edges can exist. The statements write nothing when a memory with the new id exists already (a
+transaction sent again after its reply was lost: it ran once) or when the graph has no
+``(:Atlas)`` node (dropped by another process: the schema must be made first); the first then
+returns no row, and `shared_core.store.falkordb.writes` finds out which. Otherwise it returns the
+turn, the id of the memory linked from and the ids linked to.
 
 The rounding to float32, checked against numpy:
 
@@ -33,7 +34,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
 
 __all__ = ["STORE_VECTOR", "f32", "write_one"]
 
@@ -70,7 +71,7 @@ def _search(top: int) -> str:
             "WITH c, n, first, prev, "
             "$top + CASE WHEN superseded = 0 THEN 0 WHEN superseded < 8 THEN superseded + 1 ELSE 9 END AS k "
             "CALL { WITH c, k "
-            "CALL db.idx.vector.queryNodes('Embedding', 'embedding', k + coalesce(c.stale, 0), vecf32($rows[0][3])) "
+            "CALL db.idx.vector.queryNodes('Embedding', 'embedding', k + coalesce(c.stale, 0), vecf32($vector)) "
             "YIELD node, score WITH k, node.id AS hid, score ORDER BY score, hid "
             "WITH collect([hid, score]) AS found, max(k) AS k "
             "WITH found[0..coalesce(k, 0)] AS found UNWIND range(0, size(found) - 1) AS i "
@@ -100,28 +101,29 @@ def _head(*, named: bool, linked: bool) -> str:
             f"WITH {carried}, coalesce(k, scanned) AS prev SET {holder}.last = n.id ")
 
 
-def write_one(*, top: int, session: bool, linked: bool, kinds: Sequence[str] = ()) -> str:
-    """The statement writing the one memory of ``$rows`` (``[[id, props, terms, vector, raw]]``, as
-    `writes.node_statements` writes it) with its neighbours (``top`` > 0: ``$top``, ``$min``), its
-    session's newest memory (``session``: ``$session`` names it; else the memories without a
-    session), a ``before`` edge from it (``linked``) and the extra edges ``$edges`` (rows
-    ``[target, kind, strength, seq]``, ``kinds`` the relationship types they use); edges
-    created at ``$created_at``, numbered from ``$seq``. Returns one row: the turn, the id linked
-    from (or null) and the ids linked to (see the module docstring)."""
+@functools.lru_cache(maxsize=64)
+def write_one(*, top: int, session: bool, linked: bool, kinds: tuple[str, ...] = ()) -> str:
+    """The statement writing memory ``$id`` (its stored properties ``$props``, as `graph.node_props`
+    gives them, its BM25 terms ``$terms``, its vector ``$vector``) with its neighbours (``top`` > 0:
+    ``$top``, ``$min``), its session's newest memory (``session``: ``$session`` names the session;
+    else the memories without a session), a ``before`` edge from it (``linked``) and the extra
+    edges ``$edges`` (rows ``[target, kind, strength, seq]``, ``kinds`` the relationship types
+    they use); edges created at ``$created_at``, numbered from ``$seq``. Returns one row: the
+    turn, the id linked from (or null) and the ids linked to (see the module docstring)."""
     extras = ""
     if kinds:
         creates = " ".join(f"FOREACH (_ IN CASE WHEN r[1] = '{kind}' THEN [1] ELSE [] END | "
                            f"CREATE (n)-[:{kind} {{strength: r[2], created_at: $created_at, metadata: null, "
                            f"seq: r[3]}}]->(b))" for kind in kinds)
-        extras = f"WITH n, first, prev, similar CALL {{ WITH n UNWIND $edges AS r MATCH (b:Memory {{id: r[0]}}) {creates} }} "
+        extras = (f"WITH n, first, prev, similar "
+                  f"CALL {{ WITH n UNWIND $edges AS r MATCH (b:Memory {{id: r[0]}}) {creates} }} ")
     return (
-        "MATCH (c:Atlas) OPTIONAL MATCH (x:Memory {id: $rows[0][0]}) WITH c, x WHERE x IS NULL "
-        "WITH c, $rows[0] AS row, coalesce(c.seq, 0) + 1 AS pos, coalesce(c.kwseq, 0) + 1 AS kw, "
-        "coalesce(c.turn, 0) + 1 AS first "
-        "CREATE (n:Memory {id: row[0]}) "
-        "SET n += row[1], n.tracked = true, n.pos = pos, n.terms = row[2], n.kwseq = kw, n.turn = first, "
+        "MATCH (c:Atlas) OPTIONAL MATCH (x:Memory {id: $id}) WITH c, x WHERE x IS NULL "
+        "WITH c, coalesce(c.seq, 0) + 1 AS pos, coalesce(c.kwseq, 0) + 1 AS kw, coalesce(c.turn, 0) + 1 AS first "
+        "CREATE (n:Memory {id: $id}) "
+        "SET n += $props, n.tracked = true, n.pos = pos, n.terms = $terms, n.kwseq = kw, n.turn = first, "
         "n.accessed_turn = first, c.seq = pos, c.kwseq = kw, c.turn = first, c.docs = coalesce(c.docs, 0) + 1, "
-        "c.tokens = coalesce(c.tokens, 0) + size(row[2]) "
+        "c.tokens = coalesce(c.tokens, 0) + size($terms) "
         f"{_head(named=session, linked=linked)}"
         f"{_search(top)}"
         "FOREACH (p IN CASE WHEN prev IS NULL THEN [] ELSE [prev] END | "

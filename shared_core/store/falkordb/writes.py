@@ -1,8 +1,16 @@
-"""A batch write in two round trips: `FalkorPartition.write_batch`.
+"""A batch write in one or two round trips: `FalkorPartition.write_batch`.
 
 It stores what `shared_core.store.base`'s default `write_batch` stores over the same server (the
 same nodes, vectors, BM25 terms, session order, and edges with the same strengths in the same
-order), with the server asked twice instead of several times per memory:
+order), with the server asked once or twice instead of several times per memory.
+
+A batch of one memory (an ``add_memory``) is one request: `write_one.write_one`, a statement that
+searches the new vector's neighbours itself and writes the memory, its turn, its session's
+newest memory and its edges, then `write_one.STORE_VECTOR`, in one transaction (a statement that
+searched the vector index cannot add to it). A ``similar_to`` link given by the caller could
+replace a neighbour's edge: such a memory takes the path below.
+
+A larger batch, in two:
 
 1. one read: each new vector's nearest stored memories (with their superseded flag, so
    superseded ones are dropped without asking again); in an atlas call whose partition was
@@ -15,14 +23,19 @@ order), with the server asked twice instead of several times per memory:
    (`cypher.write_edges`), each numbered as `put_edge` would number it (a head's number is
    taken whether or not the session had a memory: numbers only order edges).
 
+Similarities are `indexes.similarity` of the server's distances (``1 - distance`` rounded to
+float32, the distance read exactly), on either path and in the default's search.
+
 A statement is atomic (the server undoes one that fails part-way), so a batch of up to 512
 memories, an ``add_memory`` among them, is written whole or not at all, turns included: the
 nodes are built (`WriteBatch.build`) before the write with the turns the counter promised when
 last read, and built again with the turns the statement answers if another process took turns
-in between. A larger batch reserves its turns first (`Partition.next_turn`), reads each
-session's newest memory with its search (step 1), and is written 512 memories a statement; one
-refused after the first statements leaves their memories, which the engine removes (as after
-any failed write), and gives the turns back.
+in between. (The transaction of one memory: its second statement stores the vector node of the
+memory the first wrote, with no other client's command between them; were it refused, the
+engine removes the memory, as after any failed write.) A larger batch reserves its turns first
+(`Partition.next_turn`), reads each session's newest memory with its search (step 1), and is
+written 512 memories a statement; one refused after the first statements leaves their
+memories, which the engine removes (as after any failed write), and gives the turns back.
 
 The edges' rows, one per (source, target, relation), the later of two kept:
 
@@ -47,7 +60,7 @@ from ..vector_math import batch_pairs, merge_links
 from . import cypher as q
 from .client import GraphKey, Literal
 from .graph import FalkorGraphStore, next_seq, node_props, reserve_seqs
-from .indexes import FalkorKeywordIndex, FalkorVectorIndex, quote
+from .indexes import FalkorKeywordIndex, FalkorVectorIndex, quote, similarity
 from .write_one import STORE_VECTOR, write_one
 
 __all__ = ["node_statements", "write_batch"]
@@ -93,13 +106,6 @@ class Target(Protocol):
     def write_new(self, statements: Sequence[Statement]) -> list[list[list[Any]]]: ...
 
     def make_schema(self) -> None: ...
-
-
-def _sim(distance: Any) -> float:
-    """``1 - distance`` rounded to float32, the distance read exactly: the server computes it in
-    float32 and writes it with 15 significant digits, which name one float32 (`write_one.f32`
-    rounds the same double on the server)."""
-    return float(np.float32(1.0 - float(np.float32(float(distance)))))
 
 
 def write_batch(part: Target, batch: WriteBatch) -> list[MemoryNode]:
@@ -148,7 +154,7 @@ def _write(part: Target, batch: WriteBatch, first: int, whole: bool) -> list[Mem
         rows = sorted(results[0], key=lambda row: (int(row[0]), float(row[2]), str(row[1])))
         spare = int(rows[0][4]) - top if rows else 0  # the statement's room for superseded hits
         for qi, i, d, flag, _ in rows:
-            found[int(qi)].append((str(i), _sim(d), bool(flag)))
+            found[int(qi)].append((str(i), similarity(d), bool(flag)))
         hits = [[(i, s) for i, s, _ in found_of if s >= batch.min_similarity] for found_of in found]
         flagged = {i for found_of in found for i, _, flag in found_of if flag}
         merged = merge_links(hits, *batch_pairs(vectors, batch.min_similarity), top + spare)
@@ -228,12 +234,13 @@ def _write_one(part: Target, batch: WriteBatch, first: int) -> list[MemoryNode]:
     part.vectors.add([node.id], np.asarray(batch.vectors, dtype=np.float32), rows=encoded)
     terms: list[list[str]] = []
     part.keywords.add_many([(node.id, node.content, node.session_id)], terms=terms)
-    _, params = node_statements(nodes, encoded, terms)[0]
+    (vector, raw), = encoded
+    params: dict[str, Any] = {"id": node.id, "props": node_props(node), "terms": terms[0], "vector": vector}
     top = max(0, batch.similar_top)
     seq = reserve_seqs(1 + top)  # the `before` edge's number, then the neighbours'; the extra links' after them
     extras = [row[1:] for row in _edge_rows([(node.id, target, relation, strength)
                                               for target, relation, strength in batch.links[0]])]
-    kinds = sorted({row[1] for row in extras})
+    kinds = tuple(sorted({row[1] for row in extras}))
     params.update({"seq": seq, "created_at": float(batch.created_at)})
     if top:
         params.update({"top": top, "min": float(batch.min_similarity)})
@@ -242,8 +249,9 @@ def _write_one(part: Target, batch: WriteBatch, first: int) -> list[MemoryNode]:
     if extras:
         params["edges"] = extras
     query = write_one(top=top, session=node.session_id is not None, linked=batch.link_temporal, kinds=kinds)
-    statements = [(query, params), (STORE_VECTOR, {"id": node.id, "vector": encoded[0][0], "raw": encoded[0][1]})]
+    statements = [(query, params), (STORE_VECTOR, {"id": node.id, "vector": vector, "raw": raw})]
     rows = part.write_new(statements)[0]
+    stored: MemoryNode | None = None
     if not rows:  # nothing written (see `write_one`): a graph without its schema, or this request ran before
         stored = part.graph.get_node(node.id)
         if stored is None:  # the graph was dropped by another process: its schema first
