@@ -265,8 +265,8 @@ def test_the_server_rounds_a_similarity_to_float32_as_numpy_does(prefixed_url: s
     part = backend.partition("f32", create=True)
     assert part is not None
     pairs = [[float(d), float(e)] for d, e in zip(distances.tolist(), expected.tolist(), strict=True)]
-    rows = part.graph_key.read(f"UNWIND $pairs AS p WITH p[1] AS want, {f32('1.0 - p[0]')} AS got "
-                               "RETURN sum(CASE WHEN got = want THEN 1 ELSE 0 END), count(*)", {"pairs": pairs})
+    rows = part.graph_key.read(f"UNWIND $pairs AS p WITH p, {f32('1.0 - p[0]')} AS got "
+                               "RETURN sum(CASE WHEN got = p[1] THEN 1 ELSE 0 END), count(*)", {"pairs": pairs})
     assert rows == [[len(pairs), len(pairs)]]
 
 
