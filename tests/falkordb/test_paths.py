@@ -254,7 +254,7 @@ def test_a_batch_write_stores_what_the_default_stores(prefixed_url: str) -> None
     assert isinstance(fast, FalkorPartition) and isinstance(default, FalkorPartition)
     base = rng.normal(size=(4, 16)).astype(np.float32)
     turn = 0
-    for b, size in enumerate((5, 1, 7, 2, 1, 1, 1)):  # batches of one: `write_one`, but for a `similar_to` link
+    for b, size in enumerate((5, 1, 7, 3)):
         nodes, vectors = [], []
         for j in range(size):
             turn += 1
@@ -268,8 +268,6 @@ def test_a_batch_write_stores_what_the_default_stores(prefixed_url: str) -> None
         if b > 0:
             links[0] = [("m001", Relation.RELATED_TO, 0.7), ("m002", Relation.CAUSED_BY, 0.5),
                         ("m001", Relation.RELATED_TO, 0.9)]
-        if b == 6:
-            links[0] = [("m003", Relation.SIMILAR_TO, 0.4)]
         for part in (fast, default):
             def build(first: int, nodes: list[MemoryNode] = nodes, ns: str = part.namespace) -> list[MemoryNode]:
                 return [dataclasses.replace(n, namespace=ns, turn=first + j, accessed_turn=first + j)

@@ -30,17 +30,17 @@ def _round_trips(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
         yield seen
 
 
-def test_an_add_memory_asks_the_server_once(shared_atlas: Callable[..., ElasticMemoryAtlas],
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    """One transaction: the write statement (the neighbour search, node, terms, the turn's
-    reservation, the session's newest memory and the edges) and the vector node, however often
-    the engine asks for the partition within the call (no ``EXISTS`` first)."""
+def test_an_add_memory_asks_the_server_twice(shared_atlas: Callable[..., ElasticMemoryAtlas],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """One pipeline of reads (EXISTS, the neighbour search with the superseded count, the
+    session's newest memory) and one write statement (nodes, vector, terms, the turn's
+    reservation and the edges), however often the engine asks for the partition within the call."""
     atlas = shared_atlas()
     atlas.add_memories(["oat milk in the coffee", "the train to Lyon", "oat milk again"], namespace="p",
                        session_id="s")
     with _round_trips(monkeypatch) as seen:
         node = atlas.add_memory("oat milk, always oat milk", namespace="p", session_id="s")
-    assert seen == ["a transaction"]
+    assert seen == ["EXISTS", "a query"]
     links = {(e.relation.value, e.source == node.id) for e in atlas.backend.partition("p").graph.edges(node.id)}
     assert ("before", False) in links and ("similar_to", True) in links  # the edges came with the write
 
@@ -77,21 +77,22 @@ def test_a_call_keeps_its_view_and_the_next_call_starts_afresh(shared_atlas: Cal
 
 def test_a_write_takes_its_turns_atomically_when_another_process_writes_between(
         shared_atlas: Callable[..., ElasticMemoryAtlas], monkeypatch: pytest.MonkeyPatch) -> None:
-    """Another process writes after this write built its node and before its write statement: the
-    statement takes the next turn from the counter, so both writes keep turns of their own, and
+    """Another process writes after this write's reads and before its write statement: the
+    statement takes the next turns from the counter, so both writes keep turns of their own, and
     the node this write returns carries the turn stored."""
     atlas, other = shared_atlas(), shared_atlas()
     atlas.add_memory("first", namespace="p", session_id="s")
-    write_new = FalkorPartition.write_new
+    read_checked = FalkorPartition.read_checked
     between: list[int] = []
 
-    def another_write_first(self: FalkorPartition, statements: Any) -> Any:
+    def then_another_write(self: FalkorPartition, statements: Any) -> Any:
+        rows = read_checked(self, statements)
         if not between:
             between.append(0)
             between[0] = other.add_memory("in between", namespace="p", session_id="s").turn
-        return write_new(self, statements)
+        return rows
 
-    monkeypatch.setattr(FalkorPartition, "write_new", another_write_first)
+    monkeypatch.setattr(FalkorPartition, "read_checked", then_another_write)
     node = atlas.add_memory("second", namespace="p", session_id="s")
     monkeypatch.undo()
     part = atlas.backend.partition("p")
@@ -244,47 +245,23 @@ def test_a_batch_in_several_statements_names_each_sessions_newest(shared_atlas: 
         assert _before_sources(atlas, nodes[3].id) == [nodes[1].id]
 
 
-def test_the_server_rounds_a_similarity_to_float32_as_numpy_does(prefixed_url: str) -> None:
-    """`write_one.f32` (the similarity of a neighbour found inside the write statement) against
-    ``np.float32`` and `indexes.similarity` (the client's): exact doubles, ties to even included
-    (a distance in [0.125, 0.5) makes ``1 - distance`` a tie between two float32 one time in four
-    or two), compared on the server."""
-    import numpy as np
-
-    from shared_core.store.falkordb.indexes import similarity
-    from shared_core.store.falkordb.write_one import f32
-
-    rng = np.random.default_rng(3)
-    ties = (rng.integers(2**22, 2**24, 600) * 2.0**-26).astype(np.float32)  # multiples of 2^-26 in [1/16, 1/4)
-    edges = np.array([0, 1, 2, 0.5, 0.25, 1 - 2**-24, 1 + 2**-23, 2**-20, 1e-10, 0.75 + 2**-25, 1.9999999],
-                     dtype=np.float32)
-    distances = np.concatenate([rng.uniform(0, 2, 1400).astype(np.float32), ties, edges])
-    expected = (1.0 - distances.astype(np.float64)).astype(np.float32).astype(np.float64)
-    assert [similarity(f"{d:.15g}") for d in distances.tolist()] == expected.tolist()
-    backend = FalkorDBBackend.from_url(prefixed_url, dim=4)
-    part = backend.partition("f32", create=True)
-    assert part is not None
-    pairs = [[float(d), float(e)] for d, e in zip(distances.tolist(), expected.tolist(), strict=True)]
-    rows = part.graph_key.read(f"UNWIND $pairs AS p WITH p, {f32('1.0 - p[0]')} AS got "
-                               "RETURN sum(CASE WHEN got = p[1] THEN 1 ELSE 0 END), count(*)", {"pairs": pairs})
-    assert rows == [[len(pairs), len(pairs)]]
-
-
-def test_an_add_memory_sent_again_after_its_reply_was_lost_is_stored_once(
+def test_a_write_sent_again_after_its_reply_was_lost_is_stored_once(
         shared_atlas: Callable[..., ElasticMemoryAtlas], monkeypatch: pytest.MonkeyPatch) -> None:
-    """A transaction whose reply is lost is sent again (`Connection._retrying`): the second run
-    finds the memory stored and writes nothing (no second turn, no edge twice), and the write
-    returns the memory as the first run stored it."""
+    """A write statement whose reply is lost is sent again (`Connection._retrying`). Its edges are
+    created without looking for old ones (the memories are new), so the second run must write
+    nothing: it finds the first memory stored, and the write returns the memories as the first run
+    stored them (no second turn, no edge twice, the counts once)."""
     atlas = shared_atlas()
     atlas.add_memories(["oat milk in the coffee", "the train to Lyon", "oat milk again"], namespace="p",
                        session_id="s")
-    atomic_once = Connection._atomic_once
+    run_once = Connection._run_once
 
-    def twice(self: Connection, key: str, statements: Any) -> Any:
-        atomic_once(self, key, statements)  # its reply lost
-        return atomic_once(self, key, statements)
+    def twice(self: Connection, key: str, query: str, params: Any, *, write: bool) -> Any:
+        if write and query.startswith("OPTIONAL MATCH (x0:Memory"):
+            run_once(self, key, query, params, write=write)  # its reply lost
+        return run_once(self, key, query, params, write=write)
 
-    monkeypatch.setattr(Connection, "_atomic_once", twice)
+    monkeypatch.setattr(Connection, "_run_once", twice)
     node = atlas.add_memory("oat milk, always oat milk", namespace="p", session_id="s")
     monkeypatch.undo()
     part = atlas.backend.partition("p")
@@ -292,30 +269,6 @@ def test_an_add_memory_sent_again_after_its_reply_was_lost_is_stored_once(
     stored = [n for n in part.graph.nodes() if n.content == node.content]
     assert [n.id for n in stored] == [node.id] and stored[0].turn == node.turn == part.turn == 4
     edges = [(e.source, e.target, e.relation) for e in part.graph.edges(node.id)]
-    assert len(edges) == len(set(edges)) and ("before" in {e[2].value for e in edges})
+    assert len(edges) == len(set(edges)) and "before" in {e[2].value for e in edges}
     assert part.graph_key.read("MATCH (e:Embedding {id: $id}) RETURN count(e)", {"id": node.id}) == [[1]]
     assert part.graph_key.read("MATCH (c:Atlas) RETURN c.docs") == [[4]]
-
-
-def test_a_vector_query_refused_inside_a_write_is_sent_again(shared_atlas: Callable[..., ElasticMemoryAtlas],
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """The server has been seen to refuse a valid vector query once, right after a graph's indexes
-    were made: the write whose statement it refused wrote nothing, and is sent again."""
-    from shared_core.values.errors import BackendError
-
-    atlas = shared_atlas()
-    atlas.add_memory("first", namespace="p", session_id="s")
-    atomic_once = Connection._atomic_once
-    refused: list[int] = []
-
-    def refused_once(self: Connection, key: str, statements: Any) -> Any:
-        if not refused:
-            refused.append(1)
-            raise BackendError("FalkorDB at x refused a query: Invalid arguments for procedure "
-                               "'db.idx.vector.queryNodes'")
-        return atomic_once(self, key, statements)
-
-    monkeypatch.setattr(Connection, "_atomic_once", refused_once)
-    node = atlas.add_memory("second", namespace="p", session_id="s")
-    monkeypatch.undo()
-    assert refused == [1] and node.turn == 2 and _before_sources(atlas, node.id) != []

@@ -335,51 +335,6 @@ class Connection:
             out.append(reply_rows(query, response))
         return out
 
-    def run_atomic(self, key: str, statements: Sequence[tuple[str, Mapping[str, Any]]], *,
-                   searching: bool = False) -> list[list[list[Any]]]:
-        """Write statements on graph ``key`` in one transaction (``MULTI`` … ``EXEC``) in one round
-        trip: they run one after the other with no other client's command between them, each
-        atomic on its own (a refused one does not undo the others; it raises `BackendError` once
-        all ran). The rows of each; ``namespace_ttl`` applied again after them. ``searching``: the
-        first statement searches the vector index and the transaction writes nothing when it is
-        refused, so a refusal of a valid vector query is waited out as `run` waits it out for a
-        read (for up to `INDEX_WAIT` seconds)."""
-        waited = 0.0
-        while True:
-            try:
-                return self._atomic_once(key, statements)
-            except BackendError as exc:
-                if not searching or waited >= INDEX_WAIT or not _index_not_ready(str(exc)):
-                    raise
-                time.sleep(0.05)
-                waited += 0.05
-
-    def _atomic_once(self, key: str, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[list[Any]]]:
-        commands: list[list[Any]] = [["MULTI"], *(query_command(key, query, params, write=True)
-                                                   for query, params in statements), ["EXEC"]]
-        ttl = self.settings.namespace_ttl
-
-        def call() -> Any:
-            sent: list[list[Any]] = [*commands, *([["EXPIRE", key, ttl]] if ttl is not None else [])]
-            if self.confirmations is not None:
-                return self._confirmed_all(key, sent)
-            if self._lane is not None:
-                return self._unless_transient(self._lane.send(sent))
-            replies, _ = send_and_wait(self._db.connection, key, sent, cluster=self.cluster, wanted=0, timeout=0.0)
-            return self._unless_transient(replies)
-
-        replies = self._retrying(call, "a transaction")
-        done = replies[len(commands) - 1]
-        if not isinstance(done, list):  # EXEC refused (a command refused while queued)
-            refused = next((r for r in replies if isinstance(r, self._response_error)), done)
-            raise BackendError(f"FalkorDB at {self.settings.url} refused a transaction: {refused}")
-        out: list[list[list[Any]]] = []
-        for (query, _), response in zip(statements, done, strict=True):
-            if isinstance(response, self._response_error):
-                raise BackendError(f"FalkorDB at {self.settings.url} refused a query: {response}")
-            out.append(reply_rows(query, response))
-        return out
-
     def exists_and_read(self, key: str, statements: Sequence[tuple[str, Mapping[str, Any]]]
                         ) -> tuple[bool, list[list[list[Any]]]]:
         """Whether graph ``key`` exists, and the rows of read-only ``statements`` on it (none if it

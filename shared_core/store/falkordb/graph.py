@@ -27,7 +27,7 @@ from ..base import GraphStoreBase
 from . import cypher as q
 from .client import GraphKey
 
-__all__ = ["FalkorGraphStore", "Nodes", "next_seq", "node_from_row", "node_props", "reserve_seqs"]
+__all__ = ["FalkorGraphStore", "Nodes", "next_seq", "node_from_row", "node_props"]
 
 _PLAIN = [f for f in q.NODE_FIELDS if f not in q.TIME_FIELDS]
 _PAGE = 5000
@@ -105,12 +105,10 @@ class _Sequence:
         self._last = 0
         self._lock = threading.Lock()
 
-    def next(self, count: int = 1) -> int:
-        """The first of ``count`` consecutive numbers."""
+    def next(self) -> int:
         with self._lock:
-            first = max(self._last + 1, time.time_ns())
-            self._last = first + count - 1
-            return first
+            self._last = max(self._last + 1, time.time_ns())
+            return self._last
 
 
 _SEQ = _Sequence()
@@ -119,11 +117,6 @@ _SEQ = _Sequence()
 def next_seq() -> int:
     """The next edge sequence number of this process."""
     return _SEQ.next()
-
-
-def reserve_seqs(count: int) -> int:
-    """The first of ``count`` consecutive edge sequence numbers of this process, all taken."""
-    return _SEQ.next(max(1, count))
 
 
 class _Row:

@@ -36,7 +36,7 @@ from . import cypher as q
 from .client import GraphKey, Literal
 
 __all__ = ["AMONG_IN_QUERY", "CosineCache", "FalkorKeywordIndex", "FalkorVectorIndex", "query_literal", "quote",
-           "similarity", "term_statements", "vector_literal", "vector_statements"]
+           "term_statements", "vector_literal", "vector_statements"]
 
 _ROWS_PER_WRITE = 256
 AMONG_IN_QUERY = 5000  # a subset up to this size is filtered in the query, larger ones after it
@@ -186,18 +186,6 @@ class FalkorVectorIndex(VectorIndexBase):
         self._prefetch([i for i, _ in hits], edges=k > _WALK)
         return hits
 
-    def search_many(self, queries: npt.NDArray[np.float32], k: int, *,
-                    min_similarity: float | None = None) -> list[Hits]:
-        """`search` of each row of ``queries`` keeping the hits at or above ``min_similarity``: the
-        write path's neighbour search (`VectorIndexBase.add_and_link`), whose similarities are
-        `similarity` of the distances, as the batch write's (`shared_core.store.falkordb.writes`)."""
-        floor = -math.inf if min_similarity is None else min_similarity
-        out: list[Hits] = []
-        for query in queries:
-            rows = self._g.read(q.VECTOR_SEARCH, {"k": int(k), "query": query_literal(query)}) if k > 0 else []
-            out.append([(str(i), s) for i, d in rows if (s := similarity(d)) >= floor])
-        return out
-
     def get_many(self, ids: Sequence[str]) -> list[Vector | None]:
         """`get` of each id, in one statement."""
         if not ids:
@@ -286,13 +274,6 @@ def term_statements(rows: Sequence[tuple[str, str]]) -> list[tuple[str, dict[str
     items = [[node_id, index_terms(text)] for node_id, text in last.items()]
     return [(q.SET_TERMS, {"rows": items[start:start + _ROWS_PER_WRITE]})
             for start in range(0, len(items), _ROWS_PER_WRITE)]
-
-
-def similarity(distance: Any) -> float:
-    """``1 - distance`` rounded to float32, the distance read exactly: the server computes a cosine
-    distance in float32 and writes it with 15 significant digits, which name one float32
-    (`write_one.f32` rounds the same double on the server, for a write in one statement)."""
-    return float(np.float32(1.0 - float(np.float32(float(distance)))))
 
 
 def _raw(vector: Vector) -> str:

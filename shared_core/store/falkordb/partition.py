@@ -276,27 +276,6 @@ class FalkorPartition(PartitionBase):
     def write_batch(self, batch: WriteBatch) -> list[MemoryNode]:
         return writes.write_batch(self, batch)
 
-    def write_new(self, statements: Sequence[tuple[str, dict[str, Any]]]) -> list[list[list[Any]]]:
-        """Write statements of new memories (`write_one.write_one` and `write_one.STORE_VECTOR`) in
-        one transaction, without asking first whether the graph exists, also in a call handed out
-        unchecked (`begin`): they write nothing and return no row in a graph without its
-        ``(:Atlas)`` node, and the caller then makes the schema (`make_schema`) and sends them
-        again. The first may search the vector index (`Connection.run_atomic`'s ``searching``). The
-        rows of each."""
-        results = self._g.conn.run_atomic(self.key, statements, searching=True)
-        if results and results[0]:
-            self._g.arm(None)  # the graph exists, with its schema
-        return results
-
-    def make_schema(self) -> None:
-        """The graph's indexes and counter (another process dropped the graph), made whether or
-        not the graph exists (a statement that ran on a dropped graph made an empty one)."""
-        self._g.arm(None)
-        if self._create_schema is not None:
-            self._create_schema()
-        else:
-            self._g.write(q.COUNTER)
-
     def written(self, nodes: Sequence[MemoryNode], touched: Iterable[str] | None) -> None:
         """Update this call's caches after a batch write: the new nodes as written, the edges of
         the ``touched`` ids (None: of every id) to be read again."""

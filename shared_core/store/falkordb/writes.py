@@ -1,16 +1,8 @@
-"""A batch write in one or two round trips: `FalkorPartition.write_batch`.
+"""A batch write in two round trips: `FalkorPartition.write_batch`.
 
 It stores what `shared_core.store.base`'s default `write_batch` stores over the same server (the
 same nodes, vectors, BM25 terms, session order, and edges with the same strengths in the same
-order), with the server asked once or twice instead of several times per memory.
-
-A batch of one memory (an ``add_memory``) is one request: `write_one.write_one`, a statement that
-searches the new vector's neighbours itself and writes the memory, its turn, its session's
-newest memory and its edges, then `write_one.STORE_VECTOR`, in one transaction (a statement that
-searched the vector index cannot add to it). A ``similar_to`` link given by the caller could
-replace a neighbour's edge: such a memory takes the path below.
-
-A larger batch, in two:
+order), with the server asked twice instead of several times per memory:
 
 1. one read: each new vector's nearest stored memories (with their superseded flag, so
    superseded ones are dropped without asking again); in an atlas call whose partition was
@@ -23,19 +15,14 @@ A larger batch, in two:
    (`cypher.write_edges`), each numbered as `put_edge` would number it (a head's number is
    taken whether or not the session had a memory: numbers only order edges).
 
-Similarities are `indexes.similarity` of the server's distances (``1 - distance`` rounded to
-float32, the distance read exactly), on either path and in the default's search.
-
 A statement is atomic (the server undoes one that fails part-way), so a batch of up to 512
 memories, an ``add_memory`` among them, is written whole or not at all, turns included: the
 nodes are built (`WriteBatch.build`) before the write with the turns the counter promised when
 last read, and built again with the turns the statement answers if another process took turns
-in between. (The transaction of one memory: its second statement stores the vector node of the
-memory the first wrote, with no other client's command between them; were it refused, the
-engine removes the memory, as after any failed write.) A larger batch reserves its turns first
-(`Partition.next_turn`), reads each session's newest memory with its search (step 1), and is
-written 512 memories a statement; one refused after the first statements leaves their
-memories, which the engine removes (as after any failed write), and gives the turns back.
+in between. A larger batch reserves its turns first (`Partition.next_turn`), reads each
+session's newest memory with its search (step 1), and is written 512 memories a statement; one
+refused after the first statements leaves their memories, which the engine removes (as after
+any failed write), and gives the turns back.
 
 The edges' rows, one per (source, target, relation), the later of two kept:
 
@@ -59,9 +46,8 @@ from ..contract import WriteBatch
 from ..vector_math import batch_pairs, merge_links
 from . import cypher as q
 from .client import GraphKey, Literal
-from .graph import FalkorGraphStore, next_seq, node_props, reserve_seqs
-from .indexes import FalkorKeywordIndex, FalkorVectorIndex, quote, similarity
-from .write_one import STORE_VECTOR, write_one
+from .graph import FalkorGraphStore, next_seq, node_props
+from .indexes import FalkorKeywordIndex, FalkorVectorIndex, quote
 
 __all__ = ["node_statements", "write_batch"]
 
@@ -103,9 +89,9 @@ class Target(Protocol):
     @property
     def graph(self) -> FalkorGraphStore: ...
 
-    def write_new(self, statements: Sequence[Statement]) -> list[list[list[Any]]]: ...
 
-    def make_schema(self) -> None: ...
+def _sim(distance: Any) -> float:
+    return float(np.float32(1.0 - float(distance)))
 
 
 def write_batch(part: Target, batch: WriteBatch) -> list[MemoryNode]:
@@ -115,8 +101,6 @@ def write_batch(part: Target, batch: WriteBatch) -> list[MemoryNode]:
         return []
     whole = count <= _ROWS  # one statement: the turns are reserved by the write itself
     first = (part.known_turn or 0) + 1 if whole else part.next_turn(count)
-    if count == 1 and not (batch.similar_top > 0 and any(r is Relation.SIMILAR_TO for _, r, _ in batch.links[0])):
-        return _write_one(part, batch, first)  # one request (a `similar_to` link given too: two, below)
     try:
         nodes = _write(part, batch, first, whole)
     except BaseException:
@@ -127,7 +111,13 @@ def write_batch(part: Target, batch: WriteBatch) -> list[MemoryNode]:
 
 
 def _write(part: Target, batch: WriteBatch, first: int, whole: bool) -> list[MemoryNode]:
-    nodes = _checked_nodes(part, batch, first)
+    nodes = list(batch.build(first))
+    if len(nodes) != batch.count:
+        raise ValueError(f"WriteBatch.build gave {len(nodes)} nodes for {batch.count} vectors")
+    for node in nodes:
+        if node.namespace != part.namespace:
+            raise NamespaceViolationError(f"memory {node.id!r} belongs to namespace {node.namespace!r}, "
+                                          f"not {part.namespace!r}")
     ids = [n.id for n in nodes]
     vectors = np.asarray(batch.vectors, dtype=np.float32)
     top = batch.similar_top
@@ -154,7 +144,7 @@ def _write(part: Target, batch: WriteBatch, first: int, whole: bool) -> list[Mem
         rows = sorted(results[0], key=lambda row: (int(row[0]), float(row[2]), str(row[1])))
         spare = int(rows[0][4]) - top if rows else 0  # the statement's room for superseded hits
         for qi, i, d, flag, _ in rows:
-            found[int(qi)].append((str(i), similarity(d), bool(flag)))
+            found[int(qi)].append((str(i), _sim(d), bool(flag)))
         hits = [[(i, s) for i, s, _ in found_of if s >= batch.min_similarity] for found_of in found]
         flagged = {i for found_of in found for i, _, flag in found_of if flag}
         merged = merge_links(hits, *batch_pairs(vectors, batch.min_similarity), top + spare)
@@ -196,12 +186,19 @@ def _write(part: Target, batch: WriteBatch, first: int, whole: bool) -> list[Mem
     if unnamed is not None:
         params["null_session"] = unnamed
     touched: set[str] = set()
+    unknown = False  # which memories' edges changed is not known (every edge of the call is read again)
     if whole:
         _, node_params = writes[0]
         answer = part.graph_key.write(q.write_reserving(kinds, named=bool(named), unnamed=unnamed is not None),
                                       {**node_params, **params})
-        reserved = int(answer[0][0])
-        touched = {str(source) for source in answer[0][1]}  # the sessions' newest: their edges changed
+        if answer:
+            reserved = int(answer[0][0])
+            touched = {str(source) for source in answer[0][1]}  # the sessions' newest: their edges changed
+        else:  # the batch is stored already: this request ran before and its reply was lost (see `write_reserving`)
+            stored = part.graph.get_node(ids[0])
+            if stored is None or stored.content != nodes[0].content:
+                raise BackendError(f"FalkorDB wrote nothing for memory {ids[0]!r} in namespace {part.namespace!r}")
+            reserved, unknown = stored.turn, True
         part.took_turns(reserved, len(nodes))
         if reserved != first:  # another process took turns since the counter was read
             nodes = list(batch.build(reserved))
@@ -211,66 +208,8 @@ def _write(part: Target, batch: WriteBatch, first: int, whole: bool) -> list[Mem
         writes[-1] = (q.write_edges(kinds, after=query) if edges else f"{query} RETURN size(before)",
                       {**node_params, **params})
         part.graph_key.write_many(writes)
-    part.written(nodes, touched | {i for source, target, _, _ in links for i in (source, target) if i is not _HEAD})
-    return nodes
-
-
-def _checked_nodes(part: Target, batch: WriteBatch, first: int) -> list[MemoryNode]:
-    nodes = list(batch.build(first))
-    if len(nodes) != batch.count:
-        raise ValueError(f"WriteBatch.build gave {len(nodes)} nodes for {batch.count} vectors")
-    for node in nodes:
-        if node.namespace != part.namespace:
-            raise NamespaceViolationError(f"memory {node.id!r} belongs to namespace {node.namespace!r}, "
-                                          f"not {part.namespace!r}")
-    return nodes
-
-
-def _write_one(part: Target, batch: WriteBatch, first: int) -> list[MemoryNode]:
-    """One memory in one request: `write_one.write_one`, which searches its neighbours itself."""
-    nodes = _checked_nodes(part, batch, first)
-    node = nodes[0]
-    encoded: list[tuple[Literal, str]] = []
-    part.vectors.add([node.id], np.asarray(batch.vectors, dtype=np.float32), rows=encoded)
-    terms: list[list[str]] = []
-    part.keywords.add_many([(node.id, node.content, node.session_id)], terms=terms)
-    (vector, raw), = encoded
-    params: dict[str, Any] = {"id": node.id, "props": node_props(node), "terms": terms[0], "vector": vector}
-    top = max(0, batch.similar_top)
-    seq = reserve_seqs(1 + top)  # the `before` edge's number, then the neighbours'; the extra links' after them
-    extras = [row[1:] for row in _edge_rows([(node.id, target, relation, strength)
-                                              for target, relation, strength in batch.links[0]])]
-    kinds = tuple(sorted({row[1] for row in extras}))
-    params.update({"seq": seq, "created_at": float(batch.created_at)})
-    if top:
-        params.update({"top": top, "min": float(batch.min_similarity)})
-    if node.session_id is not None:
-        params["session"] = node.session_id
-    if extras:
-        params["edges"] = extras
-    query = write_one(top=top, session=node.session_id is not None, linked=batch.link_temporal, kinds=kinds)
-    statements = [(query, params), (STORE_VECTOR, {"id": node.id, "vector": vector, "raw": raw})]
-    rows = part.write_new(statements)[0]
-    stored: MemoryNode | None = None
-    if not rows:  # nothing written (see `write_one`): a graph without its schema, or this request ran before
-        stored = part.graph.get_node(node.id)
-        if stored is None:  # the graph was dropped by another process: its schema first
-            part.make_schema()
-            rows = part.write_new(statements)[0]
-        elif stored.content != node.content or stored.session_id != node.session_id:
-            raise BackendError(f"memory id {node.id!r} is taken in namespace {part.namespace!r}")
-    touched: set[str] | None = {node.id, *(str(row[0]) for row in extras)}
-    if rows:
-        reserved, source, targets = rows[0]
-        touched = {*(touched or ()), *(str(i) for i in targets), *(() if source is None else (str(source),))}
-    elif stored is not None:  # an earlier attempt of this request wrote it; its reply was lost
-        reserved, touched = stored.turn, None
-    else:
-        raise BackendError(f"FalkorDB wrote nothing for memory {node.id!r} in namespace {part.namespace!r}")
-    part.took_turns(int(reserved), 1)
-    if int(reserved) != first:  # another process took turns since the counter was read
-        nodes = list(batch.build(int(reserved)))
-    part.written(nodes, touched)
+    part.written(nodes, None if unknown else
+                 touched | {i for source, target, _, _ in links for i in (source, target) if i is not _HEAD})
     return nodes
 
 
