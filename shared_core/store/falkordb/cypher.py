@@ -309,16 +309,17 @@ def session_heads(*, named: bool, unnamed: bool, carry: str = "") -> str:
 
 def write_reserving(kinds: Sequence[str], *, named: bool = False, unnamed: bool = False) -> str:
     """`WRITE_NODES` of ``$rows`` (the counter matched: a graph's schema is made before its first
-    write) with their turns reserved (`RESERVE_TURNS`), the sessions' newest memories (`session_heads`, with ``named`` and ``unnamed``), then, when ``kinds`` is not
-    empty, the edges of ``$edges`` and those from the sessions' newest memories (`write_edges`,
-    in a subquery: the first turn's row stays whatever the edges match): one statement, returning
-    the first turn and the ids of the sessions' newest memories linked from.
+    write) with their turns reserved (`RESERVE_TURNS`), the sessions' newest memories
+    (`session_heads`, with ``named`` and ``unnamed``), then, when ``kinds`` is not empty, the
+    edges of ``$edges`` and those from the sessions' newest memories (`write_edges`, in a
+    subquery: the first turn's row stays whatever the edges match): one statement, returning the
+    first turn and the ids of the sessions' newest memories linked from.
 
     Only when the first memory of ``$rows`` is not stored yet: the memories are new (their ids
-    are random), so none of their edges exists and none is looked for (`write_edges`' ``new``: looking
-    reads the relationship matrices, which FalkorDB synchronises then with the writes before it,
-    the dearest part of a write); a statement sent again after its reply was lost (it ran once)
-    writes nothing and returns no row."""
+    are random), so none of their edges exists and none is looked for (`write_edges`' ``new``:
+    looking reads the relationship matrices, which FalkorDB then synchronises with the writes
+    before it, the dearest part of a write); a statement sent again after its reply was lost
+    (it ran once) writes nothing and returns no row."""
     heads = session_heads(named=named, unnamed=unnamed, carry="first") if named or unnamed else \
         "WITH first, [] AS before"
     edges = f" CALL {{ WITH before {write_edges(kinds, rows='before + $edges', new=True)} }}" if kinds else ""
