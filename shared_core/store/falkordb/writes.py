@@ -19,7 +19,10 @@ A statement is atomic (the server undoes one that fails part-way), so a batch of
 memories, an ``add_memory`` among them, is written whole or not at all, turns included: the
 nodes are built (`WriteBatch.build`) before the write with the turns the counter promised when
 last read, and built again with the turns the statement answers if another process took turns
-in between. A larger batch reserves its turns first (`Partition.next_turn`), reads each
+in between. The statement writes only if the batch's first memory is not stored yet, and then
+creates its edges without looking for old ones (the memories are new): a request sent again
+after its reply was lost writes nothing, and the turns are read back from the stored memory.
+A larger batch reserves its turns first (`Partition.next_turn`), reads each
 session's newest memory with its search (step 1), and is written 512 memories a statement; one
 refused after the first statements leaves their memories, which the engine removes (as after
 any failed write), and gives the turns back.
