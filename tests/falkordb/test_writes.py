@@ -243,3 +243,32 @@ def test_a_batch_in_several_statements_names_each_sessions_newest(shared_atlas: 
     assert _before_sources(atlas, node.id) == [nodes[3].id]
     if linked:
         assert _before_sources(atlas, nodes[3].id) == [nodes[1].id]
+
+
+def test_a_write_sent_again_after_its_reply_was_lost_is_stored_once(
+        shared_atlas: Callable[..., ElasticMemoryAtlas], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write statement whose reply is lost is sent again (`Connection._retrying`). Its edges are
+    created without looking for old ones (the memories are new), so the second run must write
+    nothing: it finds the first memory stored, and the write returns the memories as the first run
+    stored them (no second turn, no edge twice, the counts once)."""
+    atlas = shared_atlas()
+    atlas.add_memories(["oat milk in the coffee", "the train to Lyon", "oat milk again"], namespace="p",
+                       session_id="s")
+    run_once = Connection._run_once
+
+    def twice(self: Connection, key: str, query: str, params: Any, *, write: bool) -> Any:
+        if write and query.endswith("RETURN first, [b IN before | b[0]]"):  # the write statement
+            run_once(self, key, query, params, write=write)  # its reply lost
+        return run_once(self, key, query, params, write=write)
+
+    monkeypatch.setattr(Connection, "_run_once", twice)
+    node = atlas.add_memory("oat milk, always oat milk", namespace="p", session_id="s")
+    monkeypatch.undo()
+    part = atlas.backend.partition("p")
+    assert isinstance(part, FalkorPartition)
+    stored = [n for n in part.graph.nodes() if n.content == node.content]
+    assert [n.id for n in stored] == [node.id] and stored[0].turn == node.turn == part.turn == 4
+    edges = [(e.source, e.target, e.relation) for e in part.graph.edges(node.id)]
+    assert len(edges) == len(set(edges)) and "before" in {e[2].value for e in edges}
+    assert part.graph_key.read("MATCH (e:Embedding {id: $id}) RETURN count(e)", {"id": node.id}) == [[1]]
+    assert part.graph_key.read("MATCH (c:Atlas) RETURN c.docs") == [[4]]

@@ -233,6 +233,14 @@ WRITE_NODES = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0
                "c.docs = coalesce(c.docs, 0) + docs, c.tokens = coalesce(c.tokens, 0) + tokens, "
                "c.kwseq = base + size($rows)")
 
+# `WRITE_NODES` only when the first memory of $rows is not stored yet (see `write_reserving`); the counter
+# matched, not merged (a MERGE after the filter ran on the row it dropped, FalkorDB 4.16)
+_MERGE_COUNTER = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0, c.docs = 0, c.tokens = 0, "
+                  "c.kwseq = 0 ")
+assert WRITE_NODES.startswith(_MERGE_COUNTER)
+_NEW_NODES = ("MATCH (c:Atlas) OPTIONAL MATCH (x0:Memory {id: $rows[0][0]}) WITH c, x0 WHERE x0 IS NULL "
+              + WRITE_NODES.removeprefix(_MERGE_COUNTER))
+
 # a batch's turns, reserved by the statement that writes it (appended to `WRITE_NODES`: one atomic
 # step, so concurrent writers never share a turn and a refused write takes none): row j of $rows
 # gets turn and accessed_turn `first + j`, the counter ends on the last; leaves `first` in scope
@@ -300,15 +308,22 @@ def session_heads(*, named: bool, unnamed: bool, carry: str = "") -> str:
 
 
 def write_reserving(kinds: Sequence[str], *, named: bool = False, unnamed: bool = False) -> str:
-    """`WRITE_NODES` of ``$rows`` with their turns reserved (`RESERVE_TURNS`), the sessions'
-    newest memories (`session_heads`, with ``named`` and ``unnamed``), then, when ``kinds`` is not
-    empty, the edges of ``$edges`` and those from the sessions' newest memories (`write_edges`,
-    in a subquery: the first turn's row stays whatever the edges match): one statement, returning
-    the first turn and the ids of the sessions' newest memories linked from."""
+    """`WRITE_NODES` of ``$rows`` (the counter matched: a graph's schema is made before its first
+    write) with their turns reserved (`RESERVE_TURNS`), the sessions' newest memories
+    (`session_heads`, with ``named`` and ``unnamed``), then, when ``kinds`` is not empty, the
+    edges of ``$edges`` and those from the sessions' newest memories (`write_edges`, in a
+    subquery: the first turn's row stays whatever the edges match): one statement, returning the
+    first turn and the ids of the sessions' newest memories linked from.
+
+    Only when the first memory of ``$rows`` is not stored yet: the memories are new (their ids
+    are random), so none of their edges exists and none is looked for (`write_edges`' ``new``:
+    looking reads the relationship matrices, which FalkorDB then synchronises with the writes
+    before it, the dearest part of a write); a statement sent again after its reply was lost
+    (it ran once) writes nothing and returns no row."""
     heads = session_heads(named=named, unnamed=unnamed, carry="first") if named or unnamed else \
         "WITH first, [] AS before"
-    edges = f" CALL {{ WITH before {write_edges(kinds, rows='before + $edges')} }}" if kinds else ""
-    return f"{WRITE_NODES} {RESERVE_TURNS} {heads}{edges} RETURN first, [b IN before | b[0]]"
+    edges = f" CALL {{ WITH before {write_edges(kinds, rows='before + $edges', new=True)} }}" if kinds else ""
+    return f"{_NEW_NODES} {RESERVE_TURNS} {heads}{edges} RETURN first, [b IN before | b[0]]"
 
 
 # `VECTOR_SEARCH` of each query vector of $queries in one statement: rows [index of the query,
@@ -331,19 +346,19 @@ VECTOR_SEARCH_HEAD = VECTOR_SEARCH.replace(
     "WITH collect(node.id) AS ids, collect(score) AS scores RETURN ids[0..$head], scores")
 
 
-def write_edges(kinds: Sequence[str], *, after: str = "", rows: str = "$edges") -> str:
+def write_edges(kinds: Sequence[str], *, after: str = "", rows: str = "$edges", new: bool = False) -> str:
     """`put_edge` (no metadata) of every row ``[source, target, kind, strength, seq]`` of ``$edges``
     (or of the list expression ``rows``) in one statement (``kinds`` the relationship types the
     rows use), run after ``after`` (a statement ending in a single row, such as `WRITE_NODES`, so
-    that both are one atomic step)."""
+    that both are one atomic step). ``new``: no edge of a row can exist yet (each has a memory
+    created by the same statement at one end), so none is looked for to be replaced."""
     creates = " ".join(f"FOREACH (_ IN CASE WHEN r[2] = '{kind}' THEN [1] ELSE [] END | "
                        f"CREATE (a)-[:{kind} {{strength: r[3], created_at: $created_at, metadata: null, "
                        f"seq: r[4]}}]->(b))"
                        for kind in kinds)
     head = f"{after} WITH DISTINCT 1 AS one " if after else ""
-    return (f"{head}UNWIND {rows} AS r MATCH (a:Memory {{id: r[0]}}), (b:Memory {{id: r[1]}}) "
-            f"OPTIONAL MATCH (a)-[old]->(b) WHERE type(old) = r[2] DELETE old "
-            f"WITH DISTINCT a, b, r {creates}")
+    replace = "" if new else "OPTIONAL MATCH (a)-[old]->(b) WHERE type(old) = r[2] DELETE old WITH DISTINCT a, b, r "
+    return f"{head}UNWIND {rows} AS r MATCH (a:Memory {{id: r[0]}}), (b:Memory {{id: r[1]}}) {replace}{creates}"
 
 
 # -- one-round-trip forms of recall (`shared_core.store.falkordb.paths`) ----------------------

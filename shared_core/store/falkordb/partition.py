@@ -344,9 +344,9 @@ class FalkorPartition(PartitionBase):
     def write_batch(self, batch: WriteBatch) -> list[MemoryNode]:
         return writes.write_batch(self, batch)
 
-    def written(self, nodes: Sequence[MemoryNode], touched: Iterable[str]) -> None:
+    def written(self, nodes: Sequence[MemoryNode], touched: Iterable[str] | None) -> None:
         """Update this call's caches after a batch write: the new nodes as written, the edges of
-        the ``touched`` ids to be read again."""
+        the ``touched`` ids (None: of every id) to be read again."""
         cache = self._cache  # new memories are not superseded; the bounded count grows by those that may expire
         if cache.bounded is not None:
             cache.bounded += sum(1 for n in nodes if n.expires_at is not None or n.valid_to is not None)
@@ -355,7 +355,9 @@ class FalkorPartition(PartitionBase):
         for node in nodes:
             cache.nodes[node.id] = node
             cache.superseded[node.id] = False
-        for i in touched:
+        if touched is None:
+            cache.edges.clear()
+        for i in touched or ():
             cache.edges.pop(i, None)
 
     def remember_cosines(self, query: Vector, values: dict[str, float]) -> None:

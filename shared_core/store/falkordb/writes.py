@@ -19,7 +19,10 @@ A statement is atomic (the server undoes one that fails part-way), so a batch of
 memories, an ``add_memory`` among them, is written whole or not at all, turns included: the
 nodes are built (`WriteBatch.build`) before the write with the turns the counter promised when
 last read, and built again with the turns the statement answers if another process took turns
-in between. A larger batch reserves its turns first (`Partition.next_turn`), reads each
+in between. The statement writes only if the batch's first memory is not stored yet, and then
+creates its edges without looking for old ones (the memories are new): a request sent again
+after its reply was lost writes nothing, and the turns are read back from the stored memory.
+A larger batch reserves its turns first (`Partition.next_turn`), reads each
 session's newest memory with its search (step 1), and is written 512 memories a statement; one
 refused after the first statements leaves their memories, which the engine removes (as after
 any failed write), and gives the turns back.
@@ -40,13 +43,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ...values.errors import NamespaceViolationError
+from ...values.errors import BackendError, NamespaceViolationError
 from ...values.model import AnyRelation, MemoryNode, Relation
 from ..contract import WriteBatch
 from ..vector_math import batch_pairs, merge_links
 from . import cypher as q
 from .client import GraphKey, Literal
-from .graph import next_seq, node_props
+from .graph import FalkorGraphStore, next_seq, node_props
 from .indexes import FalkorKeywordIndex, FalkorVectorIndex, quote
 
 __all__ = ["node_statements", "write_batch"]
@@ -84,7 +87,10 @@ class Target(Protocol):
 
     def took_turns(self, first: int, count: int) -> None: ...
 
-    def written(self, nodes: Sequence[MemoryNode], touched: Iterable[str]) -> None: ...
+    def written(self, nodes: Sequence[MemoryNode], touched: Iterable[str] | None) -> None: ...
+
+    @property
+    def graph(self) -> FalkorGraphStore: ...
 
 
 def _sim(distance: Any) -> float:
@@ -183,12 +189,19 @@ def _write(part: Target, batch: WriteBatch, first: int, whole: bool) -> list[Mem
     if unnamed is not None:
         params["null_session"] = unnamed
     touched: set[str] = set()
+    unknown = False  # which memories' edges changed is not known (every edge of the call is read again)
     if whole:
         _, node_params = writes[0]
         answer = part.graph_key.write(q.write_reserving(kinds, named=bool(named), unnamed=unnamed is not None),
                                       {**node_params, **params})
-        reserved = int(answer[0][0])
-        touched = {str(source) for source in answer[0][1]}  # the sessions' newest: their edges changed
+        if answer:
+            reserved = int(answer[0][0])
+            touched = {str(source) for source in answer[0][1]}  # the sessions' newest: their edges changed
+        else:  # the batch is stored already: this request ran before and its reply was lost (see `write_reserving`)
+            stored = part.graph.get_node(ids[0])
+            if stored is None or stored.content != nodes[0].content:
+                raise BackendError(f"FalkorDB wrote nothing for memory {ids[0]!r} in namespace {part.namespace!r}")
+            reserved, unknown = stored.turn, True
         part.took_turns(reserved, len(nodes))
         if reserved != first:  # another process took turns since the counter was read
             nodes = list(batch.build(reserved))
@@ -198,7 +211,8 @@ def _write(part: Target, batch: WriteBatch, first: int, whole: bool) -> list[Mem
         writes[-1] = (q.write_edges(kinds, after=query) if edges else f"{query} RETURN size(before)",
                       {**node_params, **params})
         part.graph_key.write_many(writes)
-    part.written(nodes, touched | {i for source, target, _, _ in links for i in (source, target) if i is not _HEAD})
+    part.written(nodes, None if unknown else
+                 touched | {i for source, target, _, _ in links for i in (source, target) if i is not _HEAD})
     return nodes
 
 
