@@ -6,7 +6,12 @@ index; the (:Atlas) node counts the documents and their tokens and numbers them 
 were indexed (``kwseq``: equal scores rank the earlier first). A search scores as the in-process
 `InvertedKeywordIndex` does, to the same floats: in one statement for a small namespace
 (`bm25_counted`), else the counts (`BM25_COUNTS`) then the exact, pruned top k (`bm25`) or every
-match (`bm25_all`).
+match (`bm25_all`). Each statement's ``short`` variant sums a query of fewer than 9 terms the
+plain way (`indexes.short`).
+
+What a statement costs the server grows with the rows it carries: a list carried along a row
+(the top k so far, the weights) is copied at each ``WITH`` of each row, so the pruned search reads
+its terms in subqueries (``CALL {}``) that carry only what they need.
 
 >>> "LIMIT $k" in bm25_all(session=True, among=False)
 True
@@ -80,7 +85,8 @@ def bm25_counted(*, session: bool, among: bool, tail: str = "RETURN n.id, score"
     weights and the norm computed from them on the server with the in-process expressions
     (``idf * (k1 + 1)``, the same floats: `FalkorKeywordIndex.plan` computes them in Python for
     the two-statement search), then every document holding a query term scored. The search of a
-    small namespace, where one round trip costs more than counting the postings twice."""
+    small namespace, where one round trip costs more than counting the postings twice.
+    ``short``: the query has fewer than 9 terms (see `_score`)."""
     idf = "log((docs - d + 0.5) / (d + 0.5))"
     return ("MATCH (c:Atlas) WITH coalesce(c.docs, 0) AS docs, toFloat(coalesce(c.tokens, 0)) AS tokens "
             "WHERE docs > 0 AND tokens > 0.0 "
@@ -90,13 +96,15 @@ def bm25_counted(*, session: bool, among: bool, tail: str = "RETURN n.id, score"
             "[t IN $terms | [p IN dfs WHERE p[0] = t | p[1]][0]] AS ds "
             f"WITH dfs, lw, [d IN ds | ($k1 + 1.0) * (CASE WHEN {idf} > 0.0 THEN {idf} ELSE 0.000001 END)] AS ws "
             "UNWIND [p IN dfs WHERE p[1] > 0 | p[0]] AS t MATCH (n:Memory) WHERE t IN n.terms "
-            f"WITH DISTINCT n, ws, lw WHERE {_keep(session, among)} {_score(ws='ws', lw='lw', carry=', ws, lw', short=short)}"
+            f"WITH DISTINCT n, ws, lw WHERE {_keep(session, among)} "
+            f"{_score(ws='ws', lw='lw', carry=', ws, lw', short=short)}"
             f"WITH n, score ORDER BY score DESC, n.kwseq LIMIT $k {tail}")
 
 
 def bm25_all(*, session: bool, among: bool, tail: str = "RETURN n.id, score", short: bool = False) -> str:
     """`bm25` without the pruning: every document holding one of ``$sterms`` scored (fewer
-    statements' work where the query's terms are in few documents, `FalkorKeywordIndex.plan`)."""
+    statements' work where the query's terms are in few documents, `FalkorKeywordIndex.plan`);
+    ``short`` as in `bm25_counted`."""
     return ("UNWIND $sterms AS t MATCH (n:Memory) WHERE t IN n.terms "
             f"WITH DISTINCT n WHERE {_keep(session, among)} {_score(short=short)}"
             f"WITH n, score ORDER BY score DESC, n.kwseq LIMIT $k {tail}")
@@ -106,7 +114,7 @@ def bm25(*, session: bool, among: bool, tail: str = "RETURN n.id, score", short:
     """BM25 as `shared_core.store.memory.inverted_index.InvertedKeywordIndex` scores it, for
     the parameters `FalkorKeywordIndex.plan` derives from `BM25_COUNTS`: the ``$k`` best (of
     ``$session``, among ``$ids``, when asked), best first, equal scores in the order they were
-    indexed; ``tail`` projects ``n`` and ``score``.
+    indexed; ``tail`` projects ``n`` and ``score``; ``short`` as in `bm25_counted`.
 
     Exact, without scoring every document that holds a query term (a MaxScore-style pruning):
     a term's share of a score is ``w * tf / (tf + norm)`` with ``norm > 0``, below its weight
@@ -123,11 +131,13 @@ def bm25(*, session: bool, among: bool, tail: str = "RETURN n.id, score", short:
        >= theta, or a pair (a, z) of lighter ones with ``bs[a] + rest[z] >= theta`` (intersected);
     3. a term of weight >= theta is read whole, but each of its documents is kept only if its
        own share plus ``$light`` reaches ``theta`` (a bound of the score of a document holding no
-       other heavy term): one share a document, not its whole score;
+       other heavy term; one holding two was scored in step 1): one share a document, not its
+       whole score. With ``theta`` 0 (fewer than k documents hold two heavy terms) every one is
+       kept, unread;
     4. the documents kept, those of the pairs and the seeds' best k scored exactly; the k best.
 
-    A term in many documents weighs little: it is read whole only when fewer than k documents
-    hold two heavy terms, else only where it meets another query term.
+    A term in many documents weighs little: it is read whole only when its weight may reach the
+    k-th score, and then one share of each of its documents is computed.
 
     >>> "$light" in bm25(session=False, among=False)
     True

@@ -14,7 +14,8 @@ node, so both backends give the same ids with the same scores. A search is two s
 each query stem's document count (`cypher.BM25_COUNTS`, an index count), from which the client
 computes the weights as the in-process index does (`FalkorKeywordIndex.plan`), then the top k
 (`cypher.bm25`), which prunes: a common term's documents are read only where they meet another
-query term, unless its weight could reach the k-th score alone.
+query term, unless its weight could reach the k-th score alone, and then each is scored on that
+term's share alone before it is kept.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ _COSINES_AHEAD = 64  # cosines read at once when the ranking asks for some the c
 #: `cypher.bm25` prunes when the query's terms are in this many documents or more (counted once a
 #: term), and in `PRUNE_PER_HIT` times as many as the hits asked for; else `cypher.bm25_all`
 #: scores them all (for many hits the k-th score is low: pruning would read nearly every
-#: document anyway, after its first bound)
+#: document anyway, after its first bound; where the two cross: docs/falkordb.md)
 PRUNE_FROM = 1000
 PRUNE_PER_HIT = 20
 #: a namespace of fewer documents is searched in one statement (`cypher.bm25_counted`: its counts
