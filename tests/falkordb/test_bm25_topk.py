@@ -162,3 +162,32 @@ def test_scores_one_ulp_apart_rank_as_in_process(prefixed_url: str, clock: Manua
     want = [content[i] for i, _ in _search(here, "alpha beta gamma", 2)]
     assert want == [texts[1], texts[0]]  # the later memory first: its score is the larger float
     assert [content[i] for i, _ in _search(there, "alpha beta gamma", 2)] == want
+
+
+def test_one_heavy_term_and_a_light_one_reach_the_top(prefixed_url: str, clock: ManualClock, pruning: None) -> None:
+    """The pruned search reads a heavy term whole when few documents hold two heavy terms, and
+    keeps each of its documents whose share of the term, plus the weights of the query's light
+    terms (beyond the six heaviest), may reach the k-th best score: here the best document holds
+    one heavy term and two light ones, its heavy share alone below the score of the one document
+    holding two heavy terms (and it holds a single light term: no pair of light terms finds it)."""
+    fillers = [f"filler{i}" for i in range(30)]
+    texts = ["heavya heavyb " + " ".join(fillers[:4]), "heavyc lighta",
+             *[f"heavy{c} {fillers[7]} {fillers[8]} {fillers[9]}" for c in "dgf"],
+             *[f"lighta {fillers[10 + i]} {fillers[11 + i]}" for i in range(6)],
+             *[f"lightb {fillers[12 + i]} {fillers[13 + i]}" for i in range(6)],
+             *[" ".join(fillers[i:i + 4]) for i in range(22)]]
+    atlases = [ElasticMemoryAtlas(config=AtlasConfig(keyword_weight=0.6, vector_weight=0.4),
+                                  embedder=HashingEmbedder(dim=64), clock=clock, backend=backend)
+               for backend in (None, prefixed_url)]
+    for atlas in atlases:
+        atlas.add_memories(texts, namespace="p")
+    here, there = atlases
+    content = {n.id: n.content for a in atlases for n in a.backend.partition("p").graph.nodes()}  # type: ignore[union-attr]
+    query = "heavya heavyb heavyc heavyd heavyg heavyf lighta lightb"
+    for k in (1, 2, 3, 50):
+        want = [(content[i], s) for i, s in _search(here, query, k)]
+        if k == 1:
+            assert [c for c, _ in want] == [texts[1]]
+        got = [(content[i], s) for i, s in _search(there, query, k)]
+        assert [c for c, _ in got] == [c for c, _ in want], k
+        assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-13), k

@@ -6,7 +6,12 @@ index; the (:Atlas) node counts the documents and their tokens and numbers them 
 were indexed (``kwseq``: equal scores rank the earlier first). A search scores as the in-process
 `InvertedKeywordIndex` does, to the same floats: in one statement for a small namespace
 (`bm25_counted`), else the counts (`BM25_COUNTS`) then the exact, pruned top k (`bm25`) or every
-match (`bm25_all`).
+match (`bm25_all`). Each statement's ``short`` variant sums a query of fewer than 9 terms the
+plain way (`indexes.short`).
+
+What a statement costs the server grows with the rows it carries: a list carried along a row
+(the top k so far, the weights) is copied at each ``WITH`` of each row, so the pruned search reads
+its terms in subqueries (``CALL {}``) that carry only what they need.
 
 >>> "LIMIT $k" in bm25_all(session=True, among=False)
 True
@@ -57,27 +62,31 @@ def _sum_after_first(parts: str) -> str:
 # each query stem's document count, with the namespace's counts (no row: no document holds any)
 BM25_COUNTS = ("MATCH (c:Atlas) WITH coalesce(c.docs, 0) AS docs, coalesce(c.tokens, 0) AS tokens "
                "UNWIND $stems AS t MATCH (m:Memory) WHERE t IN m.terms RETURN docs, tokens, t, count(m)")
-# ``score``: the BM25 of each row's document ``n`` from its own terms, the weights ``$ws`` of the
-# query terms ``$terms`` and the norm's ``$lw`` (per token) and ``$n0``, summed in query order
-def _score(*, ws: str = "$ws", lw: str = "$lw", carry: str = "") -> str:
+def _score(*, ws: str = "$ws", lw: str = "$lw", carry: str = "", short: bool = False) -> str:
     """``score``: the BM25 of each row's document ``n`` from its own terms, the weights ``ws`` of
     the query terms ``$terms`` and the norm's ``lw`` (per token) and ``$n0``, summed in query
-    order; ``carry``: the variables ``ws`` and ``lw`` need from the rows before (none: parameters)."""
+    order; ``carry``: the variables ``ws`` and ``lw`` need from the rows before (none: parameters).
+    ``short``: the query has fewer than 9 terms, so the sum is the plain one of `_sum_after_first`
+    (its only branch that can apply, without the choice between them).
+
+    >>> "reduce(s = 0.0, x IN parts[1..]" in _score(short=True)
+    True
+    """
+    total = "coalesce(parts[0] + reduce(s = 0.0, x IN parts[1..] | s + x), 0.0)" if short else \
+        _sum_after_first("parts")
     return (f"WITH n{carry}, n.terms AS ts WITH n{carry}, ts, toFloat(size(ts)) * {lw} + $n0 AS norm "
             "WITH n, [i IN range(0, size($terms) - 1) WHERE $terms[i] IN ts | "
             f"[tf IN [toFloat(size([x IN ts WHERE x = $terms[i]]))] | {ws}[i] * tf / (tf + norm)][0]] AS parts "
-            f"WITH n, {_sum_after_first('parts')} AS score ")
+            f"WITH n, {total} AS score ")
 
 
-_SCORE = _score()
-
-
-def bm25_counted(*, session: bool, among: bool, tail: str = "RETURN n.id, score") -> str:
+def bm25_counted(*, session: bool, among: bool, tail: str = "RETURN n.id, score", short: bool = False) -> str:
     """`bm25_all` in one statement: the query stems' document counts (``$stems``, distinct), the
     weights and the norm computed from them on the server with the in-process expressions
     (``idf * (k1 + 1)``, the same floats: `FalkorKeywordIndex.plan` computes them in Python for
     the two-statement search), then every document holding a query term scored. The search of a
-    small namespace, where one round trip costs more than counting the postings twice."""
+    small namespace, where one round trip costs more than counting the postings twice.
+    ``short``: the query has fewer than 9 terms (see `_score`)."""
     idf = "log((docs - d + 0.5) / (d + 0.5))"
     return ("MATCH (c:Atlas) WITH coalesce(c.docs, 0) AS docs, toFloat(coalesce(c.tokens, 0)) AS tokens "
             "WHERE docs > 0 AND tokens > 0.0 "
@@ -87,54 +96,77 @@ def bm25_counted(*, session: bool, among: bool, tail: str = "RETURN n.id, score"
             "[t IN $terms | [p IN dfs WHERE p[0] = t | p[1]][0]] AS ds "
             f"WITH dfs, lw, [d IN ds | ($k1 + 1.0) * (CASE WHEN {idf} > 0.0 THEN {idf} ELSE 0.000001 END)] AS ws "
             "UNWIND [p IN dfs WHERE p[1] > 0 | p[0]] AS t MATCH (n:Memory) WHERE t IN n.terms "
-            f"WITH DISTINCT n, ws, lw WHERE {_keep(session, among)} {_score(ws='ws', lw='lw', carry=', ws, lw')}"
+            f"WITH DISTINCT n, ws, lw WHERE {_keep(session, among)} "
+            f"{_score(ws='ws', lw='lw', carry=', ws, lw', short=short)}"
             f"WITH n, score ORDER BY score DESC, n.kwseq LIMIT $k {tail}")
 
 
-def bm25_all(*, session: bool, among: bool, tail: str = "RETURN n.id, score") -> str:
+def bm25_all(*, session: bool, among: bool, tail: str = "RETURN n.id, score", short: bool = False) -> str:
     """`bm25` without the pruning: every document holding one of ``$sterms`` scored (fewer
-    statements' work where the query's terms are in few documents, `FalkorKeywordIndex.plan`)."""
+    statements' work where the query's terms are in few documents, `FalkorKeywordIndex.plan`);
+    ``short`` as in `bm25_counted`."""
     return ("UNWIND $sterms AS t MATCH (n:Memory) WHERE t IN n.terms "
-            f"WITH DISTINCT n WHERE {_keep(session, among)} {_SCORE}"
+            f"WITH DISTINCT n WHERE {_keep(session, among)} {_score(short=short)}"
             f"WITH n, score ORDER BY score DESC, n.kwseq LIMIT $k {tail}")
 
 
-def bm25(*, session: bool, among: bool, tail: str = "RETURN n.id, score") -> str:
+def bm25(*, session: bool, among: bool, tail: str = "RETURN n.id, score", short: bool = False) -> str:
     """BM25 as `shared_core.store.memory.inverted_index.InvertedKeywordIndex` scores it, for
     the parameters `FalkorKeywordIndex.plan` derives from `BM25_COUNTS`: the ``$k`` best (of
     ``$session``, among ``$ids``, when asked), best first, equal scores in the order they were
-    indexed; ``tail`` projects ``n`` and ``score``.
+    indexed; ``tail`` projects ``n`` and ``score``; ``short`` as in `bm25_counted`.
 
     Exact, without scoring every document that holds a query term (a MaxScore-style pruning):
     a term's share of a score is ``w * tf / (tf + norm)`` with ``norm > 0``, below its weight
-    ``w``, so a document scores below the sum of its terms' weights. With the terms that some
-    document holds sorted by weight, heaviest first (``$sterms``, ``$bs``; ``$rest[z]`` the sum of
-    ``$bs[z:]``):
+    ``w``, and a sum of shares is at least each of them (floating-point addition of positive
+    numbers is monotone). With the query's terms that some document holds sorted by weight,
+    heaviest first (``$sterms``, ``$bs``; ``$rest[z]`` the sum of ``$bs[z:]``, rounded up), the
+    first ``$paired`` the heavy ones and ``$light`` the sum of the weights of the others:
 
     1. ``theta``, a lower bound of the k-th best score: the exact k-th best of the documents
-       holding a pair of ``$seeds`` (two of the heaviest terms; an index intersection each), 0
-       if fewer than k;
-    2. a document whose heaviest term is at place a and its second at place z scores below
-       ``bs[a] + rest[z]``; so every document that may reach ``theta`` holds a term of weight
-       >= theta (read whole) or a pair (a, z) of lighter ones with ``bs[a] + rest[z] >= theta``
-       (intersected);
-    3. those documents scored exactly from their own terms; the k best.
+       holding a pair of heavy terms (the ``$seeds``, an index intersection each), 0 if fewer
+       than k. Those documents are scored exactly; any other holds at most one heavy term;
+    2. such a document whose heaviest term is at place a and its second at place z scores below
+       ``bs[a] + rest[z]``; so every one that may reach ``theta`` holds a term of weight
+       >= theta, or a pair (a, z) of lighter ones with ``bs[a] + rest[z] >= theta`` (intersected);
+    3. a term of weight >= theta is read whole, but each of its documents is kept only if its
+       own share plus ``$light`` reaches ``theta`` (a bound of the score of a document holding no
+       other heavy term; one holding two was scored in step 1): one share a document, not its
+       whole score. With ``theta`` 0 (fewer than k documents hold two heavy terms) every one is
+       kept, unread;
+    4. the documents kept, those of the pairs and the seeds' best k scored exactly; the k best.
 
-    A term in many documents weighs little: it is read whole only when fewer than k documents
-    hold two heavy terms, else only where it meets another query term."""
+    A term in many documents weighs little: it is read whole only when its weight may reach the
+    k-th score, and then one share of each of its documents is computed.
+
+    >>> "$light" in bm25(session=False, among=False)
+    True
+    """
     keep = _keep(session, among)
+    score = _score(short=short)
+    # the reads of step 3 and of the pairs run in subqueries: a row carries only what it needs
+    # (a list carried along is copied at each projection of each row)
     return (
         "UNWIND $seeds AS pr OPTIONAL MATCH (n:Memory) WHERE pr[0] IN n.terms AND pr[1] IN n.terms "
-        f"WITH DISTINCT n WHERE n IS NOT NULL AND {keep} {_SCORE}"
+        f"WITH DISTINCT n WHERE n IS NOT NULL AND {keep} {score}"
         "WITH n, score ORDER BY score DESC, n.kwseq LIMIT $k WITH collect(n) AS top, collect(score) AS best "
         "WITH top, CASE WHEN size(best) >= $k THEN best[$k - 1] * (1.0 - 1e-9) ELSE 0.0 END AS theta "
-        "WITH top, [p IN range(0, size($bs) - 1) WHERE $bs[p] >= theta | [$sterms[p], $sterms[p]]] + "
-        "reduce(acc = [], a IN [p IN range(0, size($bs) - 1) WHERE $bs[p] < theta] | acc + "
+        "CALL { WITH theta "
+        "UNWIND [p IN range(0, size($bs) - 1) WHERE $bs[p] >= theta | p] + [-1] AS p "
+        "WITH theta, CASE WHEN p < 0 THEN '' ELSE $sterms[p] END AS t, CASE WHEN p < 0 THEN 0.0 ELSE $bs[p] END AS w "
+        f"OPTIONAL MATCH (n:Memory) WHERE t IN n.terms AND {keep} "
+        "WITH theta, t, w, n, CASE WHEN theta > 0.0 THEN n.terms END AS ts "
+        "WITH theta, w, n, [u IN [ts] WHERE u IS NOT NULL | toFloat(size([x IN u WHERE x = t]))] AS tf, "
+        "toFloat(size(ts)) * $lw + $n0 AS norm "
+        "RETURN collect(CASE WHEN theta <= 0.0 OR w * tf[0] / (tf[0] + norm) + $light >= theta THEN n END) AS kept } "
+        "CALL { WITH theta "
+        "UNWIND reduce(acc = [], a IN [p IN range(0, size($bs) - 1) WHERE $bs[p] < theta] | acc + "
         "[z IN range(a + 1, size($bs) - 1) WHERE $bs[z] < theta AND $bs[a] + $rest[z] >= theta "
-        "AND NOT (a < $paired AND z < $paired) | [$sterms[a], $sterms[z]]]) AS probes "
-        "UNWIND probes + [['', '']] AS pr OPTIONAL MATCH (n:Memory) WHERE pr[0] IN n.terms AND pr[1] IN n.terms "
-        "WITH top, collect(DISTINCT n) AS more UNWIND top + more AS n "
-        f"WITH DISTINCT n WHERE {keep} {_SCORE}"
+        "AND NOT (a < $paired AND z < $paired) | [$sterms[a], $sterms[z]]]) + [['', '']] AS pr "
+        "OPTIONAL MATCH (n:Memory) WHERE pr[0] IN n.terms AND pr[1] IN n.terms "
+        "RETURN collect(DISTINCT n) AS more } "
+        "UNWIND top + kept + more AS n "
+        f"WITH DISTINCT n WHERE {keep} {score}"
         f"WITH n, score ORDER BY score DESC, n.kwseq LIMIT $k {tail}")
 
 

@@ -14,7 +14,8 @@ node, so both backends give the same ids with the same scores. A search is two s
 each query stem's document count (`cypher.BM25_COUNTS`, an index count), from which the client
 computes the weights as the in-process index does (`FalkorKeywordIndex.plan`), then the top k
 (`cypher.bm25`), which prunes: a common term's documents are read only where they meet another
-query term, unless its weight could reach the k-th score alone.
+query term, unless its weight could reach the k-th score alone, and then each is scored on that
+term's share alone before it is kept.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from . import cypher as q
 from .client import GraphKey, Literal
 
 __all__ = ["AMONG_IN_QUERY", "CosineCache", "FalkorKeywordIndex", "FalkorVectorIndex", "query_literal", "quote",
-           "term_statements", "vector_literal", "vector_statements"]
+           "short", "term_statements", "vector_literal", "vector_statements"]
 
 _ROWS_PER_WRITE = 256
 AMONG_IN_QUERY = 5000  # a subset up to this size is filtered in the query, larger ones after it
@@ -46,14 +47,24 @@ _COSINES_AHEAD = 64  # cosines read at once when the ranking asks for some the c
 #: `cypher.bm25` prunes when the query's terms are in this many documents or more (counted once a
 #: term), and in `PRUNE_PER_HIT` times as many as the hits asked for; else `cypher.bm25_all`
 #: scores them all (for many hits the k-th score is low: pruning would read nearly every
-#: document anyway, after its first bound)
+#: document anyway, after its first bound; where the two cross: docs/falkordb.md)
 PRUNE_FROM = 1000
-PRUNE_PER_HIT = 50
+PRUNE_PER_HIT = 20
 #: a namespace of fewer documents is searched in one statement (`cypher.bm25_counted`: its counts
 #: and scores together, one round trip fewer); the crossover lies between the sizes measured
 #: (10k documents: one statement cheaper; 100k: the counts and the pruned top-k cheaper)
 ONE_STATEMENT_BELOW = 20_000
 _WALK = 16  # a search for more hits than this is a recall's, whose graph walk reads their edges next
+
+
+def short(terms: Sequence[str]) -> bool:
+    """Whether a query of these terms sums its scores the plain way (fewer than 9 terms: the
+    ``short`` statements of `cypher.bm25`, `cypher.bm25_all`, `cypher.bm25_counted`).
+
+    >>> short(["milk", "tea"]), short(["w"] * 9)
+    (True, False)
+    """
+    return len(terms) < 9
 
 
 class CosineCache:
@@ -389,6 +400,7 @@ class FalkorKeywordIndex(KeywordIndexBase):
         seeds = [[heavy[x], heavy[y]] for x in range(len(heavy)) for y in range(x + 1, len(heavy))]
         return {"terms": list(stems), "ws": ws, "lw": k1 * b * docs / tokens, "n0": k1 * (1.0 - b), "k": int(k),
                 "sterms": sterms, "bs": bs, "rest": rest, "seeds": seeds, "paired": len(heavy),
+                "light": rest[len(heavy)] if len(bs) > len(heavy) else 0.0,
                 "pruned": sum(counts.values()) >= max(PRUNE_FROM, PRUNE_PER_HIT * k)}
 
     def search(self, query: str, k: int, *, session_id: str | None = None,
@@ -411,7 +423,7 @@ class FalkorKeywordIndex(KeywordIndexBase):
         if among:
             assert subset is not None
             params["ids"] = list(subset)
-        rows = self._g.read(top(session=session_id is not None, among=among), params)
+        rows = self._g.read(top(session=session_id is not None, among=among, short=short(params["terms"])), params)
         out = [(str(i), float(s)) for i, s in rows]
         if subset is not None and not among:
             out = [(i, s) for i, s in out if i in subset]
