@@ -272,3 +272,38 @@ def test_a_write_sent_again_after_its_reply_was_lost_is_stored_once(
     assert len(edges) == len(set(edges)) and "before" in {e[2].value for e in edges}
     assert part.graph_key.read("MATCH (e:Embedding {id: $id}) RETURN count(e)", {"id": node.id}) == [[1]]
     assert part.graph_key.read("MATCH (c:Atlas) RETURN c.docs") == [[4]]
+
+
+@pytest.mark.parametrize("refused", [1, 3])
+def test_a_vector_query_refused_as_not_ready_is_asked_again_in_every_request(
+        shared_atlas: Callable[..., ElasticMemoryAtlas], monkeypatch: pytest.MonkeyPatch, refused: int) -> None:
+    """Right after a graph's indexes are made the server has been seen to refuse a valid vector
+    query ("Invalid arguments for procedure 'db.idx.vector.queryNodes'") and answer it next: a
+    write's read request (with EXISTS) and a recall's (its first, with the view, and the walk's)
+    ask again as a whole until it answers, instead of failing the call. The refusal is provoked
+    by sending the first queries' vector as a plain list, which the server refuses with that
+    message."""
+    from shared_core.store.falkordb import client
+
+    atlas = shared_atlas()
+    atlas.add_memories(["oat milk in the coffee", "the train to Lyon", "a walk by the river"], namespace="p")
+    atlas.retrieve("oat milk", namespace="p")  # the recall's view is now handed out ahead
+    left = {"n": 0}
+
+    def refused_once(commands: Any) -> Any:  # this send's vector queries with a plain list
+        if left["n"] <= 0 or not any("queryNodes" in str(c) for command in commands for c in command):
+            return commands
+        left["n"] -= 1
+        return [[c.replace("vecf32($", "($") if isinstance(c, str) else c for c in command] for command in commands]
+
+    spread, send = client._Lane.spread, client.Connection._send
+    monkeypatch.setattr(client._Lane, "spread", lambda self, commands: spread(self, refused_once(commands)))
+    monkeypatch.setattr(client.Connection, "_send", lambda self, commands: send(self, refused_once(commands)))
+    left["n"] = refused
+    node = atlas.add_memory("oat milk, always oat milk", namespace="p")
+    assert left["n"] == 0
+    left["n"] = refused
+    hits = atlas.retrieve("oat milk", namespace="p", top_k=2)
+    assert left["n"] == 0
+    monkeypatch.undo()
+    assert node.id in {h.id for h in hits} and atlas.get(node.id, namespace="p").id == node.id

@@ -302,7 +302,7 @@ class Connection:
             self._retrying(lambda: self._confirmed(key, [["DEL", key]]), "DEL")
 
     def run_many(self, key: str, statements: Sequence[tuple[str, Mapping[str, Any]]], *,
-                 retried: bool = False, write: bool = False) -> list[list[list[Any]]]:
+                 write: bool = False) -> list[list[list[Any]]]:
         """Several statements on graph ``key`` in one round trip, in order; the rows of each.
         Reads of a graph that does not exist give no rows. On a single server reads are dealt
         over a connection per server thread (`_Lane.spread`: the server runs them side by side;
@@ -321,19 +321,29 @@ class Connection:
                 return self._unless_transient(self._lane.spread(commands))
             return self._send([*commands, *expire])[:len(commands)]
 
-        responses = self._retrying(call, "a query")
+        responses = self._retrying(call, "a query") if write else self._until_indexed(call, "a query")
         out: list[list[list[Any]]] = []
         for (query, _), response in zip(statements, responses, strict=True):
             if isinstance(response, self._response_error):
                 if "empty key" in str(response) and not write:
                     out.append([])
                     continue
-                if _index_not_ready(str(response)) and not retried and not write:
-                    time.sleep(INDEX_WAIT / 4)  # see `run`: asked again once, as a whole
-                    return self.run_many(key, statements, retried=True)
                 raise BackendError(f"FalkorDB at {self.settings.url} refused a query: {response}")
             out.append(reply_rows(query, response))
         return out
+
+    def _until_indexed(self, call: Callable[[], list[Any]], what: str) -> list[Any]:
+        """The replies of a read request ``call`` (with `_retrying`), asked again as a whole for up
+        to `INDEX_WAIT` seconds while one of them is a vector query refused as not ready (see
+        `run`)."""
+        waited = 0.0
+        while True:
+            responses = self._retrying(call, what)
+            if waited >= INDEX_WAIT or not any(
+                    isinstance(r, self._response_error) and _index_not_ready(str(r)) for r in responses):
+                return responses
+            time.sleep(0.05)
+            waited += 0.05
 
     def exists_and_read(self, key: str, statements: Sequence[tuple[str, Mapping[str, Any]]]
                         ) -> tuple[bool, list[list[list[Any]]]]:
@@ -347,7 +357,7 @@ class Connection:
                 return self._unless_transient(self._lane.spread(commands))
             return self._send(commands)
 
-        exists, *responses = self._retrying(call, "EXISTS")
+        exists, *responses = self._until_indexed(call, "EXISTS")
         if isinstance(exists, self._response_error):
             raise BackendError(f"FalkorDB at {self.settings.url} refused EXISTS: {exists}")
         if not exists:
