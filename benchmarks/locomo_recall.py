@@ -110,11 +110,14 @@ def embed_all(conversations: Sequence[Conversation], cache: VectorCache, *, prog
 
 
 def ingest(atlas: ElasticMemoryAtlas, conv: Conversation, cache: VectorCache) -> dict[str, str]:
-    """Store the conversation's turns; returns node id -> dia_id."""
-    vectors = cache.embed([t.content for t in conv.turns])
+    """Store the conversation's turns; returns node id -> dia_id.
+
+    The atlas embeds them itself (its embedder reads ``cache``, `_CachedEmbedder`), so that the
+    text its write path hands the model is what is measured: a turn whose speaker is only in
+    the metadata is embedded as its labelled line (``robustness.py``'s ``no_labels``)."""
+    del cache  # the atlas's embedder reads it
     items = [{"content": t.content, "session_id": f"session_{t.session}", "timestamp": t.timestamp,
-              "metadata": {"dia_id": t.dia_id, "speaker": t.speaker}, "embedding": vec}
-             for t, vec in zip(conv.turns, vectors, strict=True)]
+              "metadata": {"dia_id": t.dia_id, "speaker": t.speaker}} for t in conv.turns]
     nodes = atlas.add_memories(items, namespace=conv.sample_id, progress=False)
     return {n.id: t.dia_id for n, t in zip(nodes, conv.turns, strict=True)}
 

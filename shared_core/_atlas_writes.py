@@ -27,6 +27,7 @@ from ._atlas_mixins import Relations
 from .engine import writes
 from .engine.lifecycle.maintenance import summarize_session
 from .engine.writes import MemorySpec, build_spec, insert_batches, insert_memory, specs_from_items
+from .formulas.subqueries import labelled
 from .store.contract import Partition
 from .values import _validate as check
 from .values.errors import InvalidInputError, InvalidMemoryError, MemoryNotFoundError, NamespaceViolationError
@@ -52,6 +53,12 @@ class Writes(Relations, AtlasCore):
         until it expires; ``embedding`` skips the model; ``importance`` is the starting weight
         (default 1.0); ``valid_from`` (a datetime, ISO string or POSIX seconds; default: now)
         is when the fact became true, which ``as_of`` recall reads. Returns the stored node.
+
+        A turn whose speaker is only in ``metadata`` (``{"speaker": "Kate"}``, no ``"Kate: "``
+        label in ``content``) is embedded as the labelled line ``"Kate: ..."``
+        (`shared_core.formulas.subqueries.labelled`), so that its vector carries the speaker as a
+        labelled turn's does; the stored content is exactly ``content``. (The keyword index reads
+        the content alone.)
 
         With the write filter on (`AtlasConfig.managed`), a turn it scores as unimportant is held
         in working memory instead and comes back with ``kind="working"`` and a ``wm-`` id, which
@@ -84,7 +91,8 @@ class Writes(Relations, AtlasCore):
         missing = [i for i, s in enumerate(specs) if s.embedding is None]
         vectors: dict[int, npt.NDArray[np.float32]] = {}
         if missing:  # the model runs with the collector on: it is process-wide, and a model call can be long
-            embedded = self._embed([specs[i].content for i in missing], progress=progress)
+            embedded = self._embed([labelled(specs[i].content, specs[i].metadata) for i in missing],
+                                   progress=progress)
             vectors = dict(zip(missing, embedded, strict=True))
         mentions = writes.entity_keys([s.content for s in specs], self.config, llm=self._life.llm)  # outside the lock
         with writes.collector_paused(), self._lock:  # no cycles to find (see collector_paused)
@@ -208,7 +216,7 @@ class Writes(Relations, AtlasCore):
             if spec.valid_from is not None and spec.valid_from < old.valid_from:
                 raise InvalidMemoryError(f"valid_from {spec.valid_from!r} is before the old version's "
                                          f"valid_from {old.valid_from!r}")
-        vec = spec.embedding if spec.embedding is not None else self._embed([spec.content])[0]
+        vec = spec.embedding if spec.embedding is not None else self._embed([labelled(spec.content, spec.metadata)])[0]
         mentions = writes.entity_keys([spec.content], self.config, llm=self._life.llm)  # outside the lock
         with self._lock:
             part, old = self._newest(node_id, namespace)

@@ -36,6 +36,7 @@ import numpy as np
 from ..formulas.budget import truncate_to_tokens
 from ..formulas.diversity import mmr_order
 from ..formulas.questions import analyze_query
+from ..formulas.subqueries import labelled
 from ..store.contract import GraphStore, VectorIndex
 from ..text.tokens import TiktokenCounter
 from ..values.config import AtlasConfig
@@ -98,9 +99,10 @@ def _squeeze(text: str) -> str:
 
 
 def _body(tier: int, hit: ScoredMemory, text: str, style: str) -> str:
-    text = _squeeze(text)
-    if tier == SUMMARY:
-        text = "[summary] " + text
+    """A memory's rendered line. A turn whose speaker is only in its metadata is shown with the
+    speaker's label (`shared_core.formulas.subqueries.labelled`), as a labelled turn is:
+    ``"Kate: went hiking"``; the label is part of the line the packer counts."""
+    text = "[summary] " + _squeeze(text) if tier == SUMMARY else _squeeze(labelled(text, hit.node.metadata))
     if style != "narrative":
         return text + _label(hit)
     end = text[-1] if text and text[-1] in ".!?…" else "."  # the label goes inside the sentence

@@ -15,7 +15,10 @@ Pure parts, no model:
 - `speaker_words`: the words of a query that name one of a conversation's known speakers,
   whatever their case ("what are kate's hobbies"), by the speaker's full name or any word of it
   ("Kate" for "Kate Moreau"), or a capitalised short form of it ("Mel" for "Melanie");
-- `strip_names`: the query without the given names, spaces tidied.
+- `strip_names`: the query without the given names, spaces tidied;
+- `speaker_of`: who said a memory (its metadata's ``speaker``, else its chat label), and
+  `labelled`: its content as a labelled chat line, the text the context shows and the embedder
+  reads when the speaker is only in the metadata.
 
 >>> name_words("Which cities have both Jon and Gina been to?")
 ('Jon', 'Gina')
@@ -30,9 +33,9 @@ from __future__ import annotations
 import bisect
 import functools
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
-__all__ = ["name_words", "speaker_of", "speaker_words", "strip_names"]
+__all__ = ["labelled", "name_words", "speaker_of", "speaker_words", "strip_names"]
 
 # A capitalised word (letters, inner hyphens or apostrophes), possessive 's / ' / ’s allowed after it.
 _WORD = re.compile(r"\b([A-Z][^\W\d_]*(?:[-'][^\W\d_]+)*?)(?:['’]s?)?(?![\w'’-])")
@@ -171,3 +174,23 @@ def speaker_of(content: str, metadata: object = None) -> str | None:
             return who.strip()
     match = _LABEL.match(content)
     return match.group(1) if match else None
+
+
+def labelled(content: str, metadata: object = None) -> str:
+    """``content`` as a chat line ``"Speaker: content"`` when its metadata names a speaker (a
+    non-empty ``metadata["speaker"]``) and it has no ``"Name: "`` label of its own; else
+    ``content`` itself. A chat application stores who said a message beside it, not in it: this
+    is the text a reader (the context block) and the embedder need, so that an unlabelled turn
+    says who said it as a labelled one does. The stored content is never changed.
+
+    >>> labelled("went hiking", {"speaker": " Kate "}), labelled("Kate: went hiking", {"speaker": "Kate"})
+    ('Kate: went hiking', 'Kate: went hiking')
+    >>> labelled("Jon: hi", {"speaker": "Gina"}), labelled("went hiking"), labelled("hi", {"speaker": ""})
+    ('Jon: hi', 'went hiking', 'hi')
+    """
+    if not isinstance(metadata, Mapping):
+        return content
+    who = metadata.get("speaker")
+    if not isinstance(who, str) or not (who := who.strip()) or _LABEL.match(content):
+        return content
+    return f"{who}: {content}"

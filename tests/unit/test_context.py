@@ -20,9 +20,10 @@ DAY = 86_400.0
 
 
 def hit(i: int, text: str, *, ts: float = MAY8, session: str | None = "s", score: float = 1.0,
-        kind: str = "memory", turn: int | None = None) -> ScoredMemory:
+        kind: str = "memory", turn: int | None = None, speaker: str | None = None) -> ScoredMemory:
     node = MemoryNode(id=f"m{i}", content=text, namespace="u", session_id=session, timestamp=ts,
-                      turn=i if turn is None else turn, kind=kind)
+                      turn=i if turn is None else turn, kind=kind,
+                      metadata={} if speaker is None else {"speaker": speaker})
     return ScoredMemory(node, score, {"relevance": score}, ("vector",))
 
 
@@ -76,6 +77,25 @@ def test_narrative_is_one_dated_paragraph() -> None:
                         "On Thu 11 May 2023, Ana sold her first bowl!")
 
 
+def test_a_speaker_only_in_the_metadata_is_shown_as_a_label_in_every_style() -> None:
+    """A chat application stores who said a message beside it: the context shows it, as it shows
+    a labelled turn's; a turn that has a label of its own keeps it, and summaries get none."""
+    hits = [hit(1, "went hiking  today", speaker="Kate"), hit(2, "Jon: nice!", speaker="Jon"),
+            hit(3, "no speaker here")]
+    summary = [hit(4, "A hike", kind="summary", speaker="Kate")]
+    assert block(hits, 500).text.splitlines()[2:] == ["Kate: went hiking today", "Jon: nice!", "no speaker here"]
+    assert block(hits, 500, "bullet", summaries=summary).text.splitlines()[1:5] == [
+        "1. [8 May 2023] Kate: went hiking today", "2. [8 May 2023] Jon: nice!",
+        "3. [8 May 2023] no speaker here", ""]
+    assert block(hits[:1], 500, "narrative").text == "What I remember: On Mon 8 May 2023, Kate: went hiking today."
+    assert block([], 500, working=hits[:1]).text.endswith("\nKate: went hiking today")
+    for budget in range(0, 40):  # the label is counted: the budget is exact at every size, a cut top memory too
+        for style in ("timeline", "bullet", "narrative"):
+            ctx = block([hit(1, " ".join(["hiking"] * 30), speaker="Kate"), *hits[1:]], budget, style)
+            assert ctx.tokens == COUNTER.count(ctx.text) <= budget
+            assert ("m1" in {m.node.id for m in ctx.memories}) == ("Kate: " in ctx.text)
+
+
 def test_a_top_memory_too_long_for_the_budget_is_cut_with_a_marker() -> None:
     long_text = " ".join(f"word{i}" for i in range(400))
     ctx = block([hit(1, long_text), hit(2, "short one")], 60)
@@ -110,8 +130,8 @@ TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",),
        days=st.lists(st.integers(0, 40), min_size=12, max_size=12))
 def test_property_the_budget_always_holds(texts: list[str], working: int, budget: int, style: str,
                                           days: list[int]) -> None:
-    hits = [hit(i, t, ts=MAY8 + days[i] * DAY, score=1.0 / (i + 1), session="s" if i % 3 else "t")
-            for i, t in enumerate(texts)]
+    hits = [hit(i, t, ts=MAY8 + days[i] * DAY, score=1.0 / (i + 1), session="s" if i % 3 else "t",
+                speaker=("Kate", None, "Mary Ann Lee")[i % 3]) for i, t in enumerate(texts)]
     ctx = block(hits[working:], budget, style, working=hits[:working])
     assert ctx.tokens <= budget
     assert ctx.tokens == COUNTER.count(ctx.text)

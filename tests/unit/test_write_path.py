@@ -248,3 +248,38 @@ def test_a_failure_while_tracking_or_linking_leaves_the_atlas_as_before(
     assert snapshot(atlas) == before
     part = atlas.backend.partition("u")
     assert part is not None and sum(map(len, part.sessions.values())) == 6 and len(part.between(0.0, 2e9)) == 6
+
+
+def test_a_speaker_only_in_the_metadata_is_embedded_as_a_label_and_the_content_is_kept() -> None:
+    """A chat application stores who said a message beside it: the embedder reads the turn as the
+    labelled line ``"Kate: ..."``, so its vector carries the speaker as a labelled turn's does; the
+    stored content is exactly what the caller gave, and a turn with a label of its own is read as is."""
+    import numpy as np
+
+    class Recording(HashingEmbedder):
+        def __init__(self) -> None:
+            super().__init__(dim=128)
+            self.seen: list[str] = []
+
+        def embed(self, texts: list[str]):  # type: ignore[no-untyped-def, override]
+            self.seen.extend(texts)
+            return super().embed(texts)
+
+    embedder = Recording()
+    atlas = ElasticMemoryAtlas(embedder=embedder, clock=ManualClock(1_700_000_000.0))
+    one = atlas.add_memory("went hiking today", namespace="u", metadata={"speaker": "Kate"})
+    many = atlas.add_memories([{"content": "me too!", "metadata": {"speaker": " Jon "}},
+                               {"content": "Gina: so fun", "metadata": {"speaker": "Gina"}},
+                               {"content": "no speaker"}], namespace="u")
+    new = atlas.update_memory(one.id, "went hiking on Sunday")
+    assert embedder.seen == ["Kate: went hiking today", "Jon: me too!", "Gina: so fun", "no speaker",
+                             "Kate: went hiking on Sunday"]
+    assert [n.content for n in (one, *many, new)] == ["went hiking today", "me too!", "Gina: so fun",
+                                                      "no speaker", "went hiking on Sunday"]
+    assert [atlas.get(i).content for i in (one.id, many[0].id, new.id)] == ["went hiking today", "me too!",
+                                                                            "went hiking on Sunday"]
+    part = atlas.backend.partition("u")
+    assert part is not None
+    [stored] = part.vectors.get_many([one.id])
+    assert stored is not None
+    assert np.allclose(stored, HashingEmbedder(dim=128).embed(["Kate: went hiking today"])[0], atol=1e-6)
