@@ -7,18 +7,21 @@ generated ``observation``, ``event_summary`` or ``session_summary`` fields.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "CATEGORIES",
     "Conversation",
     "Question",
     "Turn",
+    "config_overrides",
     "default_data_path",
     "evidence_ids",
     "load_locomo",
@@ -30,6 +33,23 @@ CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 _EVIDENCE = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
 _SESSION_KEY = re.compile(r"session_(\d+)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
+
+
+def config_overrides(items: Iterable[str]) -> dict[str, Any]:
+    """``FIELD=VALUE`` items as `AtlasConfig` overrides: each value a Python literal, else the bare
+    word as a string.
+
+    >>> config_overrides(["feedback_weight=0.5", "fusion=rrf"])
+    {'feedback_weight': 0.5, 'fusion': 'rrf'}
+    """
+    overrides: dict[str, Any] = {}
+    for item in items:
+        field, _, value = item.partition("=")
+        try:
+            overrides[field.strip()] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            overrides[field.strip()] = value.strip()
+    return overrides
 
 
 def default_data_path() -> Path:

@@ -19,7 +19,6 @@ conversations, score on the other three.
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import pickle
 import sys
@@ -33,7 +32,7 @@ import numpy.typing as npt
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import locomo_recall
-from _locomo import default_data_path, load_locomo
+from _locomo import config_overrides, default_data_path, load_locomo
 
 from shared_core import AtlasConfig, MiniLMEmbedder
 
@@ -129,14 +128,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     variants: dict[str, dict[str, Any]] = {}
     for item in args.variant:
         name, _, rest = item.partition("=")
-        overrides = {}
-        for pair in filter(None, rest.split(",")):
-            field, _, value = pair.partition("=")
-            try:
-                overrides[field.strip()] = ast.literal_eval(value.strip())
-            except (ValueError, SyntaxError):  # a bare word: a string
-                overrides[field.strip()] = value.strip()
-        variants[name] = overrides
+        variants[name] = config_overrides(filter(None, rest.split(",")))
     run(args.data, variants, args.cache, args.out)
 
 

@@ -39,7 +39,15 @@ import numpy.typing as npt
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _baselines import BASELINES, FRAMEWORK_BASELINES, VectorCache, make_rankers, pack_lines
-from _locomo import CATEGORIES, Conversation, default_data_path, load_locomo, recall_fraction, split_messages
+from _locomo import (
+    CATEGORIES,
+    Conversation,
+    config_overrides,
+    default_data_path,
+    load_locomo,
+    recall_fraction,
+    split_messages,
+)
 
 from shared_core import AtlasConfig, ElasticMemoryAtlas, ManualClock, MiniLMEmbedder, TiktokenCounter
 from shared_core.text.static import StaticEmbedder
@@ -326,16 +334,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = {"archive": AtlasConfig.archive, "default": AtlasConfig.default,
               "rrf": lambda: AtlasConfig.archive(fusion="rrf", vector_weight=1.0, keyword_weight=1.0)}[args.config]()
     if args.set:
-        import ast
-
-        overrides = {}
-        for item in args.set:
-            name, _, value = item.partition("=")
-            try:
-                overrides[name.strip()] = ast.literal_eval(value.strip())
-            except (ValueError, SyntaxError):
-                overrides[name.strip()] = value.strip()
-        config = config.replace(**overrides)
+        config = config.replace(**config_overrides(args.set))
     if args.cv:
         return _cross_validate(conversations, config, quiet=args.quiet, grid=args.grid)
     names = BASELINES if args.no_frameworks else BASELINES + FRAMEWORK_BASELINES

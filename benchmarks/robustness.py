@@ -25,7 +25,6 @@ rows differs only by what the perturbation changed. Only ``conversation`` and ``
 from __future__ import annotations
 
 import argparse
-import ast
 import re
 import sys
 import time
@@ -35,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _locomo import Conversation, Question, default_data_path, load_locomo
+from _locomo import Conversation, Question, config_overrides, default_data_path, load_locomo
 from locomo_recall import Results, run_benchmark
 
 from shared_core import AtlasConfig, MiniLMEmbedder
@@ -174,13 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = [p for p in args.perturbations.split(",") if p]
     if unknown := set(names) - set(PERTURBATIONS):
         parser.error(f"unknown perturbation(s): {', '.join(sorted(unknown))}")
-    overrides = {}
-    for item in args.set:
-        field, _, value = item.partition("=")
-        try:
-            overrides[field.strip()] = ast.literal_eval(value.strip())
-        except (ValueError, SyntaxError):
-            overrides[field.strip()] = value.strip()
+    overrides = config_overrides(args.set)
     config = AtlasConfig.archive(**overrides)
     conversations = load_locomo(args.data, conversations=args.conversations.split(",") if args.conversations else None)
     embedder = MiniLMEmbedder(cache_size=0)

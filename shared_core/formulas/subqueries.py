@@ -168,7 +168,7 @@ def speaker_of(content: str, metadata: object = None) -> str | None:
     >>> speaker_of("note: buy oat milk") is None
     True
     """
-    if isinstance(metadata, dict):
+    if isinstance(metadata, Mapping):
         who = metadata.get("speaker")
         if isinstance(who, str) and who.strip():
             return who.strip()
@@ -188,9 +188,6 @@ def labelled(content: str, metadata: object = None) -> str:
     >>> labelled("Jon: hi", {"speaker": "Gina"}), labelled("went hiking"), labelled("hi", {"speaker": ""})
     ('Jon: hi', 'went hiking', 'hi')
     """
-    if not isinstance(metadata, Mapping):
-        return content
-    who = metadata.get("speaker")
-    if not isinstance(who, str) or not (who := who.strip()) or _LABEL.match(content):
+    if _LABEL.match(content) or (who := speaker_of(content, metadata)) is None:
         return content
     return f"{who}: {content}"

@@ -4,8 +4,7 @@ turns out stale."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -13,25 +12,11 @@ import pytest
 from shared_core import ElasticMemoryAtlas
 from shared_core.store.contract import StaleView
 from shared_core.store.falkordb import FalkorDBBackend, FalkorPartition
-from shared_core.store.falkordb.client import Connection
+
+from ._probes import round_trips
 
 TEXTS = ["oat milk in the coffee", "the train to Lyon leaves at nine", "oat milk again, always oat milk",
          "a walk by the river", "coffee with oat milk at the station", "the river flooded the station"]
-
-
-@contextmanager
-def _round_trips(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """What each request to the server was (each goes through `Connection._retrying` once)."""
-    seen: list[str] = []
-    retrying = Connection._retrying
-
-    def counted(self: Connection, call: Callable[[], Any], what: str, *, budget: float | None = None) -> Any:
-        seen.append(what)
-        return retrying(self, call, what, budget=budget)
-
-    with monkeypatch.context() as patch:
-        patch.setattr(Connection, "_retrying", counted)
-        yield seen
 
 
 def _hits(atlas: ElasticMemoryAtlas, query: str = "oat milk coffee", **options: Any) -> list[tuple[str, float]]:
@@ -63,19 +48,19 @@ def test_a_recall_asks_whether_its_namespace_exists_in_its_first_request(
     expected = _hits(atlas)
     backend = atlas.backend
     assert isinstance(backend, FalkorDBBackend)
-    with _round_trips(monkeypatch) as speculated:
+    with round_trips(monkeypatch) as speculated:
         assert _hits(atlas) == expected
     with monkeypatch.context() as patch:  # the partition asked for first, as before
         patch.setattr(FalkorDBBackend, "recall_partition", FalkorDBBackend.partition)
-        with _round_trips(monkeypatch) as asked:
+        with round_trips(monkeypatch) as asked:
             assert _hits(atlas) == expected
     assert asked[0] == "EXISTS" and speculated[0] == "EXISTS"
     assert len(speculated) == len(asked) - 1
-    with _round_trips(monkeypatch) as seen:  # build_context as well
+    with round_trips(monkeypatch) as seen:  # build_context as well
         atlas.build_context("oat milk coffee", namespace="p", token_budget=200, reinforce=False)
     with monkeypatch.context() as patch:
         patch.setattr(FalkorDBBackend, "recall_partition", FalkorDBBackend.partition)
-        with _round_trips(monkeypatch) as before:
+        with round_trips(monkeypatch) as before:
             atlas.build_context("oat milk coffee", namespace="p", token_budget=200, reinforce=False)
     assert len(seen) == len(before) - 1
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -13,21 +12,7 @@ from shared_core import ElasticMemoryAtlas
 from shared_core.store.falkordb import FalkorDBBackend, FalkorPartition, cypher
 from shared_core.store.falkordb.client import Connection
 
-
-@contextmanager
-def _round_trips(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """What each request to the server was (every command, pipeline or query goes through
-    `Connection._retrying`, once per attempt)."""
-    seen: list[str] = []
-    retrying = Connection._retrying
-
-    def counted(self: Connection, call: Callable[[], Any], what: str, *, budget: float | None = None) -> Any:
-        seen.append(what)
-        return retrying(self, call, what, budget=budget)
-
-    with monkeypatch.context() as patch:
-        patch.setattr(Connection, "_retrying", counted)
-        yield seen
+from ._probes import round_trips
 
 
 def test_an_add_memory_asks_the_server_twice(shared_atlas: Callable[..., ElasticMemoryAtlas],
@@ -38,7 +23,7 @@ def test_an_add_memory_asks_the_server_twice(shared_atlas: Callable[..., Elastic
     atlas = shared_atlas()
     atlas.add_memories(["oat milk in the coffee", "the train to Lyon", "oat milk again"], namespace="p",
                        session_id="s")
-    with _round_trips(monkeypatch) as seen:
+    with round_trips(monkeypatch) as seen:
         node = atlas.add_memory("oat milk, always oat milk", namespace="p", session_id="s")
     assert seen == ["EXISTS", "a query"]
     links = {(e.relation.value, e.source == node.id) for e in atlas.backend.partition("p").graph.edges(node.id)}
@@ -59,13 +44,13 @@ def test_a_call_keeps_its_view_and_the_next_call_starts_afresh(shared_atlas: Cal
         part = backend.partition("p")
         assert isinstance(part, FalkorPartition)
         turn = part.turn
-        with _round_trips(monkeypatch) as seen:
+        with round_trips(monkeypatch) as seen:
             assert backend.partition("p") is part and backend.partition("p", create=True) is part
         assert seen == []
     other = ElasticMemoryAtlas(embedder=atlas.embedder, backend=prefixed_url)  # another process
     other.add_memory("second", namespace="p")
     with lock:
-        with _round_trips(monkeypatch) as seen:
+        with round_trips(monkeypatch) as seen:
             fresh = backend.partition("p")
             assert fresh is not None and fresh.turn == turn + 1  # read with EXISTS, in the same request
         assert seen == ["EXISTS"]
