@@ -12,7 +12,7 @@ is "now", years later, so recency is off). Each question of categories 1-4 is as
 ``reinforce=False`` and no session (the question comes from outside the conversation):
 
 - R@5, R@10, R@20: the fraction of gold evidence turns among `retrieve`'s top k;
-- R@B tokens: the fraction of gold evidence turns whose full text is in the context that
+- R@B tokens: the fraction of gold evidence turns shown whole (not cut) in the context that
   `build_context` renders for a budget of B tokens (cl100k_base, formatting included).
 
 Baselines (see ``_baselines.py``) pack their budgets greedily in rank order, each turn rendered
@@ -125,7 +125,8 @@ def ingest(atlas: ElasticMemoryAtlas, conv: Conversation, cache: VectorCache) ->
     the metadata is embedded as its labelled line (``robustness.py``'s ``no_labels``)."""
     del cache  # the atlas's embedder reads it
     items = [{"content": t.content, "session_id": f"session_{t.session}", "timestamp": t.timestamp,
-              "metadata": {"dia_id": t.dia_id, "speaker": t.speaker}} for t in conv.turns]
+              "metadata": {"dia_id": t.dia_id, "speaker": t.speaker} if t.dia_id else {"speaker": t.speaker}}
+             for t in conv.turns]  # an empty dia_id: a message that is never evidence (robustness.py)
     nodes = atlas.add_memories(items, namespace=conv.sample_id, progress=False)
     return {n.id: t.dia_id for n, t in zip(nodes, conv.turns, strict=True)}
 
@@ -158,13 +159,12 @@ def run_benchmark(conversations: Sequence[Conversation], *, config: AtlasConfig 
         for ns in list(atlas.backend.namespaces()) if backend else ():  # a previous run's, interrupted
             atlas.backend.drop(ns)
         dia_of = ingest(atlas, conv, cache)
-        text_of = {t.dia_id: " ".join(t.content.split()) for t in conv.turns}
         vectors = cache.embed([t.content for t in conv.turns])
         rankers = make_rankers(conv, vectors, cache, names=baselines)
         lines = [t.dated for t in conv.turns]
         bar.set_postfix_str(conv.sample_id)
         for q in conv.questions:
-            _ask_atlas(atlas, conv, q, dia_of, text_of, results, styles=styles, budgets=budgets,
+            _ask_atlas(atlas, conv, q, dia_of, results, styles=styles, budgets=budgets,
                        plot_budgets=plot_budgets, embedder=embedder)
             qvec = cache.embed([q.question])[0]
             for name, rank in rankers.items():
@@ -185,8 +185,7 @@ def run_benchmark(conversations: Sequence[Conversation], *, config: AtlasConfig 
     return results
 
 
-def _ask_atlas(atlas: ElasticMemoryAtlas, conv: Conversation, q: Any, dia_of: dict[str, str],
-               text_of: dict[str, str], results: Results, *, styles: Sequence[str], budgets: Sequence[int],
+def _ask_atlas(atlas: ElasticMemoryAtlas, conv: Conversation, q: Any, dia_of: dict[str, str], results: Results, *, styles: Sequence[str], budgets: Sequence[int],
                plot_budgets: Sequence[int], embedder: Any) -> None:
     start = time.perf_counter()
     hits = atlas.retrieve(q.question, namespace=conv.sample_id, top_k=max(KS), reinforce=False)
@@ -207,8 +206,14 @@ def _ask_atlas(atlas: ElasticMemoryAtlas, conv: Conversation, q: Any, dia_of: di
                 results.timings["build_context"].append(time.perf_counter() - start)
                 results.packed["atlas"].append((len(ctx.memories), ctx.tokens))
             assert ctx.tokens <= b, (ctx.tokens, b)
-            present = [d for d in q.evidence if text_of[d] in ctx.text]
-            results.add(f"atlas:{style}", f"R@{b}tok", q.category, len(present) / len(q.evidence))
+            results.add(f"atlas:{style}", f"R@{b}tok", q.category, recall_fraction(q.evidence, in_full(ctx, dia_of)))
+
+
+def in_full(ctx: Any, dia_of: dict[str, str]) -> set[str]:
+    """The dia_ids of the memories a context shows whole: its memories whose squeezed content
+    is in its text (a cut one is not). A turn cut into parts (``robustness.py``'s
+    ``split_turns``) is found when any of its parts is."""
+    return {dia_of[m.node.id] for m in ctx.memories if " ".join(m.node.content.split()) in ctx.text}
 
 
 # -- reporting ------------------------------------------------------------------------------------

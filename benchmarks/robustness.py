@@ -18,8 +18,21 @@ timeline style) against the hybrid BM25 + MiniLM baseline (RRF) in the same run:
 - ``no_captions``: shared photos without their captions;
 - ``chat``: ``no_labels``, ``lower_turns``, ``no_captions`` and ``lower_questions`` together.
 
-Each perturbation keeps every turn (one memory each) and every question, so the recall of two
-rows differs only by what the perturbation changed. Only ``conversation`` and ``qa`` are read.
+The shape of real chat traffic (``_perturb.py``; seeded, the same on every run):
+
+- ``split_turns``: each turn sent as 1 to 3 consecutive messages of its speaker, cut at sentence
+  boundaries, same session and time, every part keeping the turn's ``dia_id``;
+- ``fillers``: a backchannel message ("ok", "lol", "haha nice", "👍", ...) after about 30% of the
+  turns, mostly by the other speaker; never evidence;
+- ``long``: the haystack 1.6 times as long: runs of 2 to 10 turns of the next dev conversation
+  in the file, its speakers renamed to this one's, inserted inside this one's sessions and dated
+  as they are; never evidence (a ~600-turn LoCoMo conversation gets a real chat's ~900 turns);
+- ``real_chat``: ``chat`` with ``split_turns``, ``fillers`` and ``long`` together.
+
+Every question is kept with its evidence ids. The perturbations above ``split_turns`` keep every
+turn as one memory; the others add memories that are never evidence, or cut a turn into parts:
+an evidence turn counts as found (in the top k, or in the context) when any of its parts is,
+for the atlas and the baseline alike. Only ``conversation`` and ``qa`` are read.
 """
 
 from __future__ import annotations
@@ -35,6 +48,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _locomo import Conversation, Question, config_overrides, default_data_path, load_locomo
+from _perturb import donor_of, fillers, long, split_turns
 from locomo_recall import Results, run_benchmark
 
 from shared_core import AtlasConfig, MiniLMEmbedder
@@ -130,9 +144,19 @@ def chat(conv: Conversation) -> Conversation:
     return lower_questions(_chat(conv, labelled=False, lower=True, caption=None))
 
 
-PERTURBATIONS: dict[str, Callable[[Conversation], Conversation]] = {
+def real_chat(conv: Conversation, pool: Sequence[Conversation]) -> Conversation:
+    return chat(fillers(split_turns(long(conv, donor_of(conv, pool)))))
+
+
+_ALONE: dict[str, Callable[[Conversation], Conversation]] = {
     "none": lambda c: c, "lower_questions": lower_questions, "no_labels": no_labels, "full_names": full_names,
     "nicknames": nicknames, "lower_turns": lower_turns, "no_captions": no_captions, "chat": chat,
+    "split_turns": split_turns, "fillers": fillers,
+}
+#: name -> perturbation of a conversation, given the data file's conversations (``long``'s donors)
+PERTURBATIONS: dict[str, Callable[[Conversation, Sequence[Conversation]], Conversation]] = {
+    **{name: (lambda f: lambda c, _pool: f(c))(f) for name, f in _ALONE.items()},
+    "long": lambda c, pool: long(c, donor_of(c, pool)), "real_chat": real_chat,
 }
 COLUMNS = (("R@10", "atlas", "R@10", None), ("R@1000 tok", "atlas:timeline", "R@1000tok", None),
            ("R@2000 tok", "atlas:timeline", "R@2000tok", None), ("multi-hop R@2000", "atlas:timeline", "R@2000tok", 1),
@@ -159,7 +183,7 @@ def table(rows: dict[str, Results]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", default=str(default_data_path()), help="locomo_dev.json (default: %(default)s)")
     parser.add_argument("--conversations", help="comma-separated sample ids, e.g. conv-26,conv-30")
     parser.add_argument("--perturbations", default=",".join(PERTURBATIONS),
@@ -175,12 +199,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unknown perturbation(s): {', '.join(sorted(unknown))}")
     overrides = config_overrides(args.set)
     config = AtlasConfig.archive(**overrides)
-    conversations = load_locomo(args.data, conversations=args.conversations.split(",") if args.conversations else None)
+    pool = load_locomo(args.data)  # long's donors: the next conversation in the file
+    wanted = args.conversations.split(",") if args.conversations else None
+    conversations = load_locomo(args.data, conversations=wanted) if wanted else pool
     embedder = MiniLMEmbedder(cache_size=0)
     rows: dict[str, Results] = {}
     started = time.perf_counter()
     for name in names:
-        perturbed = [PERTURBATIONS[name](c) for c in conversations]
+        perturbed = [PERTURBATIONS[name](c, pool) for c in conversations]
         rows[name] = run_benchmark(perturbed, config=config, styles=("timeline",), baselines=("hybrid",),
                                    progress=not args.quiet, embedder=embedder)
         if not args.quiet:
