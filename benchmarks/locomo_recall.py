@@ -185,8 +185,8 @@ def run_benchmark(conversations: Sequence[Conversation], *, config: AtlasConfig 
     return results
 
 
-def _ask_atlas(atlas: ElasticMemoryAtlas, conv: Conversation, q: Any, dia_of: dict[str, str], results: Results, *, styles: Sequence[str], budgets: Sequence[int],
-               plot_budgets: Sequence[int], embedder: Any) -> None:
+def _ask_atlas(atlas: ElasticMemoryAtlas, conv: Conversation, q: Any, dia_of: dict[str, str], results: Results,
+               *, styles: Sequence[str], budgets: Sequence[int], plot_budgets: Sequence[int], embedder: Any) -> None:
     start = time.perf_counter()
     hits = atlas.retrieve(q.question, namespace=conv.sample_id, top_k=max(KS), reinforce=False)
     results.timings["retrieve"].append(time.perf_counter() - start)

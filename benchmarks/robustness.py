@@ -38,6 +38,7 @@ for the atlas and the baseline alike. Only ``conversation`` and ``qa`` are read.
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import sys
 import time
@@ -148,6 +149,12 @@ def real_chat(conv: Conversation, pool: Sequence[Conversation]) -> Conversation:
     return chat(fillers(split_turns(long(conv, donor_of(conv, pool)))))
 
 
+def _alone(perturb: Callable[[Conversation], Conversation], conv: Conversation,
+           pool: Sequence[Conversation]) -> Conversation:
+    del pool
+    return perturb(conv)
+
+
 _ALONE: dict[str, Callable[[Conversation], Conversation]] = {
     "none": lambda c: c, "lower_questions": lower_questions, "no_labels": no_labels, "full_names": full_names,
     "nicknames": nicknames, "lower_turns": lower_turns, "no_captions": no_captions, "chat": chat,
@@ -155,7 +162,7 @@ _ALONE: dict[str, Callable[[Conversation], Conversation]] = {
 }
 #: name -> perturbation of a conversation, given the data file's conversations (``long``'s donors)
 PERTURBATIONS: dict[str, Callable[[Conversation, Sequence[Conversation]], Conversation]] = {
-    **{name: (lambda f: lambda c, _pool: f(c))(f) for name, f in _ALONE.items()},
+    **{name: functools.partial(_alone, f) for name, f in _ALONE.items()},
     "long": lambda c, pool: long(c, donor_of(c, pool)), "real_chat": real_chat,
 }
 COLUMNS = (("R@10", "atlas", "R@10", None), ("R@1000 tok", "atlas:timeline", "R@1000tok", None),

@@ -30,7 +30,10 @@ time range the query names, or it is one of the session's latest turns (recent p
 continues the conversation); only those seed the graph walk, and a memory the walk reaches from
 them counts too. The fused relevance is relative to the
 candidates (the best one scores 1 however weak it is), so the floor is on the cosine: a query
-unrelated to every memory returns nothing.
+unrelated to every memory returns nothing. A message that carries no fact (a backchannel: "ok",
+"lol", "haha nice", "👍"; `shared_core.formulas.chatter.contentless`) is never ranked: a labelled
+one ("Kate: ok") is embedded near every question about Kate. The graph walk still passes through
+it, and a context window may show it beside its neighbours (`shared_core.engine.neighbours`).
 
 With ``as_of`` a recall answers from the versions valid then (`MemoryNode.is_valid_at`): a
 memory superseded or contradicted after ``as_of`` is still the one recalled for that time, and
@@ -50,6 +53,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..formulas._fusion import cosine_scale, fuse
+from ..formulas.chatter import contentless
 from ..formulas.decay import effective_weight, recency_score
 from ..formulas.filters import Predicate
 from ..formulas.scoring import (
@@ -422,8 +426,8 @@ def _rank(part: Partition, relevance: Mapping[str, float], pending: Mapping[str,
         if len(top) == top_k and bound(-neg) < top[0][0]:
             break
         node = get_node(node_id)
-        if node is None or not allowed(node_id):
-            continue
+        if node is None or not allowed(node_id) or contentless(node.content, node.metadata):
+            continue  # a backchannel ("ok", "lol") holds nothing to recall
         factors = score(node, -neg)
         if factors is None:
             continue
