@@ -31,9 +31,10 @@ continues the conversation); only those seed the graph walk, and a memory the wa
 them counts too. The fused relevance is relative to the
 candidates (the best one scores 1 however weak it is), so the floor is on the cosine: a query
 unrelated to every memory returns nothing. A message that carries no fact (a backchannel: "ok",
-"lol", "haha nice", "👍"; `shared_core.formulas.chatter.contentless`) is never ranked: a labelled
-one ("Kate: ok") is embedded near every question about Kate. The graph walk still passes through
-it, and a context window may show it beside its neighbours (`shared_core.engine.neighbours`).
+"lol", "haha nice", "👍"; `shared_core.formulas.chatter.contentless`) is never ranked nor seeds
+the graph walk: a labelled one ("Kate: ok") is embedded near every question about Kate. The walk
+still passes through it, and a context window may show it beside its neighbours
+(`shared_core.engine.neighbours`).
 
 With ``as_of`` a recall answers from the versions valid then (`MemoryNode.is_valid_at`): a
 memory superseded or contradicted after ``as_of`` is still the one recalled for that time, and
@@ -249,8 +250,8 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
         base = {i: v for i, v in base.items() if i in relevant}
     boost: dict[str, float] = {}
     if config.graph_hops > 0 and config.graph_weight > 0 and n_seeds > 0:
-        # the best n_seeds, ties to the smaller id
-        seeds = {i: -neg for neg, i in sorted([(-v, i) for i, v in base.items()])[:n_seeds]}
+        # the best n_seeds that carry a fact, ties to the smaller id
+        seeds = _seeds(part, sorted([(-v, i) for i, v in base.items()]), n_seeds)
         # an activation under 0.1% of the best seed's cannot move a ranking: do not walk it
         floor_act = 0.001 * max(seeds.values(), default=0.0)
         walk = WalkSpec(factors=_relation_factors(config.relation_weights)[1], hops=config.graph_hops,
@@ -309,6 +310,24 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
         other = req.session_id is not None and node.session_id != req.session_id
         hits.append(scored_of(node, score, components, paths, other))
     return hits
+
+
+def _seeds(part: Partition, ordered: list[tuple[float, str]], n: int) -> dict[str, float]:
+    """The first ``n`` of ``ordered`` (negated relevance, id) that are not backchannels, read in
+    batches of ``n`` (`GraphStore.prefetch`: one request each on a server store). A labelled
+    "Kate: ok" is embedded near every question about Kate; as a seed it would spread relevance
+    to whatever sits beside it."""
+    seeds: dict[str, float] = {}
+    for start in range(0, len(ordered), n):
+        batch = ordered[start:start + n]
+        part.graph.prefetch([i for _, i in batch])
+        for neg, i in batch:
+            node = part.graph.get_node(i)
+            if node is not None and not contentless(node.content, node.metadata):
+                seeds[i] = -neg
+                if len(seeds) == n:
+                    return seeds
+    return seeds
 
 
 def _evidence(cosine: Mapping[str, float], raw: Mapping[str, Mapping[str, float]], floor: float | None

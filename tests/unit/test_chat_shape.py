@@ -134,3 +134,15 @@ def test_a_context_window_reaches_past_a_backchannel(make_atlas: Make) -> None:
     assert ctx.text.splitlines()[2:] == ["Ann: Kate, how was your weekend?", "Kate: lol",
                                          "Kate: went hiking near the lake with my dog"]
     assert [m.paths for m in ctx.memories][1:] == [("neighbour",), ("neighbour",)]
+
+
+def test_a_backchannel_does_not_seed_the_graph_walk(make_atlas: Make) -> None:
+    atlas = make_atlas(graph_hops=1, similar_top=0, context_neighbours=0)
+    atlas.add_memories([{"content": c, "session_id": "s1"} for c in
+                        ["Kate: I adopted a cat named Tom", "Ann: lovely", "Kate: Tom sleeps all day"]], namespace="c")
+    atlas.add_memories([{"content": c, "session_id": "s2"} for c in
+                        ["Bob: the parking garage closes at nine", "Kate: ok", "Bob: the bakery sells rye bread"]],
+                       namespace="c")
+    hits = atlas.retrieve("What did Kate say?", namespace="c", top_k=20, reinforce=False)
+    assert any("Tom" in h.node.content for h in hits)
+    assert not [h.node.content for h in hits if "Bob" in h.node.content]  # reached from "Kate: ok" alone
