@@ -210,10 +210,19 @@ def _ask_atlas(atlas: ElasticMemoryAtlas, conv: Conversation, q: Any, dia_of: di
 
 
 def in_full(ctx: Any, dia_of: dict[str, str]) -> set[str]:
-    """The dia_ids of the memories a context shows whole: its memories whose squeezed content
-    is in its text (a cut one is not). A turn cut into parts (``robustness.py``'s
-    ``split_turns``) is found when any of its parts is."""
-    return {dia_of[m.node.id] for m in ctx.memories if " ".join(m.node.content.split()) in ctx.text}
+    """The dia_ids of the memories a context shows whole: its memories whose squeezed content,
+    its speaker's label aside (a timeline shows a message that follows one of its speaker
+    without the label), is in its text (a cut one is not). A turn cut into parts
+    (``robustness.py``'s ``split_turns``) is found when any of its parts is."""
+    out = set()
+    for m in ctx.memories:
+        text = " ".join(m.node.content.split())
+        who = m.node.metadata.get("speaker")
+        if isinstance(who, str) and who and text.casefold().startswith(who.casefold() + ":"):
+            text = text[len(who) + 1:].strip()
+        if text in ctx.text:
+            out.add(dia_of[m.node.id])
+    return out
 
 
 # -- reporting ------------------------------------------------------------------------------------

@@ -5,6 +5,8 @@ Three styles:
 - ``timeline``: the memories in time order under one dated header per day (``[Mon 8 May 2023]``),
   one memory per line, with ``…`` where the conversation skips memories in between; every line
   is dated by the header it sits under, which costs a few tokens per day instead of ten per line;
+  a message that directly follows one of the same speaker (a chat's run of short messages) is
+  shown without the speaker's label again, as a chat transcript does;
 - ``bullet``: the current conversation, then recalled memories as numbered points by score, each
   dated (``1. [8 May 2023] ...``), then summaries;
 - ``narrative``: one paragraph of sentences in time order, each day opened by "On <date>,";
@@ -36,7 +38,7 @@ import numpy as np
 from ..formulas.budget import truncate_to_tokens
 from ..formulas.diversity import mmr_order
 from ..formulas.questions import analyze_query
-from ..formulas.subqueries import labelled
+from ..formulas.subqueries import labelled, speaker_of
 from ..store.contract import GraphStore, VectorIndex
 from ..text.tokens import TiktokenCounter
 from ..values.config import AtlasConfig
@@ -61,7 +63,7 @@ class _Item:
     """A memory as laid out in one style: its tier, its text (possibly truncated), the rendered
     body and what the layout compares (time key, day, session, turn), each computed once."""
 
-    __slots__ = ("body", "day", "hit", "session", "text", "tier", "turn", "when")
+    __slots__ = ("body", "day", "hit", "label", "plain", "session", "speaker", "text", "tier", "turn", "when")
 
     def __init__(self, tier: int, hit: ScoredMemory, text: str, style: str) -> None:
         node = hit.node
@@ -70,6 +72,14 @@ class _Item:
         self.when = (node.timestamp, node.turn, node.id)
         self.session, self.turn = node.session_id, node.turn
         self.day = "" if style == "bullet" else _day(node.timestamp)  # bullets date each line instead
+        # a timeline line may follow one of the same speaker without the label: "plain", which
+        # saves "label" tokens (counted when first needed)
+        self.speaker: str | None = None
+        self.plain, self.label = self.body, -1
+        if style == "timeline" and tier != SUMMARY and (who := speaker_of(text, node.metadata)) is not None:
+            head, colon, rest = self.body.partition(":")
+            if colon and rest.strip() and head.strip().casefold() == who.casefold():
+                self.speaker, self.plain = who.casefold(), rest.strip()
 
 
 @functools.lru_cache(maxsize=4096)
@@ -126,6 +136,13 @@ def _adjacent(a: _Item, b: _Item) -> bool:
     return a.session == b.session and b.turn - a.turn == 1
 
 
+def _continues(a: _Item | None, b: _Item | None) -> bool:
+    """Whether ``b`` is shown as ``a``'s speaker going on: the same speaker, directly after
+    ``a`` on the same day (timeline lines only have a speaker)."""
+    return (a is not None and b is not None and a.speaker is not None and a.speaker == b.speaker
+            and a.day == b.day and _adjacent(a, b))
+
+
 _WHEN = operator.attrgetter("when")
 
 
@@ -143,7 +160,7 @@ def _day_runs(items: Sequence[_Item], style: str, opener: str) -> list[str]:
             parts.append(opener.format(day=it.day))
         elif not _adjacent(previous, it):
             parts.append(GAP)
-        parts.append(it.body)
+        parts.append(it.plain if _continues(previous, it) else it.body)
         previous = it
     return parts
 
@@ -218,15 +235,24 @@ class _Packer:
             n = self.memo[text] = self.count(text)
         return n
 
+    def _label(self, item: _Item) -> int:
+        """The tokens ``item`` saves when shown without its label."""
+        if item.label < 0:
+            item.label = self.count(item.body) - self.count(item.plain)
+        return item.label
+
     def _gap_cost(self, item: _Item, keys: list[tuple[float, int, str]], day: list[_Item]) -> int:
-        """Change in the number of gap markers of a day when ``item`` joins it, in tokens."""
+        """Change in the tokens of a day's gap markers and labels when ``item`` joins it: a gap
+        marker more or fewer, and the label ``item`` or the memory after it no longer shows."""
         i = bisect.bisect_left(keys, item.when)
         prev = day[i - 1] if i > 0 else None
         nxt = day[i] if i < len(day) else None
         before = int(prev is not None and nxt is not None and not _adjacent(prev, nxt))
         after = int(prev is not None and not _adjacent(prev, item)) + int(
             nxt is not None and not _adjacent(item, nxt))
-        return (after - before) * self.gap
+        saved = (self._label(item) if _continues(prev, item) else 0) + (
+            self._label(nxt) if nxt is not None and _continues(item, nxt) else 0)
+        return (after - before) * self.gap - saved
 
     def layout(self, item: _Item) -> int:
         """The marginal cost of ``item`` in tokens, but for its body's own count."""

@@ -132,7 +132,7 @@ def test_a_context_window_reaches_past_a_backchannel(make_atlas: Make) -> None:
     atlas.add_memories([{"content": c, "session_id": "s1"} for c in CHAT], namespace="c")
     ctx = atlas.build_context("weekend", namespace="c", token_budget=60, reinforce=False)
     assert ctx.text.splitlines()[2:] == ["Ann: Kate, how was your weekend?", "Kate: lol",
-                                         "Kate: went hiking near the lake with my dog"]
+                                         "went hiking near the lake with my dog"]  # Kate goes on
     assert [m.paths for m in ctx.memories][1:] == [("neighbour",), ("neighbour",)]
 
 
@@ -146,3 +146,24 @@ def test_a_backchannel_does_not_seed_the_graph_walk(make_atlas: Make) -> None:
     hits = atlas.retrieve("What did Kate say?", namespace="c", top_k=20, reinforce=False)
     assert any("Tom" in h.node.content for h in hits)
     assert not [h.node.content for h in hits if "Bob" in h.node.content]  # reached from "Kate: ok" alone
+
+
+RUN = [("Ann", "how was the trip?"), ("Bob", "amazing"), ("Bob", "we saw the aurora"), ("Bob", "twice!"),
+       ("Ann", "send pics"), ("Ann", "photos?"), ("Bob", "tomorrow")]
+
+
+def test_a_timeline_shows_a_run_of_one_speaker_with_one_label_and_stays_within_budget(make_atlas: Make) -> None:
+    from shared_core import TiktokenCounter
+
+    atlas = make_atlas(context_neighbours=0, graph_hops=0, similar_top=0, relevance_floor=None)
+    atlas.add_memories([{"content": text, "session_id": "s1", "metadata": {"speaker": who}} for who, text in RUN],
+                       namespace="c")
+    ctx = atlas.build_context("trip aurora twice photos tomorrow amazing pics", namespace="c", token_budget=200,
+                              reinforce=False)
+    assert ctx.text.splitlines()[2:] == ["Ann: how was the trip?", "Bob: amazing", "we saw the aurora", "twice!",
+                                         "Ann: send pics", "photos?", "Bob: tomorrow"]
+    counter = TiktokenCounter()
+    for budget in range(10, 60):
+        small = atlas.build_context("trip aurora twice photos tomorrow amazing pics", namespace="c",
+                                    token_budget=budget, reinforce=False)
+        assert small.tokens <= budget and counter.count(small.text) == small.tokens
