@@ -26,7 +26,8 @@ The shape of real chat traffic (``_perturb.py``; seeded, the same on every run):
   turns, mostly by the other speaker; never evidence;
 - ``long``: the haystack 1.6 times as long: runs of 2 to 10 turns of the next dev conversation
   in the file, its speakers renamed to this one's, inserted inside this one's sessions and dated
-  as they are; never evidence (a ~600-turn LoCoMo conversation gets a real chat's ~900 turns);
+  as they are; never evidence (the dev conversations' 552 turns on average become 883, about
+  a real three-week chat's);
 - ``real_chat``: ``chat`` with ``split_turns``, ``fillers`` and ``long`` together.
 
 Every question is kept with its evidence ids. The perturbations above ``split_turns`` keep every
