@@ -8,6 +8,9 @@ emoji, punctuation) or when each of its words is an acknowledgement, interjectio
 chat acronym or one of a few function words (`BACKCHANNEL`, a fixed English lexicon), or
 laughter ("hahaha", "hehe", "lolol"); a letter repeated three times or more counts once or
 twice ("sooo", "cooool"). A number, a name or any other word makes it a message with content.
+The write filter's small talk (`shared_core.engine.lifecycle.write_filter.SMALL_TALK`) is broader
+("could you repeat that?", verbs): it holds a turn back in working memory, while a memory recall
+skips here can never be found, so this lexicon is kept to words that state nothing.
 
 >>> contentless("Kate: haha nice"), contentless("👍"), contentless("ok cool", {"speaker": "Kate"})
 (True, True, True)
