@@ -16,9 +16,10 @@ Pure parts, no model:
   whatever their case ("what are kate's hobbies"), by the speaker's full name or any word of it
   ("Kate" for "Kate Moreau"), or a capitalised short form of it ("Mel" for "Melanie");
 - `strip_names`: the query without the given names, spaces tidied;
-- `speaker_of`: who said a memory (its metadata's ``speaker``, else its chat label), and
+- `speaker_of`: who said a memory (its metadata's ``speaker``, else its chat label),
   `labelled`: its content as a labelled chat line, the text the context shows and the embedder
-  reads when the speaker is only in the metadata.
+  reads when the speaker is only in the metadata, and `keyword_text`: the text the keyword
+  index holds for a memory (its labelled line, and the wording of the memories merged into it).
 
 >>> name_words("Which cities have both Jon and Gina been to?")
 ('Jon', 'Gina')
@@ -35,7 +36,7 @@ import functools
 import re
 from collections.abc import Collection, Mapping, Sequence
 
-__all__ = ["labelled", "name_words", "speaker_of", "speaker_words", "strip_names"]
+__all__ = ["MERGED_FROM", "keyword_text", "labelled", "name_words", "speaker_of", "speaker_words", "strip_names"]
 
 # A capitalised word (letters, inner hyphens or apostrophes), possessive 's / ' / ’s allowed after it.
 _WORD = re.compile(r"\b([A-Z][^\W\d_]*(?:[-'][^\W\d_]+)*?)(?:['’]s?)?(?![\w'’-])")
@@ -58,6 +59,9 @@ _MIN_SHORT = 3
 _MAX_SUFFIX = 3
 # A speaker label at the start of a memory: "Name:" (one to three capitalised words).
 _LABEL = re.compile(r"^\s*([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2})\s*:")
+#: The metadata key under which a merged memory keeps what it absorbed (id, text, metadata, ...:
+#: `shared_core.engine.lifecycle.compression`).
+MERGED_FROM = "merged_from"
 
 
 def name_words(query: str) -> tuple[str, ...]:
@@ -191,3 +195,26 @@ def labelled(content: str, metadata: object = None) -> str:
     if _LABEL.match(content) or (who := speaker_of(content, metadata)) is None:
         return content
     return f"{who}: {content}"
+
+
+def keyword_text(content: str, metadata: Mapping[str, object] | None = None) -> str:
+    """The text the keyword index holds for a memory: its labelled line (`labelled`: a speaker
+    stored only in the metadata is found by a search for the name, as a labelled turn's is),
+    then the labelled wording of each memory merged into it (``metadata["merged_from"]``, each
+    with its own metadata), one per line, each once. Every write, update, merge and reopen
+    indexes this text, so a reopened atlas scores as the live one did; the stored content is
+    never changed.
+
+    >>> keyword_text("went hiking", {"speaker": "Kate"}), keyword_text("Tom: hi"), keyword_text("x")
+    ('Kate: went hiking', 'Tom: hi', 'x')
+    >>> keyword_text("x", {"merged_from": [{"content": "y", "metadata": {"speaker": "Kate"}}]})
+    'x\\nKate: y'
+    """
+    if not metadata:
+        return content
+    texts = [labelled(content, metadata)]
+    sources = metadata.get(MERGED_FROM)
+    if isinstance(sources, list):
+        texts += [labelled(text, source.get("metadata")) for source in sources
+                  if isinstance(source, Mapping) and isinstance(text := source.get("content"), str)]
+    return "\n".join(dict.fromkeys(texts)) if len(texts) > 1 else texts[0]

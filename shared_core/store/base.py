@@ -295,7 +295,7 @@ def _store(part: PartitionBase, batch: WriteBatch, nodes: Sequence[MemoryNode]) 
         put_node(node)
     ids = [n.id for n in nodes]
     similar = _link(part, ids, batch.vectors, batch.similar_top, batch.min_similarity)  # adds the vectors
-    part.keywords.add_many([(n.id, n.content, n.session_id) for n in nodes])
+    part.keywords.add_many(batch.keyword_rows(nodes))
     links: list[tuple[str, str, AnyRelation, float]] = []  # (source, target, relation, strength)
     last: dict[str | None, str] = {}  # each session's newest id so far
     similar_to, before, link_temporal = Relation.SIMILAR_TO, Relation.BEFORE, batch.link_temporal

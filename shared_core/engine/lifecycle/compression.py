@@ -37,6 +37,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ...formulas.decay import effective_weight
+from ...formulas.subqueries import MERGED_FROM
+from ...formulas.subqueries import keyword_text as indexed_text
 from ...values.model import MemoryEdge, MemoryNode, Relation, iso, new_ids
 from .contradiction import different_values
 from .summarize import Summarizer, capped_summary, extractive_summary
@@ -52,7 +54,6 @@ __all__ = ["CompressionReport", "MergeRecord", "SummaryPlan", "SummaryRecord", "
 
 logger = logging.getLogger("shared_core")
 
-MERGED_FROM = "merged_from"
 
 
 
@@ -214,15 +215,13 @@ def merge_group(part: Partition, survivor: MemoryNode, absorbed: Sequence[Memory
 
 
 def keyword_text(node: MemoryNode) -> str:
-    """What the keyword index holds for a merged memory: its text and each source's wording.
+    """What the keyword index holds for a memory (a merged one: its text and each source's
+    wording, each labelled with its speaker: `shared_core.formulas.subqueries.keyword_text`).
 
     >>> keyword_text(MemoryNode(id="a", content="x", namespace="n", metadata={"merged_from": [{"content": "y"}]}))
     'x\\ny'
     """
-    sources = node.metadata.get(MERGED_FROM)
-    texts = [node.content, *(s.get("content") for s in sources if isinstance(s, dict))] \
-        if isinstance(sources, list) else [node.content]
-    return "\n".join(dict.fromkeys(t for t in texts if isinstance(t, str)))
+    return indexed_text(node.content, node.metadata)
 
 
 def find_merges(part: Partition, *, config: AtlasConfig, now: float, dirty: set[str] | None,
@@ -345,7 +344,7 @@ def write_summary(state: EngineState, life: Ledger, part: Partition, plan: Summa
     part.graph.put_node(node)
     try:
         part.vectors.add([node.id], plan.vector[None, :])
-        part.keywords.add(node.id, node.content, session_id=node.session_id)
+        part.keywords.add(node.id, keyword_text(node), session_id=node.session_id)
         part.track(node.id, node.session_id, node.timestamp)
         _place_before(part, node.id, node.session_id, {n.id for n in members})
         state.where[node.id] = part.namespace
