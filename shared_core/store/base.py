@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..formulas.scoring import spread_max
+from ..formulas.subqueries import speaker_of
 from ..values.config import AtlasConfig
 from ..values.model import NO_METADATA, AnyRelation, MemoryEdge, MemoryNode, Relation
 from ..values.relations import RELATION_CODES
@@ -183,6 +184,9 @@ class PartitionBase:
 
     def write_batch(self, batch: WriteBatch) -> list[MemoryNode]:
         return _write(self, batch)
+
+    def speakers(self) -> set[str]:
+        return {who for node in self.graph.nodes() if (who := speaker_of(node.content, node.metadata)) is not None}
 
 
 class BackendBase:

@@ -382,6 +382,12 @@ class Partition(Protocol):
         beside its hits (`shared_core.engine.neighbours`), which a server store reads with their
         nodes at once."""
 
+    def speakers(self) -> set[str]:
+        """Who said the namespace's memories: `shared_core.formulas.subqueries.speaker_of` of
+        each (its metadata's speaker, else its chat label), each once; one pass over the
+        memories in process, one request on a server. The engine asks it once per namespace
+        after a reopen (its `SpeakerBook` learns the rest from the writes)."""
+
     def write_batch(self, batch: WriteBatch) -> list[MemoryNode]:
         """Store a chunk of new memories in one call and return their nodes as stored.
 

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, ManualClock
+from shared_core.store.base import PartitionBase
 
 Make = Callable[..., ElasticMemoryAtlas]
 DIM = 256
@@ -131,7 +132,20 @@ def test_a_reopened_atlas_knows_its_speakers(make_atlas: Make, reopen: Callable[
     before = [(h.node.id, h.paths) for h in atlas.retrieve(query, namespace="a", top_k=3, reinforce=False)]
     assert target.id in [i for i, _ in before] and any("speaker" in p for _, p in before)
     again = reopen(atlas, **SPEAKER_PATH)
-    assert again._state.speakers.known("a") == {"Caroline", "Melanie"}
-    assert again._state.speakers.known("b") == {"Jon Reyes"}
     after = [(h.node.id, h.paths) for h in again.retrieve(query, namespace="a", top_k=3, reinforce=False)]
     assert after == before
+    assert again._state.known_speakers("a") == {"Caroline", "Melanie"}
+    assert again._state.known_speakers("b") == {"Jon Reyes"}
+
+
+def test_a_partitions_speakers_are_its_memories_speakers(make_atlas: Make) -> None:
+    atlas = make_atlas()
+    atlas.add_memories([*TURNS, {"content": "note: buy oat milk"},
+                        {"content": "Jo: hi", "metadata": {"speaker": "Joanna"}},
+                        {"content": "a quote", "metadata": {"speaker": 'Ren\u00e9e "R" Roy'}},
+                        {"content": "fine", "metadata": {"speaker": "Zoë", "mood": "calm"}}], namespace="a")
+    part = atlas._state.backend.partition("a")
+    assert part is not None
+    every = {"Kate", "Tom", "Joanna", 'Ren\u00e9e "R" Roy', "Zoë"}
+    assert PartitionBase.speakers(part) == every  # one pass over the memories
+    assert every - {'Ren\u00e9e "R" Roy'} <= part.speakers() <= every  # a server may skip a name with a quote
