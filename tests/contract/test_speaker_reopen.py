@@ -149,3 +149,14 @@ def test_a_partitions_speakers_are_its_memories_speakers(make_atlas: Make) -> No
     every = {"Kate", "Tom", "Joanna", 'Ren\u00e9e "R" Roy', "Zoë"}
     assert PartitionBase.speakers(part) == every  # one pass over the memories
     assert every - {'Ren\u00e9e "R" Roy'} <= part.speakers() <= every  # a server may skip a name with a quote
+
+
+def test_a_session_summary_says_who_said_what(make_atlas: Make) -> None:
+    atlas = make_atlas()
+    turns = [("Kate", "Hi Tom!"), ("Tom", "We booked the hotel in Porto for May 3."),
+             ("Kate", "The train to Porto leaves at 7:05 on May 2."), ("Tom", "Ana will meet us at the station.")]
+    atlas.add_memories([{"content": text, "metadata": {"speaker": who}} for who, text in turns],
+                       namespace="a", session_id="trip")
+    atlas.end_session("trip", namespace="a", summarize=True)
+    [summary] = [n for n in atlas.memories(namespace="a") if n.kind == "summary"]
+    assert summary.content.startswith("Tom: We booked the hotel in Porto for May 3.")

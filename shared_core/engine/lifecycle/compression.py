@@ -17,8 +17,9 @@
 3. **chapters**: each run of ``chapter_size`` memories of a session not yet in a chapter gets
    a chapter-summary node (``metadata["summary"] == "chapter"``).
 
-Every summary holds at most half of its sources' words (`summary_text`); one that cannot be
-made that short is not written.
+Every summary reads its sources as labelled lines (`shared_core.formulas.subqueries.labelled`:
+a chat's summary says who said what) and holds at most half of their words (`summary_text`);
+one that cannot be made that short is not written.
 
 Merges run under the atlas's lock; summary texts (an LLM call, perhaps) and their embeddings
 are computed outside it and applied afterwards to the members that still exist.
@@ -37,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ...formulas.decay import effective_weight
-from ...formulas.subqueries import MERGED_FROM
+from ...formulas.subqueries import MERGED_FROM, labelled
 from ...formulas.subqueries import keyword_text as indexed_text
 from ...values.model import MemoryEdge, MemoryNode, Relation, iso, new_ids
 from .contradiction import different_values
@@ -53,8 +54,6 @@ __all__ = ["CompressionReport", "MergeRecord", "SummaryPlan", "SummaryRecord", "
            "keyword_text", "near_duplicate_pairs", "summary_text", "write_summary"]
 
 logger = logging.getLogger("shared_core")
-
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,8 +214,7 @@ def merge_group(part: Partition, survivor: MemoryNode, absorbed: Sequence[Memory
 
 
 def keyword_text(node: MemoryNode) -> str:
-    """What the keyword index holds for a memory (a merged one: its text and each source's
-    wording, each labelled with its speaker: `shared_core.formulas.subqueries.keyword_text`).
+    """The keyword index's text of a memory (`shared_core.formulas.subqueries.keyword_text`).
 
     >>> keyword_text(MemoryNode(id="a", content="x", namespace="n", metadata={"merged_from": [{"content": "y"}]}))
     'x\\ny'
@@ -267,7 +265,8 @@ def _live(part: Partition, node_id: str, now: float) -> MemoryNode | None:
 
 @dataclass(slots=True)
 class SummaryPlan:
-    """A summary to write: its members (oldest first) and their texts, planned under the lock."""
+    """A summary to write: its members (oldest first) and their texts (labelled lines: `labelled`),
+    planned under the lock."""
 
     namespace: str
     kind: str
@@ -308,7 +307,8 @@ def plan_clusters(part: Partition, *, config: AtlasConfig, now: float, exclude: 
         if len(members) >= config.summary_min_size:
             sessions = {n.session_id for n in members}
             plans.append(SummaryPlan(part.namespace, "cluster", [n.id for n in members],
-                                     [n.content for n in members], sessions.pop() if len(sessions) == 1 else None))
+                                     [labelled(n.content, n.metadata) for n in members],
+                                     sessions.pop() if len(sessions) == 1 else None))
     return plans
 
 
@@ -323,7 +323,7 @@ def plan_chapters(part: Partition, *, config: AtlasConfig, exclude: Collection[s
                     and i not in exclude and not _covered(part, i, "chapter")]
         for start in range(0, len(open_ids) - config.chapter_size + 1, config.chapter_size):
             chunk = open_ids[start:start + config.chapter_size]
-            texts = [n.content for i in chunk if (n := part.graph.get_node(i)) is not None]
+            texts = [labelled(n.content, n.metadata) for i in chunk if (n := part.graph.get_node(i)) is not None]
             plans.append(SummaryPlan(part.namespace, "chapter", chunk, texts, session))
     return plans
 
