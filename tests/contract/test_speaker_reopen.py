@@ -153,7 +153,7 @@ def test_a_partitions_speakers_are_its_memories_speakers(make_atlas: Make) -> No
 
 def test_a_session_summary_says_who_said_what(make_atlas: Make) -> None:
     atlas = make_atlas()
-    turns = [("Kate", "Hi Tom!"), ("Tom", "We booked the hotel in Porto for May 3."),
+    turns = [("Kate", "Hi there!"), ("Tom", "We booked the hotel in Porto for May 3."),
              ("Kate", "The train to Porto leaves at 7:05 on May 2."), ("Tom", "Ana will meet us at the station.")]
     atlas.add_memories([{"content": text, "metadata": {"speaker": who}} for who, text in turns],
                        namespace="a", session_id="trip")

@@ -79,15 +79,14 @@ def extractive_summary(texts: Sequence[str], *, max_chars: int = 600) -> str:
         body = text if who is None else text.split(":", 1)[1]
         for raw in _SENTENCE.split(body.strip()):
             sentence = _ROLE.sub("", " ".join(raw.split()))
-            if who is not None and sentence:
-                sentence = f"{who}: {sentence}"
-            words = _norm(sentence)
-            if not words or any(len(words & s) >= 0.8 * max(len(words), len(s)) for s in seen):
+            words = _norm(sentence) | ({who.lower()} if who is not None else set())
+            if not sentence or any(len(words & s) >= 0.8 * max(len(words), len(s)) for s in seen):
                 continue
             seen.append(words)
             if sentence[-1] not in ".!?…":
                 sentence += "."
-            candidates.append((len(candidates), sentence_value(sentence), sentence))
+            value = sentence_value(sentence)  # of the sentence alone: "Kate: Hi!" is a greeting
+            candidates.append((len(candidates), value, sentence if who is None else f"{who}: {sentence}"))
     valuable = [c for c in candidates if c[1] > 0] or candidates[:3]
     kept = sorted(valuable, key=lambda c: (-c[1], c[0]))
     chosen: list[tuple[int, float, str]] = []
