@@ -14,7 +14,8 @@ Pure parts, no model:
   auxiliary word at its start), in order, possessive ``'s`` dropped;
 - `speaker_words`: the words of a query that name one of a conversation's known speakers,
   whatever their case ("what are kate's hobbies"), by the speaker's full name or any word of it
-  ("Kate" for "Kate Moreau"), or a capitalised short form of it ("Mel" for "Melanie");
+  ("Kate" for "Kate Moreau"), a capitalised short form of it ("Mel" for "Melanie"), or a
+  capitalised nickname of it in the `nicknames` package's table ("Jo" for "Joanna");
 - `strip_names`: the query without the given names, spaces tidied;
 - `speaker_of`: who said a memory (its metadata's ``speaker``, else its chat label),
   `labelled`: its content as a labelled chat line, the text the context shows and the embedder
@@ -35,6 +36,10 @@ import bisect
 import functools
 import re
 from collections.abc import Collection, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nicknames import NickNamer
 
 __all__ = ["MERGED_FROM", "keyword_text", "labelled", "name_words", "speaker_of", "speaker_words", "strip_names"]
 
@@ -57,6 +62,8 @@ _NOT_NAMES_FOLDED = frozenset(w.casefold() for w in _NOT_NAMES)
 _MIN_SHORT = 3
 # The longest ending a pet form adds to a name ("Johnny" for John; "Timbuktu" is no Tim).
 _MAX_SUFFIX = 3
+# The shortest nickname `speaker_words` looks up in the nicknames table ("Jo" for Joanna).
+_MIN_NICKNAME = 2
 # A speaker label at the start of a memory: "Name:" (one to three capitalised words).
 _LABEL = re.compile(r"^\s*([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2})\s*:")
 #: The metadata key under which a merged memory keeps what it absorbed (id, text, metadata, ...:
@@ -87,14 +94,19 @@ def speaker_words(query: str, speakers: Collection[str]) -> tuple[tuple[str, str
     speaker stored under a full name or a handle: "Kate" for "Kate Moreau" or "kate_m92");
     a capitalised word (`name_words`) of at least three letters also names the one speaker with a
     name word that it starts ("Mel" for Melanie) or that starts it with at most three more
-    letters ("Johnny" for John), when no other speaker's does. Question and auxiliary words
-    (``"will"``, ``"who"``) never name anyone. A word that names two speakers (a shared surname)
-    names both.
+    letters ("Johnny" for John), when no other speaker's does; failing that, a capitalised word
+    of two letters or more names the one speaker with a name word that the `nicknames` package
+    (a curated table of English given names and their nicknames, shipped in its wheel) gives as
+    a full form of it ("Jo" for Joanna; "Jo" with Joanna and Josephine both speaking names
+    neither). Question and auxiliary words (``"will"``, ``"who"``) never name anyone. A word that
+    names two speakers (a shared surname) names both.
 
     >>> speaker_words("what are kate's hobbies?", {"Kate", "Tom"})
     (('kate', 'Kate'),)
     >>> speaker_words("Did Mel and Jon both go to Rome?", {"Melanie", "Jon Reyes", "Gina"})
     (('Mel', 'Melanie'), ('Jon', 'Jon Reyes'))
+    >>> speaker_words("What did Jo paint?", {"Joanna", "Nate"}), speaker_words("Jo?", {"Joanna", "Josephine"})
+    ((('Jo', 'Joanna'),), ())
     """
     if not speakers:
         return ()
@@ -111,8 +123,30 @@ def speaker_words(query: str, speakers: Collection[str]) -> tuple[tuple[str, str
         named = exact.get(folded, ())
         if not named and word in cased and len(word) >= _MIN_SHORT:
             named = _short_form(folded, by_part, ordered)
+        if not named and word in cased and len(word) >= _MIN_NICKNAME:
+            named = _nickname_of(folded, exact)
         pairs += [(word, s) for s in named]
     return tuple(pairs)
+
+
+def _nickname_of(folded: str, exact: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """The one speaker with a name word that the nicknames table gives as a full form of
+    ``folded`` ("jo" -> "joanna"); () for none or several."""
+    found = {s for full in _full_names(folded) for s in exact.get(full, ())}
+    return tuple(found) if len(found) == 1 else ()
+
+
+@functools.lru_cache(maxsize=1024)
+def _full_names(folded: str) -> frozenset[str]:
+    """The full forms the `nicknames` table gives for a nickname (lower case; read on first use)."""
+    return frozenset(_nicknamer().canonicals_of(folded))
+
+
+@functools.cache
+def _nicknamer() -> NickNamer:
+    from nicknames import NickNamer
+
+    return NickNamer()
 
 
 def _short_form(folded: str, by_part: dict[str, tuple[str, ...]], ordered: tuple[str, ...]) -> tuple[str, ...]:
