@@ -95,11 +95,12 @@ def speaker_words(query: str, speakers: Collection[str]) -> tuple[tuple[str, str
     a capitalised word (`name_words`) of at least three letters also names the one speaker with a
     name word that it starts ("Mel" for Melanie) or that starts it with at most three more
     letters ("Johnny" for John), when no other speaker's does; failing that, a capitalised word
-    of two letters or more names the one speaker with a name word that the `nicknames` package
-    (a curated table of English given names and their nicknames, shipped in its wheel) gives as
-    a full form of it ("Jo" for Joanna; "Jo" with Joanna and Josephine both speaking names
-    neither). Question and auxiliary words (``"will"``, ``"who"``) never name anyone. A word that
-    names two speakers (a shared surname) names both.
+    of two letters or more names the one speaker with a longer name word that the `nicknames`
+    package (a curated table of English given names and their nicknames, shipped in its wheel)
+    gives as a full form of it ("Jo" for Joanna, "Nate" for Nathan; "Jo" with Joanna and
+    Josephine both speaking names neither; "John" never names Jon). Question and auxiliary
+    words (``"will"``, ``"who"``) never name anyone. A word that names two speakers (a shared
+    surname) names both.
 
     >>> speaker_words("what are kate's hobbies?", {"Kate", "Tom"})
     (('kate', 'Kate'),)
@@ -130,9 +131,11 @@ def speaker_words(query: str, speakers: Collection[str]) -> tuple[tuple[str, str
 
 
 def _nickname_of(folded: str, exact: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
-    """The one speaker with a name word that the nicknames table gives as a full form of
-    ``folded`` ("jo" -> "joanna"); () for none or several."""
-    found = {s for full in _full_names(folded) for s in exact.get(full, ())}
+    """The one speaker with a name word, longer than ``folded``, that the nicknames table gives
+    as a full form of it ("jo" -> "joanna"); () for none or several. (The table also lists
+    spelling variants, "john" for "jon", which name another person as often as not, and longer
+    pet forms, which the short-form rule reads.)"""
+    found = {s for full in _full_names(folded) if len(full) > len(folded) for s in exact.get(full, ())}
     return tuple(found) if len(found) == 1 else ()
 
 

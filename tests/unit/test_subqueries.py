@@ -133,6 +133,7 @@ def test_a_nickname_names_the_one_speaker_it_is_short_for() -> None:
     assert speaker_words("did jo call?", {"Joanna", "Nate"}) == ()  # capitalised only ("jo" may be a word)
     assert speaker_words("Did Bob call?", {"Joanna", "Nate"}) == ()  # nobody's nickname
     assert speaker_words("Did Jo call?", {"Jo", "Joanna"}) == (("Jo", "Jo"),)  # a speaker's own name first
+    assert speaker_words("Have Jean and John met?", {"Jon", "Gina"}) == ()  # a spelling variant: another person
 
 
 def test_a_speaker_named_by_a_nickname_runs_the_speaker_path() -> None:
