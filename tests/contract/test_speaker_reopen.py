@@ -77,7 +77,7 @@ def reopen(backend_name: str, tmp_path: Path, clock: ManualClock) -> Callable[..
 def _keywords(atlas: ElasticMemoryAtlas, query: str, namespace: str = "a") -> list[tuple[str, float]]:
     part = atlas._state.backend.partition(namespace)
     assert part is not None
-    return [(i, round(s, 6)) for i, s in part.keywords.search(query, 10)]
+    return sorted(((i, round(s, 6)) for i, s in part.keywords.search(query, 10)), key=lambda h: (-h[1], h[0]))
 
 
 def test_a_metadata_speaker_is_on_the_keyword_side(make_atlas: Make) -> None:

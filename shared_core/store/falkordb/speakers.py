@@ -6,8 +6,8 @@ as compact JSON: the string after ``"speaker":"``) and the distinct text before 
 of the other memories' content, and `speakers_of_rows` keeps what `speaker_of` would read as a
 speaker (a JSON string that decodes, a chat label).
 
->>> speakers_of_rows([["m", "Kate"], ["m", "Jos\\\\u00e9"], ["l", "Tom"], ["l", "note"], ["m", " "]])
-{'Kate', 'José', 'Tom'}
+>>> sorted(speakers_of_rows([["m", "Kate"], ["m", "Jos\\\\u00e9"], ["l", "Tom"], ["l", "note"], ["m", " "]]))
+['José', 'Kate', 'Tom']
 """
 
 from __future__ import annotations
