@@ -108,7 +108,7 @@ class AtlasCore:
         config = self.config
         sub = None
         if config.speaker_weight > 0 and top_k >= config.speaker_min_k:
-            sub = planned_subquery(text, self._state.speakers.known(namespace))
+            sub = planned_subquery(text, self._state.known_speakers(namespace))
         if sub is None:
             return self._embed_query(text), self._embed_many
         if callable(getattr(self.embedder, "embed_query", None)):

@@ -57,8 +57,8 @@ class Writes(Relations, AtlasCore):
         A turn whose speaker is only in ``metadata`` (``{"speaker": "Kate"}``, no ``"Kate: "``
         label in ``content``) is embedded as the labelled line ``"Kate: ..."``
         (`shared_core.formulas.subqueries.labelled`), so that its vector carries the speaker as a
-        labelled turn's does; the stored content is exactly ``content``. (The keyword index reads
-        the content alone.)
+        labelled turn's does, and the keyword index holds that line too
+        (`shared_core.formulas.subqueries.keyword_text`); the stored content is exactly ``content``.
 
         With the write filter on (`AtlasConfig.managed`), a turn it scores as unimportant is held
         in working memory instead and comes back with ``kind="working"`` and a ``wm-`` id, which

@@ -72,15 +72,29 @@ class SpeakerBook:
     """The speakers seen in each namespace, to guess a query's sub-query before the lock.
 
     A cache, never a source of truth (see the module): it learns the speakers of written memories
-    and those each recall finds (`heard`), and forgets only a whole namespace (`drop`), so after a
-    reopen it fills from the first recalls, and a speaker whose memories were all forgotten stays
-    (a wrong guess: one more model call). A name of more than `MAX_NAME_WORDS` words is no
-    speaker's. Thread safe: `known` returns a snapshot.
+    and those each recall finds (`heard`), and forgets only a whole namespace (`drop`), so a
+    speaker whose memories were all forgotten stays (a wrong guess: one more model call). After a
+    reopen it learns the stored memories' speakers once per namespace, before the namespace's
+    first recall (`EngineState.known_speakers`: from the pass that accounts a reopened
+    partition's memories, or one `Partition.speakers` request to a server), and `filled` says
+    that this is done. A name of more than `MAX_NAME_WORDS` words is no speaker's. Thread safe:
+    `known` returns a snapshot.
     """
 
     def __init__(self) -> None:
         self._names: dict[str, frozenset[str]] = {}
+        self._filled: set[str] = set()
         self._lock = threading.Lock()
+
+    def filled(self, namespace: str) -> bool:
+        """Whether the stored memories' speakers of ``namespace`` were learnt (`fill`)."""
+        return namespace in self._filled
+
+    def fill(self, namespace: str, speakers: Iterable[str | None] = ()) -> None:
+        """Learn the stored memories' ``speakers`` of ``namespace`` (as `heard`) and mark it `filled`."""
+        self.heard(namespace, speakers)
+        with self._lock:
+            self._filled.add(namespace)
 
     def heard(self, namespace: str, speakers: Iterable[str | None]) -> None:
         """Learn ``speakers`` (None, blank names and names of more than `MAX_NAME_WORDS` words are skipped)."""
@@ -98,6 +112,7 @@ class SpeakerBook:
     def drop(self, namespace: str) -> None:
         with self._lock:
             self._names.pop(namespace, None)
+            self._filled.discard(namespace)
 
 
 def planned_subquery(query: str, speakers: Collection[str]) -> str | None:

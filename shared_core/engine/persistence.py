@@ -35,6 +35,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
+from ..formulas.subqueries import keyword_text
 from ..text.embedding import HashingEmbedder
 from ..text.entities import entity_keys
 from ..values import _validate as check
@@ -244,10 +245,9 @@ def load_atlas(build: Callable[..., A], parts: Callable[[A], tuple[EngineState, 
     built: list[str] = []
     try:
         with state.lock:
-            indexed = saved_state["lifecycle"]["indexed"]
             for record, nodes, matrix, edges in plans:
                 built.append(record["namespace"])
-                _build_partition(state, record, nodes, matrix, edges, indexed)
+                _build_partition(state, record, nodes, matrix, edges)
             state.events = log
             state.relations.update(custom)
             restore(saved_state["lifecycle"], partial(node_from_record, kinds=frozenset({"working"})))
@@ -316,7 +316,7 @@ def _check_partition(record: Mapping[str, Any], arrays: Mapping[str, np.ndarray[
 
 
 def _build_partition(state: EngineState, record: Mapping[str, Any], nodes: list[MemoryNode],
-                     matrix: np.ndarray[Any, Any], edges: list[MemoryEdge], indexed: Mapping[str, str]) -> None:
+                     matrix: np.ndarray[Any, Any], edges: list[MemoryEdge]) -> None:
     part = state.backend.partition(record["namespace"], create=True)
     assert part is not None
     by_id = {n.id: n for n in nodes}
@@ -324,7 +324,7 @@ def _build_partition(state: EngineState, record: Mapping[str, Any], nodes: list[
         part.graph.put_node(node)
         state.where[node.id] = node.namespace
     part.vectors.add([n.id for n in nodes], matrix)
-    part.keywords.add_many([(n.id, indexed.get(n.id, n.content), n.session_id) for n in nodes])
+    part.keywords.add_many([(n.id, keyword_text(n.content, n.metadata), n.session_id) for n in nodes])
     for edge in edges:
         part.graph.put_edge(edge)
     for session, members in record["sessions"]:

@@ -83,6 +83,26 @@ class EngineState:
     def partition(self, namespace: str) -> Partition | None:
         return self.backend.partition(namespace)
 
+    def known_speakers(self, namespace: str) -> frozenset[str]:
+        """The speakers the `SpeakerBook` knows in ``namespace``, the stored memories' included:
+        at the namespace's first use the book is filled once, under the lock. A backend that
+        keeps its partitions in process reports each one it opens with its memories (`Backend.watch`:
+        the lifecycle's pass over them fills the book), so here it only opens the namespace (a
+        lazy backend loads it); a server is asked once (`Partition.speakers`). Afterwards the
+        writes keep the book up to date, and this is a set lookup.
+        """
+        book = self.speakers
+        if not book.filled(namespace):
+            with self.lock:
+                if not book.filled(namespace):
+                    backend = self.backend
+                    part = backend.partition(namespace)
+                    if part is not None and not backend.keeps_partitions_in_process():
+                        book.fill(namespace, part.speakers())
+                    else:
+                        book.fill(namespace)
+        return book.known(namespace)
+
     def embed(self, texts: Sequence[str], *, progress: bool = False) -> npt.NDArray[np.float32]:
         """Unit rows of the embedder's vectors of ``texts`` (a progress bar with ``progress``)."""
         dim = self.embedder.dim

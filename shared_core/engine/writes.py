@@ -3,7 +3,9 @@
 Validation happens entirely before the first change, so a bad argument never leaves a trace;
 insertion undoes its own partial work if a store fails halfway. A batch is inserted with one
 batched similarity search and one keyword transaction per chunk of 1,024 memories, and links
-exactly as the same memories inserted one at a time would be (with an exact vector index).
+exactly as the same memories inserted one at a time would be (with an exact vector index). The
+keyword index gets each memory's `keyword_text` (a speaker stored only in the metadata labels
+it, as the embedder reads it); the stored content is the caller's.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from ..formulas.subqueries import keyword_text
 from ..store.collector import collector_paused
 from ..store.contract import Backend, Partition, WriteBatch
 from ..store.memory._ints import number
@@ -213,7 +216,9 @@ def _insert_chunk(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDArra
     try:
         nodes = part.write_batch(WriteBatch(build=build, vectors=vecs, similar_top=cfg.similar_top,
                                             min_similarity=cfg.similar_threshold, link_temporal=cfg.link_temporal,
-                                            links=[spec.links for spec in specs], created_at=now))
+                                            links=[spec.links for spec in specs], created_at=now,
+                                            keyword_texts=[keyword_text(spec.content, spec.metadata)
+                                                           for spec in specs]))
     except BaseException:
         done.extend(build(0))  # the ids the failed write may have stored part of
         raise

@@ -14,11 +14,13 @@ Pure parts, no model:
   auxiliary word at its start), in order, possessive ``'s`` dropped;
 - `speaker_words`: the words of a query that name one of a conversation's known speakers,
   whatever their case ("what are kate's hobbies"), by the speaker's full name or any word of it
-  ("Kate" for "Kate Moreau"), or a capitalised short form of it ("Mel" for "Melanie");
+  ("Kate" for "Kate Moreau"), a capitalised short form of it ("Mel" for "Melanie"), or a
+  capitalised nickname of it in the `nicknames` package's table ("Jo" for "Joanna");
 - `strip_names`: the query without the given names, spaces tidied;
-- `speaker_of`: who said a memory (its metadata's ``speaker``, else its chat label), and
+- `speaker_of`: who said a memory (its metadata's ``speaker``, else its chat label),
   `labelled`: its content as a labelled chat line, the text the context shows and the embedder
-  reads when the speaker is only in the metadata.
+  reads when the speaker is only in the metadata, and `keyword_text`: the text the keyword
+  index holds for a memory (its labelled line, and the wording of the memories merged into it).
 
 >>> name_words("Which cities have both Jon and Gina been to?")
 ('Jon', 'Gina')
@@ -34,8 +36,12 @@ import bisect
 import functools
 import re
 from collections.abc import Collection, Mapping, Sequence
+from typing import TYPE_CHECKING
 
-__all__ = ["labelled", "name_words", "speaker_of", "speaker_words", "strip_names"]
+if TYPE_CHECKING:
+    from nicknames import NickNamer
+
+__all__ = ["MERGED_FROM", "keyword_text", "labelled", "name_words", "speaker_of", "speaker_words", "strip_names"]
 
 # A capitalised word (letters, inner hyphens or apostrophes), possessive 's / ' / ’s allowed after it.
 _WORD = re.compile(r"\b([A-Z][^\W\d_]*(?:[-'][^\W\d_]+)*?)(?:['’]s?)?(?![\w'’-])")
@@ -56,8 +62,13 @@ _NOT_NAMES_FOLDED = frozenset(w.casefold() for w in _NOT_NAMES)
 _MIN_SHORT = 3
 # The longest ending a pet form adds to a name ("Johnny" for John; "Timbuktu" is no Tim).
 _MAX_SUFFIX = 3
+# The shortest nickname `speaker_words` looks up in the nicknames table ("Jo" for Joanna).
+_MIN_NICKNAME = 2
 # A speaker label at the start of a memory: "Name:" (one to three capitalised words).
 _LABEL = re.compile(r"^\s*([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2})\s*:")
+#: The metadata key under which a merged memory keeps what it absorbed (id, text, metadata, ...:
+#: `shared_core.engine.lifecycle.compression`).
+MERGED_FROM = "merged_from"
 
 
 def name_words(query: str) -> tuple[str, ...]:
@@ -83,14 +94,20 @@ def speaker_words(query: str, speakers: Collection[str]) -> tuple[tuple[str, str
     speaker stored under a full name or a handle: "Kate" for "Kate Moreau" or "kate_m92");
     a capitalised word (`name_words`) of at least three letters also names the one speaker with a
     name word that it starts ("Mel" for Melanie) or that starts it with at most three more
-    letters ("Johnny" for John), when no other speaker's does. Question and auxiliary words
-    (``"will"``, ``"who"``) never name anyone. A word that names two speakers (a shared surname)
-    names both.
+    letters ("Johnny" for John), when no other speaker's does; failing that, a capitalised word
+    of two letters or more names the one speaker with a longer name word that the `nicknames`
+    package (a curated table of English given names and their nicknames, shipped in its wheel)
+    gives as a full form of it ("Jo" for Joanna, "Nate" for Nathan; "Jo" with Joanna and
+    Josephine both speaking names neither; "John" never names Jon). Question and auxiliary
+    words (``"will"``, ``"who"``) never name anyone. A word that names two speakers (a shared
+    surname) names both.
 
     >>> speaker_words("what are kate's hobbies?", {"Kate", "Tom"})
     (('kate', 'Kate'),)
     >>> speaker_words("Did Mel and Jon both go to Rome?", {"Melanie", "Jon Reyes", "Gina"})
     (('Mel', 'Melanie'), ('Jon', 'Jon Reyes'))
+    >>> speaker_words("What did Jo paint?", {"Joanna", "Nate"}), speaker_words("Jo?", {"Joanna", "Josephine"})
+    ((('Jo', 'Joanna'),), ())
     """
     if not speakers:
         return ()
@@ -107,8 +124,32 @@ def speaker_words(query: str, speakers: Collection[str]) -> tuple[tuple[str, str
         named = exact.get(folded, ())
         if not named and word in cased and len(word) >= _MIN_SHORT:
             named = _short_form(folded, by_part, ordered)
+        if not named and word in cased and len(word) >= _MIN_NICKNAME:
+            named = _nickname_of(folded, exact)
         pairs += [(word, s) for s in named]
     return tuple(pairs)
+
+
+def _nickname_of(folded: str, exact: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """The one speaker with a name word, longer than ``folded``, that the nicknames table gives
+    as a full form of it ("jo" -> "joanna"); () for none or several. (The table also lists
+    spelling variants, "john" for "jon", which name another person as often as not, and longer
+    pet forms, which the short-form rule reads.)"""
+    found = {s for full in _full_names(folded) if len(full) > len(folded) for s in exact.get(full, ())}
+    return tuple(found) if len(found) == 1 else ()
+
+
+@functools.lru_cache(maxsize=1024)
+def _full_names(folded: str) -> frozenset[str]:
+    """The full forms the `nicknames` table gives for a nickname (lower case; read on first use)."""
+    return frozenset(_nicknamer().canonicals_of(folded))
+
+
+@functools.cache
+def _nicknamer() -> NickNamer:
+    from nicknames import NickNamer
+
+    return NickNamer()
 
 
 def _short_form(folded: str, by_part: dict[str, tuple[str, ...]], ordered: tuple[str, ...]) -> tuple[str, ...]:
@@ -191,3 +232,26 @@ def labelled(content: str, metadata: object = None) -> str:
     if _LABEL.match(content) or (who := speaker_of(content, metadata)) is None:
         return content
     return f"{who}: {content}"
+
+
+def keyword_text(content: str, metadata: Mapping[str, object] | None = None) -> str:
+    """The text the keyword index holds for a memory: its labelled line (`labelled`: a speaker
+    stored only in the metadata is found by a search for the name, as a labelled turn's is),
+    then the labelled wording of each memory merged into it (``metadata["merged_from"]``, each
+    with its own metadata), one per line, each once. Every write, update, merge and reopen
+    indexes this text, so a reopened atlas scores as the live one did; the stored content is
+    never changed.
+
+    >>> keyword_text("went hiking", {"speaker": "Kate"}), keyword_text("Tom: hi"), keyword_text("x")
+    ('Kate: went hiking', 'Tom: hi', 'x')
+    >>> keyword_text("x", {"merged_from": [{"content": "y", "metadata": {"speaker": "Kate"}}]})
+    'x\\nKate: y'
+    """
+    if not metadata:
+        return content
+    texts = [labelled(content, metadata)]
+    sources = metadata.get(MERGED_FROM)
+    if isinstance(sources, list):
+        texts += [labelled(text, source.get("metadata")) for source in sources
+                  if isinstance(source, Mapping) and isinstance(text := source.get("content"), str)]
+    return "\n".join(dict.fromkeys(texts)) if len(texts) > 1 else texts[0]

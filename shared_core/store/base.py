@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..formulas.scoring import spread_max
+from ..formulas.subqueries import speaker_of
 from ..values.config import AtlasConfig
 from ..values.model import NO_METADATA, AnyRelation, MemoryEdge, MemoryNode, Relation
 from ..values.relations import RELATION_CODES
@@ -184,6 +185,9 @@ class PartitionBase:
     def write_batch(self, batch: WriteBatch) -> list[MemoryNode]:
         return _write(self, batch)
 
+    def speakers(self) -> set[str]:
+        return {who for node in self.graph.nodes() if (who := speaker_of(node.content, node.metadata)) is not None}
+
 
 class BackendBase:
     """Defaults of `Backend.directory` (the backend keeps none), `Backend.attach` (no lock of its
@@ -295,7 +299,7 @@ def _store(part: PartitionBase, batch: WriteBatch, nodes: Sequence[MemoryNode]) 
         put_node(node)
     ids = [n.id for n in nodes]
     similar = _link(part, ids, batch.vectors, batch.similar_top, batch.min_similarity)  # adds the vectors
-    part.keywords.add_many([(n.id, n.content, n.session_id) for n in nodes])
+    part.keywords.add_many(batch.keyword_rows(nodes))
     links: list[tuple[str, str, AnyRelation, float]] = []  # (source, target, relation, strength)
     last: dict[str | None, str] = {}  # each session's newest id so far
     similar_to, before, link_temporal = Relation.SIMILAR_TO, Relation.BEFORE, batch.link_temporal

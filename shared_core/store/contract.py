@@ -259,8 +259,9 @@ class WriteBatch:
     j-th with ``turn`` and ``accessed_turn`` ``first + j``; the same ids and fields whatever
     ``first`` is), their vectors, the neighbour search (the ``similar_top`` best at or above
     ``min_similarity``, superseded memories dropped), whether each memory follows its session's
-    previous one (``before`` edges), the caller's extra links per node, and the edges' creation
-    time.
+    previous one (``before`` edges), the caller's extra links per node, the edges' creation
+    time, and the text each memory's keyword entry is made from (``keyword_texts``, one per row;
+    None: each node's content), which `keyword_rows` gives the keyword index.
 
     >>> import numpy as np
     >>> from shared_core.values.model import MemoryNode
@@ -268,8 +269,8 @@ class WriteBatch:
     ...                                                    accessed_turn=first)],
     ...                    vectors=np.ones((1, 4), dtype=np.float32), similar_top=3, min_similarity=0.5,
     ...                    link_temporal=True, links=[()], created_at=0.0)
-    >>> batch.count, batch.build(7)[0].turn
-    (1, 7)
+    >>> batch.count, batch.build(7)[0].turn, batch.keyword_rows(batch.build(7))
+    (1, 7, [('a', 'x', None)])
     """
 
     build: Callable[[int], Sequence[MemoryNode]]
@@ -279,11 +280,19 @@ class WriteBatch:
     link_temporal: bool
     links: Sequence[Sequence[tuple[str, AnyRelation, float]]]
     created_at: float
+    keyword_texts: Sequence[str] | None = None
 
     @property
     def count(self) -> int:
         """The number of memories (rows of ``vectors``)."""
         return len(self.vectors)
+
+    def keyword_rows(self, nodes: Sequence[MemoryNode]) -> list[tuple[str, str, str | None]]:
+        """The (id, text, session id) rows of `KeywordIndex.add_many` for the built ``nodes``."""
+        texts = self.keyword_texts
+        if texts is None:
+            return [(n.id, n.content, n.session_id) for n in nodes]
+        return [(n.id, text, n.session_id) for n, text in zip(nodes, texts, strict=True)]
 
 
 Predicate = Callable[[str], bool]
@@ -372,6 +381,12 @@ class Partition(Protocol):
         walkable), other than ``ids``, in id order, as nodes: the turns a context window shows
         beside its hits (`shared_core.engine.neighbours`), which a server store reads with their
         nodes at once."""
+
+    def speakers(self) -> set[str]:
+        """Who said the namespace's memories: `shared_core.formulas.subqueries.speaker_of` of
+        each (its metadata's speaker, else its chat label), each once; one pass over the
+        memories in process, one request on a server. The engine asks it once per namespace
+        after a reopen (its `SpeakerBook` learns the rest from the writes)."""
 
     def write_batch(self, batch: WriteBatch) -> list[MemoryNode]:
         """Store a chunk of new memories in one call and return their nodes as stored.

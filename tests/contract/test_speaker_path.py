@@ -118,14 +118,21 @@ def _recorded(atlas: ElasticMemoryAtlas, monkeypatch: pytest.MonkeyPatch) -> lis
     return calls
 
 
+def _forget(atlas: ElasticMemoryAtlas) -> None:
+    """The atlas knows no speaker of namespace "a", and does not ask the store for them (its
+    `SpeakerBook` counts as filled: `EngineState.known_speakers`)."""
+    atlas._state.speakers.drop("a")
+    atlas._state.speakers.fill("a")
+
+
 def _answers(atlas: ElasticMemoryAtlas, query: str, *, forget_speakers: bool = False) -> tuple[Any, ...]:
     """retrieve's and build_context's answers; with ``forget_speakers`` the atlas knows no speaker
     of the namespace before each (the sub-query embedded under the lock, as before the guess)."""
     if forget_speakers:
-        atlas._state.speakers.drop("a")
+        _forget(atlas)
     hits = atlas.retrieve(query, namespace="a", top_k=5, reinforce=False, explain=True)
     if forget_speakers:
-        atlas._state.speakers.drop("a")
+        _forget(atlas)
     ctx = atlas.build_context(query, namespace="a", token_budget=120, reinforce=False)
     return ([(h.node.id, h.score, h.components, h.paths) for h in hits], ctx.text,
             [m.node.id for m in ctx.memories])
@@ -150,7 +157,7 @@ def test_results_are_those_of_the_sub_query_embedded_under_the_lock(make_atlas: 
         del calls[:]
         unknown = _answers(atlas, query, forget_speakers=True)
         before = list(calls)
-        atlas._state.speakers.drop("a")
+        _forget(atlas)
         atlas.add_memories(["Caroline: hi", "Melanie: hi"], namespace="b")  # another namespace teaches nothing
         assert not atlas._state.speakers.known("a")
         atlas.retrieve(query, namespace="a", top_k=1, reinforce=False)  # a recall learns the speakers it finds
@@ -173,7 +180,7 @@ def test_a_speaker_written_while_the_query_is_embedded_falls_back(make_atlas: Ma
     reference.add_memories(CONVERSATION, namespace="a")
     reference.add_memories([{"content": c, "embedding": v} for c, v in zip(late, vectors, strict=True)],
                            namespace="a")
-    reference._state.speakers.drop("a")  # the sub-query embedded under the lock
+    _forget(reference)  # the sub-query embedded under the lock
     expected = reference.retrieve(query, namespace="a", top_k=5, reinforce=False)
 
     atlas = make_atlas(speaker_weight=1.0, speaker_min_k=0)

@@ -233,3 +233,31 @@ def test_a_summary_holds_at_most_half_of_its_sources_words() -> None:
     assert all(sentence in " ".join(texts) for sentence in capped.split(". ") if sentence)
     assert capped_summary("One long sentence that is the only source here.",
                           ["One long sentence that is the only source here."]) is None
+
+
+def test_a_chats_chapter_and_its_summarizer_say_who_said_what(clock: ManualClock) -> None:
+    prompts: list[str] = []
+
+    def llm(prompt: str) -> str:
+        prompts.append(prompt)
+        return "Kate booked the Porto hotel for May 3."
+
+    for model in (None, llm):
+        atlas = ElasticMemoryAtlas(config=AtlasConfig(chapter_size=4, similar_top=0), llm=model,
+                                   embedder=HashingEmbedder(dim=DIM), clock=clock)
+        turns = [("Kate", "We booked the hotel in Porto for May 3."), ("Tom", "The train leaves at 7:05 on May 2."),
+                 ("Kate", "Ana will meet us at the station."), ("Tom", "I packed 2 umbrellas for the rain.")]
+        atlas.add_memories([{"content": text, "metadata": {"speaker": who}} for who, text in turns],
+                           namespace="u", session_id="chat")
+        [chapter] = atlas.compress().summaries
+        if model is None:  # the extractive summary keeps each sentence's speaker
+            text = atlas.get(chapter.summary_id).content
+            assert text.startswith("Kate: We booked the hotel in Porto for May 3. ")
+            assert text.count(": ") == text.count(". ") + 1  # every sentence labelled
+    assert "- Kate: We booked the hotel" in prompts[-1] and "- Tom: The train leaves" in prompts[-1]
+
+
+def test_the_extractive_summary_keeps_a_speaker_on_each_sentence() -> None:
+    texts = ["Kate: Hi! We booked the hotel in Porto for May 3. I paid 40 euros.", "User: I need a taxi at 6."]
+    assert extractive_summary(texts) == ("Kate: We booked the hotel in Porto for May 3. Kate: I paid 40 euros. "
+                                         "I need a taxi at 6.")

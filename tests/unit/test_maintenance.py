@@ -136,3 +136,13 @@ def test_the_timer_runs_maintain_until_closed(atlas: ElasticMemoryAtlas) -> None
     assert off._thread is None
     with pytest.raises(InvalidInputError):
         MaintenanceTimer(run, every=-1)
+
+
+def test_a_session_summary_of_a_chat_says_who_said_what(make_atlas: Make) -> None:
+    atlas = make_atlas()
+    for who, text in zip(("Kate", "Tom", "Kate", "Tom", "Kate"), TRIP, strict=True):
+        atlas.add_memory(text, namespace="u", session_id="trip", metadata={"speaker": who})
+    atlas.end_session("trip", namespace="u", summarize=True)
+    [summary] = [n for n in atlas.memories(namespace="u") if n.kind == "summary"]
+    assert summary.content.startswith("Tom: We booked the hotel in Porto for May 3.")
+    assert summary.content.count(": ") == summary.content.count(". ") + 1  # every sentence labelled

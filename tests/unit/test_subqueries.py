@@ -117,10 +117,28 @@ def test_speaker_words_match_known_speakers_whatever_the_case() -> None:
     assert speaker_words("Has Mel met Johnny?", speakers) == (("Mel", "Melanie"), ("Johnny", "John"))
     assert speaker_words("did mel go to Timbuktu or Johnston?", speakers) == ()  # short forms: capitalised only
     assert speaker_words("What will Kate do?", {"Will", "Kate"}) == (("Kate", "Kate"),)  # "will" names nobody
-    assert speaker_words("What did Jo do?", {"Joanna", "Jon"}) == ()  # too short, and two speakers start so
+    assert speaker_words("What did Jo do?", {"Joanna", "Jon"}) == (("Jo", "Joanna"),)  # a nickname of Joanna's
     assert speaker_words("Did Joh or Johnny call?", {"Johanna", "John"}) == (("Johnny", "John"),)  # Joh: both
     assert speaker_words("What did Kate do?", set()) == ()
     assert speaker_words("Where did ann go? And b?", speakers) == (("ann", "ann_b92"),)  # a handle
+
+
+def test_a_nickname_names_the_one_speaker_it_is_short_for() -> None:
+    from shared_core.formulas.subqueries import speaker_words
+
+    assert speaker_words("What did Jo paint?", {"Joanna", "Nate"}) == (("Jo", "Joanna"),)
+    assert speaker_words("Did Nat and Jo meet?", {"Nathan Okafor", "Joanna"}) == (("Nat", "Nathan Okafor"),
+                                                                                  ("Jo", "Joanna"))
+    assert speaker_words("Did Jo call?", {"Joanna", "Josephine"}) == ()  # short for both: names neither
+    assert speaker_words("did jo call?", {"Joanna", "Nate"}) == ()  # capitalised only ("jo" may be a word)
+    assert speaker_words("Did Bob call?", {"Joanna", "Nate"}) == ()  # nobody's nickname
+    assert speaker_words("Did Jo call?", {"Jo", "Joanna"}) == (("Jo", "Jo"),)  # a speaker's own name first
+    assert speaker_words("Have Jean and John met?", {"Jon", "Gina"}) == ()  # a spelling variant: another person
+
+
+def test_a_speaker_named_by_a_nickname_runs_the_speaker_path() -> None:
+    found = _speaker_hits("What do Jonny and Gina do for fun?", _chat({"Jon": "Jonathan"}))
+    assert {t for t, paths in found.items() if "speaker" in paths} == FUN_TARGETS
 
 
 def test_a_question_typed_in_lower_case_runs_the_speaker_path() -> None:

@@ -17,8 +17,9 @@
 3. **chapters**: each run of ``chapter_size`` memories of a session not yet in a chapter gets
    a chapter-summary node (``metadata["summary"] == "chapter"``).
 
-Every summary holds at most half of its sources' words (`summary_text`); one that cannot be
-made that short is not written.
+Every summary reads its sources as labelled lines (`shared_core.formulas.subqueries.labelled`:
+a chat's summary says who said what) and holds at most half of their words (`summary_text`);
+one that cannot be made that short is not written.
 
 Merges run under the atlas's lock; summary texts (an LLM call, perhaps) and their embeddings
 are computed outside it and applied afterwards to the members that still exist.
@@ -37,6 +38,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ...formulas.decay import effective_weight
+from ...formulas.subqueries import MERGED_FROM, labelled
+from ...formulas.subqueries import keyword_text as indexed_text
 from ...values.model import MemoryEdge, MemoryNode, Relation, iso, new_ids
 from .contradiction import different_values
 from .summarize import Summarizer, capped_summary, extractive_summary
@@ -51,9 +54,6 @@ __all__ = ["CompressionReport", "MergeRecord", "SummaryPlan", "SummaryRecord", "
            "keyword_text", "near_duplicate_pairs", "summary_text", "write_summary"]
 
 logger = logging.getLogger("shared_core")
-
-MERGED_FROM = "merged_from"
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,15 +214,12 @@ def merge_group(part: Partition, survivor: MemoryNode, absorbed: Sequence[Memory
 
 
 def keyword_text(node: MemoryNode) -> str:
-    """What the keyword index holds for a merged memory: its text and each source's wording.
+    """The keyword index's text of a memory (`shared_core.formulas.subqueries.keyword_text`).
 
     >>> keyword_text(MemoryNode(id="a", content="x", namespace="n", metadata={"merged_from": [{"content": "y"}]}))
     'x\\ny'
     """
-    sources = node.metadata.get(MERGED_FROM)
-    texts = [node.content, *(s.get("content") for s in sources if isinstance(s, dict))] \
-        if isinstance(sources, list) else [node.content]
-    return "\n".join(dict.fromkeys(t for t in texts if isinstance(t, str)))
+    return indexed_text(node.content, node.metadata)
 
 
 def find_merges(part: Partition, *, config: AtlasConfig, now: float, dirty: set[str] | None,
@@ -268,7 +265,8 @@ def _live(part: Partition, node_id: str, now: float) -> MemoryNode | None:
 
 @dataclass(slots=True)
 class SummaryPlan:
-    """A summary to write: its members (oldest first) and their texts, planned under the lock."""
+    """A summary to write: its members (oldest first) and their texts (labelled lines: `labelled`),
+    planned under the lock."""
 
     namespace: str
     kind: str
@@ -309,7 +307,8 @@ def plan_clusters(part: Partition, *, config: AtlasConfig, now: float, exclude: 
         if len(members) >= config.summary_min_size:
             sessions = {n.session_id for n in members}
             plans.append(SummaryPlan(part.namespace, "cluster", [n.id for n in members],
-                                     [n.content for n in members], sessions.pop() if len(sessions) == 1 else None))
+                                     [labelled(n.content, n.metadata) for n in members],
+                                     sessions.pop() if len(sessions) == 1 else None))
     return plans
 
 
@@ -324,7 +323,7 @@ def plan_chapters(part: Partition, *, config: AtlasConfig, exclude: Collection[s
                     and i not in exclude and not _covered(part, i, "chapter")]
         for start in range(0, len(open_ids) - config.chapter_size + 1, config.chapter_size):
             chunk = open_ids[start:start + config.chapter_size]
-            texts = [n.content for i in chunk if (n := part.graph.get_node(i)) is not None]
+            texts = [labelled(n.content, n.metadata) for i in chunk if (n := part.graph.get_node(i)) is not None]
             plans.append(SummaryPlan(part.namespace, "chapter", chunk, texts, session))
     return plans
 
@@ -345,7 +344,7 @@ def write_summary(state: EngineState, life: Ledger, part: Partition, plan: Summa
     part.graph.put_node(node)
     try:
         part.vectors.add([node.id], plan.vector[None, :])
-        part.keywords.add(node.id, node.content, session_id=node.session_id)
+        part.keywords.add(node.id, keyword_text(node), session_id=node.session_id)
         part.track(node.id, node.session_id, node.timestamp)
         _place_before(part, node.id, node.session_id, {n.id for n in members})
         state.where[node.id] = part.namespace

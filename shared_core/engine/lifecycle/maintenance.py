@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ...formulas.subqueries import labelled
 from ...values.errors import InvalidInputError
 from ...values.model import MemoryNode
 from .compression import CompressionReport, SummaryPlan, summary_text, write_summary
@@ -85,7 +86,8 @@ def summarize_session(life: Lifecycle, namespace: str, session_id: str) -> Memor
                          key=lambda n: (n.timestamp, n.turn))
         if len(members) < 2:
             return None
-        plan = SummaryPlan(namespace, "session", [n.id for n in members], [n.content for n in members], session_id)
+        plan = SummaryPlan(namespace, "session", [n.id for n in members],
+                           [labelled(n.content, n.metadata) for n in members], session_id)
     plan.text = summary_text(life.summarizer, plan.texts)
     if not plan.text:
         return None

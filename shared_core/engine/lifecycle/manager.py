@@ -31,6 +31,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...formulas.decay import effective_weight, eviction_value
+from ...formulas.subqueries import speaker_of
 from ...values._records import node_record
 from ...values.errors import InvalidInputError
 from ...values.model import MemoryNode, ScoredMemory
@@ -441,12 +442,15 @@ class Lifecycle:
         self.engine.backend.watch(self._adopt)  # a lazy backend calls it again for each namespace it loads
 
     def _adopt(self, part: Partition) -> None:
-        """Account a partition's memories and schedule their expiries (after `restore`, for
-        each partition loaded)."""
+        """Account a partition's memories, schedule their expiries and learn their speakers
+        (`SpeakerBook.fill`) (after `restore`, for each partition loaded)."""
         self.namespaces.touch((part.namespace,))
         if part.graph.node_count() == 0:
             self.namespaces.removed(part)  # a saved empty namespace: dropped at the next write
+        speakers: set[str | None] = set()
         for node in part.graph.nodes():
             self.account(part, node)
+            speakers.add(speaker_of(node.content, node.metadata))
             if node.expires_at is not None:
                 heapq.heappush(self._expiry, (node.expires_at, node.id))
+        self.engine.speakers.fill(part.namespace, speakers)

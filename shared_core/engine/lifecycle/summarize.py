@@ -17,6 +17,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from ...formulas.subqueries import speaker_of
 from ...text.llm import call_llm
 from .write_filter import salience
 
@@ -61,23 +62,31 @@ def extractive_summary(texts: Sequence[str], *, max_chars: int = 600) -> str:
 
     Sentences worth 0 (`sentence_value`: greetings, thanks, filler) and repeats (80% of the
     words of a kept sentence) are dropped; if the rest is over ``max_chars``, the least valuable
-    go first; if nothing has value, the first sentences are kept.
+    go first; if nothing has value, the first sentences are kept. A role label ("User: ",
+    "Assistant: ") is dropped; a chat line's speaker label ("Kate: ", `speaker_of`) is kept on
+    each of its sentences, so that the summary says who said what (the compression and session
+    summaries read each memory as its labelled line: `shared_core.formulas.subqueries.labelled`).
 
     >>> extractive_summary(["User: I moved to Berlin in 2021.", "Assistant: Nice!", "I work at Zalando"])
     'I moved to Berlin in 2021. I work at Zalando.'
+    >>> extractive_summary(["Kate: Hi! I moved to Berlin in 2021.", "Tom: I work at Zalando"])
+    'Kate: I moved to Berlin in 2021. Tom: I work at Zalando.'
     """
     seen: list[frozenset[str]] = []
     candidates: list[tuple[int, float, str]] = []
     for text in texts:
-        for raw in _SENTENCE.split(text.strip()):
+        who = None if _ROLE.match(text) else speaker_of(text)
+        body = text if who is None else text.split(":", 1)[1]
+        for raw in _SENTENCE.split(body.strip()):
             sentence = _ROLE.sub("", " ".join(raw.split()))
-            words = _norm(sentence)
-            if not words or any(len(words & s) >= 0.8 * max(len(words), len(s)) for s in seen):
+            words = _norm(sentence) | ({who.lower()} if who is not None else set())
+            if not sentence or any(len(words & s) >= 0.8 * max(len(words), len(s)) for s in seen):
                 continue
             seen.append(words)
             if sentence[-1] not in ".!?…":
                 sentence += "."
-            candidates.append((len(candidates), sentence_value(sentence), sentence))
+            value = sentence_value(sentence)  # of the sentence alone: "Kate: Hi!" is a greeting
+            candidates.append((len(candidates), value, sentence if who is None else f"{who}: {sentence}"))
     valuable = [c for c in candidates if c[1] > 0] or candidates[:3]
     kept = sorted(valuable, key=lambda c: (-c[1], c[0]))
     chosen: list[tuple[int, float, str]] = []

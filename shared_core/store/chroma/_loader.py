@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from ...formulas.subqueries import keyword_text
 from ...values.model import NO_METADATA, AnyRelation, MemoryEdge, MemoryNode, Relation
 from ...values.relations import relation_of
 from ..memory.backend import InProcessPartition
@@ -183,7 +184,8 @@ def build_partition(part: ChromaPartition, state: NamespaceState) -> None:
         put_node(part.graph, node)  # type: ignore[arg-type]
     if ids:
         part.vectors.add(ids, matrix)
-    part.keywords.add_many([(n.id, texts.get(n.id, n.content), n.session_id) for n in nodes])
+    part.keywords.add_many([(n.id, texts.get(n.id) or keyword_text(n.content, n.metadata), n.session_id)
+                            for n in nodes])
     for created_at, group in links.items():
         DictGraphStore.put_links(part.graph, group, created_at=created_at)  # type: ignore[arg-type]
     put_edge = DictGraphStore.put_edge

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ...formulas.subqueries import keyword_text
 from ...values._records import node_record
 from ...values.model import AnyRelation, MemoryEdge
 from ..memory._sessions import SessionIds, SessionMap
@@ -117,7 +118,8 @@ class _Vectors(TieredVectorIndex):
 
 
 class _Keywords(InvertedKeywordIndex):
-    """Keeps the keyword text of the memories whose text is not their content (merged ones)."""
+    """Keeps each memory's keyword text (stored with the memory when it is not the one
+    `keyword_text` derives from the memory's content and metadata)."""
 
     def __init__(self, texts: dict[str, str]) -> None:
         super().__init__()
@@ -302,7 +304,7 @@ def to_ops(items: list[tuple[Any, ...]], dim: int) -> tuple[list[list[Any]], npt
             record["_inactive"] = inactive
             if keys:
                 record["_ent"] = keys
-            if text is not None and text != node.content:
+            if text is not None and text != keyword_text(node.content, node.metadata):
                 record["_kw"] = text
             if vec is not None:
                 rows.append(vec)

@@ -9,8 +9,9 @@ holds part of it, gives the same state — which makes checkpoints crash-safe):
 
 - ``["n", ns, record, row]``: memory ``record["id"]`` is ``record`` (`node_record` plus
   ``_seq``, its place in its session's order; ``_inactive``; ``_kw``, its keyword text when it is
-  not its content; ``_ent``, the entity keys it mentions, when any); ``row`` is its
-  embedding's row, or -1 when the embedding did not change;
+  not the one `shared_core.formulas.subqueries.keyword_text` derives from the record; ``_ent``,
+  the entity keys it mentions, when any); ``row`` is its embedding's row, or -1 when the
+  embedding did not change;
 - ``["d", ns, id]``: the memory and its out-edges are gone;
 - ``["e", ns, source, edges]``: the out-edges of ``source`` are exactly ``edges``, each
   ``[target, relation, strength, created_at, metadata]``;

@@ -30,6 +30,7 @@ from .client import Connection, GraphKey
 from .entities import FalkorEntityIndex
 from .graph import FalkorGraphStore, ReadCache, node_from_row
 from .indexes import ONE_STATEMENT_BELOW, CosineCache, FalkorKeywordIndex, FalkorVectorIndex
+from .speakers import SPEAKERS, speakers_of_rows
 
 __all__ = ["FalkorPartition"]
 
@@ -242,6 +243,10 @@ class FalkorPartition(PartitionBase):
         self.call: int | None = None  # the atlas call this partition was last handed out in
         # the counts the last snapshot read (superseded, bounded, documents): a recall's view (`speculate`)
         self._seen: tuple[int, int, int] | None = None
+
+    def speakers(self) -> set[str]:
+        """`Partition.speakers` in one request (`shared_core.store.falkordb.speakers`)."""
+        return speakers_of_rows(self._g.read(SPEAKERS))
 
     def begin(self, call: int | None = None, snapshot: Sequence[Sequence[Sequence[Any]]] | None = None, *,
               checked: bool = True) -> None:

@@ -129,7 +129,7 @@ def _write(part: Target, batch: WriteBatch, first: int, whole: bool) -> list[Mem
     encoded: list[tuple[Literal, str]] = []  # each vector's text and raw bytes, for the search and the write
     part.vectors.add(ids, vectors, rows=encoded)
     terms: list[list[str]] = []
-    part.keywords.add_many([(n.id, n.content, n.session_id) for n in nodes], terms=terms)
+    part.keywords.add_many(batch.keyword_rows(nodes), terms=terms)
     reads: list[Statement] = []
     if top > 0:
         queries = Literal("[" + ",".join(text for text, _ in encoded) + "]")
