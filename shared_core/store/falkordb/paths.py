@@ -44,7 +44,7 @@ from ..contract import CandidateQuery, Candidates, Predicate, Vector, WalkSpec
 from . import cypher as q
 from .client import GraphKey, Literal
 from .graph import AHEAD, FalkorGraphStore
-from .indexes import AMONG_IN_QUERY, FalkorKeywordIndex, FalkorVectorIndex, query_literal, short
+from .indexes import AMONG_IN_QUERY, FalkorKeywordIndex, FalkorVectorIndex, query_literal
 
 
 class FalkorPartition(Protocol):
@@ -142,8 +142,8 @@ def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Can
     one = part.keywords.one_statement(cq.text, cq.keyword_k) if cq.keywords else None
     counting = part.keywords.counting(cq.text, cq.keyword_k) if cq.keywords and one is None else None
     if one is not None:
-        statements.append((keyword_search(search=partial(q.bm25_counted, short=short(one["terms"]))),
-                           one | keyword_options))
+        top, params = part.keywords.top_statement(one)
+        statements.append((keyword_search(search=top), params | keyword_options))
     elif counting is not None:
         statements.append(counting[1])
     if cq.time_range is not None:
@@ -176,8 +176,8 @@ def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Can
         elif counting is not None:
             keyword = part.keywords.plan(counting[0], next(results), cq.keyword_k)
             if keyword is not None:
-                search = partial(q.bm25 if keyword.pop("pruned") else q.bm25_all, short=short(keyword["terms"]))
-                keyword_rows = part.graph_key.read(keyword_search(search=search), keyword | keyword_options)
+                top, params = part.keywords.top_statement(keyword)
+                keyword_rows = part.graph_key.read(keyword_search(search=top), params | keyword_options)
         remember([r[3] for r in keyword_rows if r[3] is not None])
         keyword_hits = [(str(i), float(s)) for i, s, _, _ in keyword_rows]
         cosine_of.update((str(i), _sim(d)) for i, _, d, _ in keyword_rows)
