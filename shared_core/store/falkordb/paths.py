@@ -345,9 +345,12 @@ def neighbour_nodes(part: FalkorPartition, ids: Sequence[str], spec: WalkSpec) -
     if not seeds or types == []:
         return []
     params: dict[str, Any] = {"ids": list(seeds)}
-    if types is not None:
-        params["types"] = types
-    rows = part.graph_key.read(q.WALK_HOP_NODES if types is None else q.WALK_HOP_NODES_TYPED, params)
+    statement = q.WALK_HOP_NODES
+    if types is not None and len(types) == 1:  # that type's edges alone
+        statement = q.walk_hop_nodes_of(types[0])
+    elif types is not None:
+        statement, params["types"] = q.WALK_HOP_NODES_TYPED, types
+    rows = part.graph_key.read(statement, params)
     grouped: dict[str, list[tuple[bool, int, int, str, str, float]]] = {i: [] for i in seeds}
     nodes = part.graph.cache.nodes
     fresh: dict[str, Sequence[Any]] = {}
