@@ -11,6 +11,10 @@ does. For each call it reports the wall time's median, this process's CPU time p
 (``time.process_time``) and the server's (its ``utime + stime`` from ``/proc``, which counts
 every client of the server: run it on a server of its own), and a digest of every result (ids,
 scores, factors, the context's text): two trees that rank alike print the same digest.
+
+With ``--statements`` each run also adds up the server's own time per statement (the "internal
+execution time" FalkorDB reports with every reply, which leaves out receiving the command and
+sending the reply) by kind of statement, per call, and prints them per tree (median of the runs).
 """
 
 from __future__ import annotations
@@ -44,7 +48,45 @@ def _redis(url: str) -> Any:
     return redis.Redis(host=host, port=int(port))
 
 
-def child(url: str, pid: int, n: int, queries: int) -> dict[str, Any]:
+#: kinds of statement, by a piece of their text (the first that matches names it)
+KINDS = (("db.idx.vector.queryNodes", "vector top-k"), ("UNWIND $stems AS t OPTIONAL MATCH", "BM25 counted top-k"),
+         ("UNWIND $seeds AS pr", "BM25 pruned top-k"), ("MATCH (m:Memory) WHERE t IN m.terms RETURN", "BM25 counts"),
+         ("IN n.terms", "BM25 top-k, every match"), ("SET n.weight", "reinforcement (write)"),
+         ("MATCH (n:Memory {id: id})-[r", "walk hop"), ("MATCH (e:Embedding {id: id}) RETURN e.id, vec.", "cosines"),
+         ("UNWIND $ids AS id MATCH (n:Memory {id: id}) RETURN", "nodes"), ("count(n) AS superseded", "counters"))
+
+
+def _kind(query: str) -> str:
+    for piece, kind in KINDS:
+        if piece in query:
+            if kind == "walk hop" and "m.content" in query:
+                return "neighbour window (hop with nodes)"
+            return kind
+    return query[:48]
+
+
+def _timing_statements() -> dict[str, list[float]]:
+    """Add up each reply's internal execution time by kind of statement (`KINDS`) from now on."""
+    import re
+
+    from shared_core.store.falkordb import client
+
+    found: dict[str, list[float]] = {}
+    plain = client.reply_rows
+    pattern = re.compile(r"internal execution time: ([0-9.]+)")
+
+    def timed_rows(query: str, response: Any) -> Any:
+        for line in response[-1] if isinstance(response, list) and response else ():
+            m = pattern.search(line.decode() if isinstance(line, bytes) else str(line))
+            if m:
+                found.setdefault(_kind(query), []).append(float(m.group(1)))
+        return plain(query, response)
+
+    client.reply_rows = timed_rows  # type: ignore[assignment]
+    return found
+
+
+def child(url: str, pid: int, n: int, queries: int, statements: bool = False) -> dict[str, Any]:
     """One run of the tree first on ``sys.path`` (see the module docstring)."""
     import numpy as np
     from latency import BUDGET, OVERRIDES, TOP_K, make_corpus  # type: ignore[import-not-found]
@@ -68,9 +110,11 @@ def child(url: str, pid: int, n: int, queries: int) -> dict[str, Any]:
         calls = {"retrieve": lambda i: atlas.retrieve(q[i % len(q)], namespace="bench", top_k=TOP_K),
                  "build_context": lambda i: atlas.build_context(q[i % len(q)], namespace="bench",
                                                                 token_budget=BUDGET, style="bullet")}
+        found = _timing_statements() if statements else {}
         for name, call in calls.items():
             for i in range(3):
                 call(i)
+            found.clear()
             walls = []
             cpu, server = time.process_time(), _server_cpu(pid)
             for i in range(len(q)):
@@ -84,7 +128,8 @@ def child(url: str, pid: int, n: int, queries: int) -> dict[str, Any]:
                     digest.update(repr((res.text, [(m.node.id, m.score) for m in res.memories])).encode())
             cpu, server = time.process_time() - cpu, _server_cpu(pid) - server
             out[name] = {"p50": float(np.median(walls)) * 1e3, "cpu": 1e3 * cpu / len(q),
-                         "server": 1e3 * server / len(q)}
+                         "server": 1e3 * server / len(q),
+                         "statements": {k: [sum(v) / len(q), len(v) / len(q)] for k, v in found.items()}}
         out["digest"] = digest.hexdigest()[:16]
         out["load"] = os.getloadavg()[0]
         return out
@@ -108,10 +153,12 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--url", help="a FalkorDB server of its own (default: one started for the run)")
     parser.add_argument("--pid", type=int, help="the pid of --url's server")
+    parser.add_argument("--statements", action="store_true",
+                        help="also the server's internal execution time per kind of statement, per call")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.url, args.pid, args.size, args.queries)))
+        print(json.dumps(child(args.url, args.pid, args.size, args.queries, args.statements)))
         return
     trees = [str(Path(t).resolve()) for t in args.trees.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
@@ -131,7 +178,8 @@ def main() -> None:
                 for tree in trees:
                     env = {**os.environ, "PYTHONPATH": os.pathsep.join([tree, str(HERE)])}
                     done = subprocess.run([sys.executable, __file__, "--child", "--url", url, "--pid", str(pid),
-                                           "--size", str(args.size), "--queries", str(args.queries)],
+                                           "--size", str(args.size), "--queries", str(args.queries),
+                                           *(["--statements"] if args.statements else [])],
                                           env=env, check=True, capture_output=True, text=True)
                     results[tree].append(json.loads(done.stdout.strip().splitlines()[-1]))
                     print(done.stdout.strip().splitlines()[-1], flush=True)
@@ -147,6 +195,25 @@ def main() -> None:
             cells = [statistics.median(r[op][what] for r in results[t]) for t in trees]
             print(f"| `{op}` {label} | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
     print("| digests | " + " | ".join(", ".join(sorted({r["digest"] for r in results[t]})) for t in trees) + " |")
+    if args.statements:
+        for op in ("retrieve", "build_context"):
+            first = results[trees[0]]
+            kinds = sorted({k for t in trees for r in results[t] for k in r[op]["statements"]},
+                           key=lambda k: -statistics.median(r[op]["statements"].get(k, [0.0])[0] for r in first))
+            print(f"\n| `{op}`: server's internal ms a call (statements a call), median of {args.runs} | "
+                  + " | ".join(trees) + " |")
+            print("|---|" + "---:|" * len(trees))
+            for kind in [*kinds, "all"]:
+                cells = []
+                for t in trees:
+                    if kind == "all":
+                        ms = statistics.median(sum(v[0] for v in r[op]["statements"].values()) for r in results[t])
+                        count = statistics.median(sum(v[1] for v in r[op]["statements"].values()) for r in results[t])
+                    else:
+                        ms = statistics.median(r[op]["statements"].get(kind, [0.0, 0.0])[0] for r in results[t])
+                        count = statistics.median(r[op]["statements"].get(kind, [0.0, 0.0])[1] for r in results[t])
+                    cells.append(f"{ms:.2f} ({count:.2f})")
+                print(f"| {kind} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
