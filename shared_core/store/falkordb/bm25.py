@@ -85,15 +85,17 @@ def _score(*, short: bool = False) -> str:
             f"WITH n, {_sum(short)} AS score ")
 
 
-def _scored(*, ws: str = "$ws", lw: str = "$lw", short: bool = False) -> str:
+def _scored(*, ws: str, lw: str, short: bool = False) -> str:
     """`_score` of rows ``(i, n)``, one per document ``n`` holding the query term ``$terms[i]``
     (each occurrence in the query its own rows, in query order): each row's share is computed
     from that term alone, then the shares of each document are collected, in the order the rows
-    came (the query's), and summed as `_score` sums them, to the same floats. The term's count in
-    the document is read once a (document, term) pair instead of once a document for each query
-    term (whether the document holds it or not).
+    came (the query's), and summed as `_score` sums them, to the same floats. ``ws`` and ``lw``
+    are variables of the rows (`bm25_counted` computes them on the server), which this form does
+    not carry through a ``DISTINCT``; the term's count in the document is read once a (document,
+    term) pair. Cheaper than `_score` over the few hundred postings of a small namespace, dearer
+    over thousands (`bm25_all` keeps `_score`).
 
-    >>> "collect(w * tf / (tf + norm)) AS parts" in _scored(short=True)
+    >>> "collect(w * tf / (tf + norm)) AS parts" in _scored(ws="ws", lw="lw", short=True)
     True
     """
     return (f"WITH n, {ws}[i] AS w, $terms[i] AS t, {lw} AS lw, n.terms AS ts "
@@ -128,10 +130,13 @@ def bm25_counted(*, session: bool, among: bool, tail: str = "RETURN n.id, score"
 
 
 def bm25_all(*, session: bool, among: bool, tail: str = "RETURN n.id, score", short: bool = False) -> str:
-    """`bm25` without the pruning: every document holding a query term scored (fewer
+    """`bm25` without the pruning: every document holding one of ``$sterms`` scored (fewer
     statements' work where the query's terms are in few documents, `FalkorKeywordIndex.plan`);
-    ``short`` as in `bm25_counted`."""
-    return (f"{_rows_of_terms(session, among)}{_scored(short=short)}"
+    ``short`` as in `bm25_counted`. Each document once, scored against every query term
+    (`_score`): over the thousands of postings of a large namespace this cost the server less
+    than `bm25_counted`'s rows of (term, document)."""
+    return ("UNWIND $sterms AS t MATCH (n:Memory) WHERE t IN n.terms "
+            f"WITH DISTINCT n WHERE {_keep(session, among)} {_score(short=short)}"
             f"WITH n, score ORDER BY score DESC, n.kwseq LIMIT $k {tail}")
 
 
