@@ -106,7 +106,7 @@ def _bm25_terms(graph: Any, corpus: Any, queries: int) -> dict[str, list[float]]
             params = FalkorKeywordIndex.plan(counting[0], graph.ro_query(*counting[1]).result_set, k)
             if params is None:
                 return None
-            statement = cypher.bm25 if params.pop("pruned") else cypher.bm25_all
+            statement, params = FalkorKeywordIndex.top_statement(params)
             return graph.ro_query(statement(session=False, among=False), params)
 
         return {"bm25_terms_200": timed(lambda i: pruned(i, 200), len(texts)),

@@ -160,7 +160,8 @@ def test_neighbour_nodes_match_the_default_in_one_statement(shared_atlas: Callab
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """`FalkorPartition.neighbour_nodes` of a one-hop walk: the nodes the default (`expand`, then
     `get_node` of each) gives, read with the edges in one statement; the ``before`` walk of
-    context windows, a narrower fanout, and a walk over every relation alike."""
+    context windows (its one type in the statement's pattern), a narrower fanout, a walk over two
+    relations (filtered) and one over every relation alike."""
     atlas = shared_atlas()
     for i in range(40):
         clock.advance(60)
@@ -168,7 +169,9 @@ def test_neighbour_nodes_match_the_default_in_one_statement(shared_atlas: Callab
                          session_id=f"s{i % 3}")
     ids = [h.node.id for h in atlas.retrieve("trains and coffee", namespace="p", top_k=6, reinforce=False)]
     only_before = [1.0 if r is Relation.BEFORE else None for r in Relation]
+    two = [0.5 if r in (Relation.BEFORE, Relation.SIMILAR_TO) else None for r in Relation]  # filtered, not typed
     specs = [WalkSpec(factors=only_before, hops=1, decay=1.0, fanout=2, min_activation=0.0, beam=None),
+             WalkSpec(factors=two, hops=1, decay=1.0, fanout=3, min_activation=0.0, beam=None),
              WalkSpec(factors=only_before, hops=1, decay=1.0, fanout=1, min_activation=0.0, beam=None),
              WalkSpec(factors=[0.2 + 0.1 * (j % 5) for j, _ in enumerate(Relation)], hops=1, decay=0.5, fanout=3,
                       min_activation=0.05, beam=None)]

@@ -14,7 +14,15 @@ from shared_core import ElasticMemoryAtlas, ManualClock
 from shared_core.store.falkordb import FalkorPartition
 from shared_core.store.falkordb import cypher as q
 from shared_core.store.falkordb.indexes import query_literal
-from shared_core.store.falkordb.replies import SCALAR_COLUMNS, Literal, cypher_literal, params_header, rows
+from shared_core.store.falkordb.replies import (
+    SCALAR_COLUMNS,
+    SCALAR_PREFIXES,
+    Literal,
+    cypher_literal,
+    params_header,
+    rows,
+    scalars,
+)
 from shared_core.values.errors import BackendError
 
 TOPICS = ("coffee and milk", "trains to Lyon", "the dentist on Friday")
@@ -49,10 +57,14 @@ def test_verbose_statements_read_as_the_compact_format(shared_atlas: Callable[..
         q.WALK_HOP_NODES: {"ids": ids}, q.WALK_HOP_NODES_TYPED: {"ids": ids, "types": ["BEFORE", "CAUSED_BY"]},
     }
     assert set(params) == set(SCALAR_COLUMNS)  # a statement added to SCALAR_COLUMNS is checked here too
-    for query, values in params.items():
+    typed = {q.walk_hop_nodes_of("CAUSED_BY"): {"ids": ids}}  # one of each of SCALAR_PREFIXES
+    assert [head for head, _ in SCALAR_PREFIXES] == [q.WALK_HOP_NODES_OF]
+    for query, values in (params | typed).items():
         header = params_header(values)
         compact = rows(conn.command("GRAPH.RO_QUERY", key, header + query, "--compact"))
-        verbose = SCALAR_COLUMNS[query].rows(conn.command("GRAPH.RO_QUERY", key, header + query))
+        kinds = scalars(query)
+        assert kinds is not None
+        verbose = kinds.rows(conn.command("GRAPH.RO_QUERY", key, header + query))
         assert compact, query
         assert _typed(verbose) == _typed(compact), query
         assert _typed(conn.run(key, query, values)) == _typed(compact), query  # what the backend reads

@@ -62,22 +62,52 @@ def _sum_after_first(parts: str) -> str:
 # each query stem's document count, with the namespace's counts (no row: no document holds any)
 BM25_COUNTS = ("MATCH (c:Atlas) WITH coalesce(c.docs, 0) AS docs, coalesce(c.tokens, 0) AS tokens "
                "UNWIND $stems AS t MATCH (m:Memory) WHERE t IN m.terms RETURN docs, tokens, t, count(m)")
-def _score(*, ws: str = "$ws", lw: str = "$lw", carry: str = "", short: bool = False) -> str:
-    """``score``: the BM25 of each row's document ``n`` from its own terms, the weights ``ws`` of
-    the query terms ``$terms`` and the norm's ``lw`` (per token) and ``$n0``, summed in query
-    order; ``carry``: the variables ``ws`` and ``lw`` need from the rows before (none: parameters).
-    ``short``: the query has fewer than 9 terms, so the sum is the plain one of `_sum_after_first`
-    (its only branch that can apply, without the choice between them).
+
+
+def _sum(short: bool) -> str:
+    """The sum of the list ``parts`` (see `_sum_after_first`); ``short``: the query has fewer than
+    9 terms, so the sum is the plain one (the only branch that can apply, without the choice)."""
+    return "coalesce(parts[0] + reduce(s = 0.0, x IN parts[1..] | s + x), 0.0)" if short else \
+        _sum_after_first("parts")
+
+
+def _score(*, short: bool = False) -> str:
+    """``score``: the BM25 of each row's document ``n`` from its own terms, the weights ``$ws`` of
+    the query terms ``$terms`` and the norm's ``$lw`` (per token) and ``$n0``, summed in query
+    order (`_sum`, with ``short``).
 
     >>> "reduce(s = 0.0, x IN parts[1..]" in _score(short=True)
     True
     """
-    total = "coalesce(parts[0] + reduce(s = 0.0, x IN parts[1..] | s + x), 0.0)" if short else \
-        _sum_after_first("parts")
-    return (f"WITH n{carry}, n.terms AS ts WITH n{carry}, ts, toFloat(size(ts)) * {lw} + $n0 AS norm "
+    return ("WITH n, n.terms AS ts WITH n, ts, toFloat(size(ts)) * $lw + $n0 AS norm "
             "WITH n, [i IN range(0, size($terms) - 1) WHERE $terms[i] IN ts | "
-            f"[tf IN [toFloat(size([x IN ts WHERE x = $terms[i]]))] | {ws}[i] * tf / (tf + norm)][0]] AS parts "
-            f"WITH n, {total} AS score ")
+            "[tf IN [toFloat(size([x IN ts WHERE x = $terms[i]]))] | $ws[i] * tf / (tf + norm)][0]] AS parts "
+            f"WITH n, {_sum(short)} AS score ")
+
+
+def _scored(*, ws: str, lw: str, short: bool = False) -> str:
+    """`_score` of rows ``(i, n)``, one per document ``n`` holding the query term ``$terms[i]``
+    (each occurrence in the query its own rows, in query order): each row's share is computed
+    from that term alone, then the shares of each document are collected, in the order the rows
+    came (the query's), and summed as `_score` sums them, to the same floats. ``ws`` and ``lw``
+    are variables of the rows (`bm25_counted` computes them on the server), which this form does
+    not carry through a ``DISTINCT``; the term's count in the document is read once a (document,
+    term) pair. Cheaper than `_score` over the few hundred postings of a small namespace, dearer
+    over thousands (`bm25_all` keeps `_score`).
+
+    >>> "collect(w * tf / (tf + norm)) AS parts" in _scored(ws="ws", lw="lw", short=True)
+    True
+    """
+    return (f"WITH n, {ws}[i] AS w, $terms[i] AS t, {lw} AS lw, n.terms AS ts "
+            "WITH n, w, toFloat(size([x IN ts WHERE x = t])) AS tf, toFloat(size(ts)) * lw + $n0 AS norm "
+            f"WITH n, collect(w * tf / (tf + norm)) AS parts WITH n, {_sum(short)} AS score ")
+
+
+def _rows_of_terms(session: bool, among: bool) -> str:
+    """The rows ``(i, n)`` of `_scored`: each query term's documents (of ``$session``, among
+    ``$ids``, when asked), query term after query term."""
+    return ("UNWIND range(0, size($terms) - 1) AS i MATCH (n:Memory) WHERE $terms[i] IN n.terms AND "
+            f"{_keep(session, among)} ")
 
 
 def bm25_counted(*, session: bool, among: bool, tail: str = "RETURN n.id, score", short: bool = False) -> str:
@@ -94,17 +124,17 @@ def bm25_counted(*, session: bool, among: bool, tail: str = "RETURN n.id, score"
             "WITH docs, tokens, t, count(m) AS df WITH docs, tokens, collect([t, df]) AS dfs "
             "WITH docs, dfs, $k1 * $b * docs / tokens AS lw, "
             "[t IN $terms | [p IN dfs WHERE p[0] = t | p[1]][0]] AS ds "
-            f"WITH dfs, lw, [d IN ds | ($k1 + 1.0) * (CASE WHEN {idf} > 0.0 THEN {idf} ELSE 0.000001 END)] AS ws "
-            "UNWIND [p IN dfs WHERE p[1] > 0 | p[0]] AS t MATCH (n:Memory) WHERE t IN n.terms "
-            f"WITH DISTINCT n, ws, lw WHERE {_keep(session, among)} "
-            f"{_score(ws='ws', lw='lw', carry=', ws, lw', short=short)}"
+            f"WITH lw, [d IN ds | ($k1 + 1.0) * (CASE WHEN {idf} > 0.0 THEN {idf} ELSE 0.000001 END)] AS ws "
+            f"{_rows_of_terms(session, among)}{_scored(ws='ws', lw='lw', short=short)}"
             f"WITH n, score ORDER BY score DESC, n.kwseq LIMIT $k {tail}")
 
 
 def bm25_all(*, session: bool, among: bool, tail: str = "RETURN n.id, score", short: bool = False) -> str:
     """`bm25` without the pruning: every document holding one of ``$sterms`` scored (fewer
     statements' work where the query's terms are in few documents, `FalkorKeywordIndex.plan`);
-    ``short`` as in `bm25_counted`."""
+    ``short`` as in `bm25_counted`. Each document once, scored against every query term
+    (`_score`): over the thousands of postings of a large namespace this cost the server less
+    than `bm25_counted`'s rows of (term, document)."""
     return ("UNWIND $sterms AS t MATCH (n:Memory) WHERE t IN n.terms "
             f"WITH DISTINCT n WHERE {_keep(session, among)} {_score(short=short)}"
             f"WITH n, score ORDER BY score DESC, n.kwseq LIMIT $k {tail}")

@@ -28,6 +28,7 @@ sum is the stored double exactly.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 from ...values.model import AnyRelation
@@ -388,9 +389,9 @@ WALK_HOP = ("UNWIND $ids AS id MATCH (n:Memory {id: id})-[r]-(m:Memory) WHERE m 
             "RETURN id, m.id, type(r), r.strength, r.seq, out")
 
 
-def _walk_hop_nodes(typed: bool) -> str:
+def _walk_hop_nodes(typed: bool, pattern: str = "") -> str:
     where = " AND type(r) IN $types" if typed else ""
-    return (f"UNWIND $ids AS id MATCH (n:Memory {{id: id}})-[r]-(m:Memory) WHERE m <> n{where} "
+    return (f"UNWIND $ids AS id MATCH (n:Memory {{id: id}})-[r{pattern}]-(m:Memory) WHERE m <> n{where} "
             "WITH DISTINCT id, r, m, startNode(r) = n AS out "
             f"RETURN id, type(r), r.strength, r.seq, out, {_columns('m', NODE_FIELDS, TIME_FIELDS)}, "
             "m.superseded")
@@ -401,6 +402,22 @@ def _walk_hop_nodes(typed: bool) -> str:
 #: whose type is in ``$types``
 WALK_HOP_NODES = _walk_hop_nodes(False)
 WALK_HOP_NODES_TYPED = _walk_hop_nodes(True)
+#: how every `walk_hop_nodes_of` statement begins
+WALK_HOP_NODES_OF = "UNWIND $ids AS id MATCH (n:Memory {id: id})-[r:`"
+
+
+@functools.lru_cache(maxsize=64)
+def walk_hop_nodes_of(kind: str) -> str:
+    """`WALK_HOP_NODES` over the edges of one relationship type (`rel_type`, a fixed identifier):
+    the traversal reads that type's edges alone, where `WALK_HOP_NODES_TYPED` reads every edge and
+    filters (the same rows, in the same order). The type is in the text (a pattern's type cannot be
+    a parameter): one cached plan per type. For several types the filter stays (a pattern of
+    several types reads their union, which cost the server more than the filter).
+
+    >>> walk_hop_nodes_of("BEFORE").startswith(WALK_HOP_NODES_OF + "BEFORE`]-(m:Memory)")
+    True
+    """
+    return _walk_hop_nodes(False, f":`{kind}`")
 
 
 # `VECTOR_SEARCH` with the node of each of the first $heads hits (null after them)

@@ -24,6 +24,7 @@ import base64
 import math
 import threading
 from collections.abc import Callable, Collection, Container, Iterable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -358,8 +359,9 @@ class FalkorKeywordIndex(KeywordIndexBase):
 
     def one_statement(self, query: str, k: int) -> dict[str, Any] | None:
         """The parameters of `cypher.bm25_counted` when this namespace is searched in one
-        statement (fewer than `ONE_STATEMENT_BELOW` documents as this call read them), else None
-        (also when the query has no stem: `counting` says so)."""
+        statement (fewer than `ONE_STATEMENT_BELOW` documents as this call read them), with
+        ``top`` naming it for `top_statement`, else None (also when the query has no stem:
+        `counting` says so)."""
         documents = self._documents()
         if documents is None or documents >= ONE_STATEMENT_BELOW or k <= 0:
             return None  # before stemming: a large namespace's `counting` stems the query
@@ -368,14 +370,16 @@ class FalkorKeywordIndex(KeywordIndexBase):
             return None
         k1, b = self.K1, self.B
         return {"stems": list(dict.fromkeys(stems)), "terms": list(stems), "k1": k1, "b": b, "n0": k1 * (1.0 - b),
-                "k": int(k)}
+                "k": int(k), "top": "counted"}
 
     @staticmethod
     def plan(stems: Sequence[str], rows: Sequence[Sequence[Any]], k: int) -> dict[str, Any] | None:
         """The parameters of `cypher.bm25` from `BM25_COUNTS`'s rows (None: no document holds a
         query term): each query term's weight ``idf * (k1 + 1)`` and the norm's terms, computed
         as `InvertedKeywordIndex.search` computes them (the same floats), and the terms some
-        document holds, heaviest first, for the pruning (see `cypher.bm25`).
+        document holds, heaviest first, for the pruning (see `cypher.bm25`); ``top`` names the
+        statement `top_statement` gives: ``pruned`` (`cypher.bm25`) when the query's terms are in
+        enough documents, else ``all`` (`cypher.bm25_all`).
 
         >>> p = FalkorKeywordIndex.plan(["milk", "tea"], [[10, 50, "milk", 2]], 3)
         >>> p["sterms"], round(p["ws"][0], 4), p["seeds"]
@@ -401,29 +405,46 @@ class FalkorKeywordIndex(KeywordIndexBase):
         return {"terms": list(stems), "ws": ws, "lw": k1 * b * docs / tokens, "n0": k1 * (1.0 - b), "k": int(k),
                 "sterms": sterms, "bs": bs, "rest": rest, "seeds": seeds, "paired": len(heavy),
                 "light": rest[len(heavy)] if len(bs) > len(heavy) else 0.0,
-                "pruned": sum(counts.values()) >= max(PRUNE_FROM, PRUNE_PER_HIT * k)}
+                "top": "pruned" if sum(counts.values()) >= max(PRUNE_FROM, PRUNE_PER_HIT * k) else "all"}
+
+    @staticmethod
+    def top_statement(plan: dict[str, Any]) -> tuple[Callable[..., str], dict[str, Any]]:
+        """The BM25 top-k statement of a plan (`one_statement`'s or `plan`'s parameters), as a
+        builder taking ``session``, ``among`` and ``tail`` (`cypher.bm25_counted` for a namespace
+        searched in one statement, else `cypher.bm25` where `plan` chose to prune, `cypher.bm25_all`
+        otherwise; each with `short` of the query's terms), and the parameters it takes: the one
+        choice `search` and a recall's `paths.gather` both make.
+
+        >>> build, params = FalkorKeywordIndex.top_statement(
+        ...     FalkorKeywordIndex.plan(["milk", "tea"], [[10, 50, "milk", 2]], 3) or {})
+        >>> build.func.__name__, build.keywords, "top" in params
+        ('bm25_all', {'short': True}, False)
+        """
+        params = dict(plan)
+        builders: dict[str, Callable[..., str]] = {"counted": q.bm25_counted, "pruned": q.bm25, "all": q.bm25_all}
+        builder = builders[params.pop("top")]
+        return partial(builder, short=short(params["terms"])), params
 
     def search(self, query: str, k: int, *, session_id: str | None = None,
                subset: Collection[str] | None = None) -> list[tuple[str, float]]:
         among = subset is not None and len(subset) <= AMONG_IN_QUERY
         wanted = k if subset is None or among else max(4 * k, k + len(subset))
-        params = self.one_statement(query, wanted)
-        top: Callable[..., str] = q.bm25_counted
-        if params is None:
+        plan = self.one_statement(query, wanted)
+        if plan is None:
             counting = self.counting(query, wanted)
             if counting is None:
                 return []
             stems, counts = counting
-            params = self.plan(stems, self._g.read(*counts), wanted)
-            if params is None:
+            plan = self.plan(stems, self._g.read(*counts), wanted)
+            if plan is None:
                 return []
-            top = q.bm25 if params.pop("pruned") else q.bm25_all
+        top, params = self.top_statement(plan)
         if session_id is not None:
             params["session"] = session_id
         if among:
             assert subset is not None
             params["ids"] = list(subset)
-        rows = self._g.read(top(session=session_id is not None, among=among, short=short(params["terms"])), params)
+        rows = self._g.read(top(session=session_id is not None, among=among), params)
         out = [(str(i), float(s)) for i, s in rows]
         if subset is not None and not among:
             out = [(i, s) for i, s in out if i in subset]

@@ -44,7 +44,7 @@ from ..contract import CandidateQuery, Candidates, Predicate, Vector, WalkSpec
 from . import cypher as q
 from .client import GraphKey, Literal
 from .graph import AHEAD, FalkorGraphStore
-from .indexes import AMONG_IN_QUERY, FalkorKeywordIndex, FalkorVectorIndex, query_literal, short
+from .indexes import AMONG_IN_QUERY, FalkorKeywordIndex, FalkorVectorIndex, query_literal
 
 
 class FalkorPartition(Protocol):
@@ -142,8 +142,8 @@ def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Can
     one = part.keywords.one_statement(cq.text, cq.keyword_k) if cq.keywords else None
     counting = part.keywords.counting(cq.text, cq.keyword_k) if cq.keywords and one is None else None
     if one is not None:
-        statements.append((keyword_search(search=partial(q.bm25_counted, short=short(one["terms"]))),
-                           one | keyword_options))
+        top, params = part.keywords.top_statement(one)
+        statements.append((keyword_search(search=top), params | keyword_options))
     elif counting is not None:
         statements.append(counting[1])
     if cq.time_range is not None:
@@ -176,8 +176,8 @@ def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Can
         elif counting is not None:
             keyword = part.keywords.plan(counting[0], next(results), cq.keyword_k)
             if keyword is not None:
-                search = partial(q.bm25 if keyword.pop("pruned") else q.bm25_all, short=short(keyword["terms"]))
-                keyword_rows = part.graph_key.read(keyword_search(search=search), keyword | keyword_options)
+                top, params = part.keywords.top_statement(keyword)
+                keyword_rows = part.graph_key.read(keyword_search(search=top), params | keyword_options)
         remember([r[3] for r in keyword_rows if r[3] is not None])
         keyword_hits = [(str(i), float(s)) for i, s, _, _ in keyword_rows]
         cosine_of.update((str(i), _sim(d)) for i, _, d, _ in keyword_rows)
@@ -345,9 +345,12 @@ def neighbour_nodes(part: FalkorPartition, ids: Sequence[str], spec: WalkSpec) -
     if not seeds or types == []:
         return []
     params: dict[str, Any] = {"ids": list(seeds)}
-    if types is not None:
-        params["types"] = types
-    rows = part.graph_key.read(q.WALK_HOP_NODES if types is None else q.WALK_HOP_NODES_TYPED, params)
+    statement = q.WALK_HOP_NODES
+    if types is not None and len(types) == 1:  # that type's edges alone
+        statement = q.walk_hop_nodes_of(types[0])
+    elif types is not None:
+        statement, params["types"] = q.WALK_HOP_NODES_TYPED, types
+    rows = part.graph_key.read(statement, params)
     grouped: dict[str, list[tuple[bool, int, int, str, str, float]]] = {i: [] for i in seeds}
     nodes = part.graph.cache.nodes
     fresh: dict[str, Sequence[Any]] = {}

@@ -27,8 +27,8 @@ import numpy as np
 from ...values.errors import BackendError
 from . import cypher as q
 
-__all__ = ["SCALAR_COLUMNS", "Literal", "Scalars", "cypher_literal", "params_header", "query_command", "reply_rows",
-           "rows"]
+__all__ = ["SCALAR_COLUMNS", "SCALAR_PREFIXES", "Literal", "Scalars", "cypher_literal", "params_header",
+           "query_command", "reply_rows", "rows", "scalars"]
 
 
 class Literal(str):
@@ -186,18 +186,35 @@ SCALAR_COLUMNS: dict[str, Scalars] = {
     q.WALK_HOP_NODES: Scalars("--f-b" + _node_kinds()),  # id, type, strength, seq, outgoing, the other's node
     q.WALK_HOP_NODES_TYPED: Scalars("--f-b" + _node_kinds()),
 }
+#: Statements made per relationship type, read in the verbose format too: each one's beginning
+#: (checked in ``tests/falkordb/test_replies.py`` as `SCALAR_COLUMNS`).
+SCALAR_PREFIXES: tuple[tuple[str, Scalars], ...] = ((q.WALK_HOP_NODES_OF, SCALAR_COLUMNS[q.WALK_HOP_NODES_TYPED]),)
+
+
+def scalars(query: str) -> Scalars | None:
+    """The verbose format's columns of ``query`` (`SCALAR_COLUMNS`, `SCALAR_PREFIXES`), or None: compact.
+
+    >>> scalars(q.walk_hop_nodes_of("BEFORE")) is scalars(q.WALK_HOP_NODES_TYPED), scalars("RETURN 1")
+    (True, None)
+    """
+    found = SCALAR_COLUMNS.get(query)
+    if found is None:
+        for head, kinds in SCALAR_PREFIXES:
+            if query.startswith(head):
+                return kinds
+    return found
 
 
 def query_command(key: str, query: str, params: Mapping[str, Any], *, write: bool = False) -> list[str]:
     """The ``GRAPH.QUERY`` (``GRAPH.RO_QUERY`` unless ``write``) of ``query`` on graph ``key``:
     verbose for the statements of `SCALAR_COLUMNS`, compact for the others."""
     out = ["GRAPH.QUERY" if write else "GRAPH.RO_QUERY", key, params_header(params) + query]
-    if query not in SCALAR_COLUMNS:
+    if scalars(query) is None:
         out.append("--compact")
     return out
 
 
 def reply_rows(query: str, response: list[Any]) -> list[list[Any]]:
     """The rows of the reply to `command` ``query``."""
-    scalars = SCALAR_COLUMNS.get(query)
-    return rows(response) if scalars is None else scalars.rows(response)
+    kinds = scalars(query)
+    return rows(response) if kinds is None else kinds.rows(response)
