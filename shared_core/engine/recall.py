@@ -250,14 +250,10 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
         base = {i: v for i, v in base.items() if i in relevant}
     boost: dict[str, float] = {}
     if config.graph_hops > 0 and config.graph_weight > 0 and n_seeds > 0:
-        # the best n_seeds that carry a fact, ties to the smaller id
-        seeds = _seeds(part, sorted([(-v, i) for i, v in base.items()]), n_seeds)
-        # an activation under 0.1% of the best seed's cannot move a ranking: do not walk it
+        # the best n_seeds that carry a fact, ties to the smaller id (`_walk_from_facts`)
+        seeds, boost = _walk_from_facts(part, sorted([(-v, i) for i, v in base.items()]), n_seeds,
+                                        allowed, config)
         floor_act = 0.001 * max(seeds.values(), default=0.0)
-        walk = WalkSpec(factors=_relation_factors(config.relation_weights)[1], hops=config.graph_hops,
-                        decay=config.graph_hop_decay, fanout=config.graph_fanout, min_activation=floor_act,
-                        beam=_beam(n_seeds, config))
-        boost = part.expand(seeds, walk, allowed)
         if config.entity_walk > 0:  # seed -> entity -> memory, as one more hop of the walk
             for node_id, act in entity_walk(part, seeds, allowed, factor=config.entity_walk * config.graph_hop_decay,
                                             max_mentions=config.entity_max_mentions).items():
@@ -312,22 +308,35 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
     return hits
 
 
-def _seeds(part: Partition, ordered: list[tuple[float, str]], n: int) -> dict[str, float]:
-    """The first ``n`` of ``ordered`` (negated relevance, id) that are not backchannels, read in
-    batches of ``n`` (`GraphStore.prefetch`: one request each on a server store). A labelled
-    "Kate: ok" is embedded near every question about Kate; as a seed it would spread relevance
-    to whatever sits beside it."""
-    seeds: dict[str, float] = {}
-    for start in range(0, len(ordered), n):
-        batch = ordered[start:start + n]
-        part.graph.prefetch([i for _, i in batch])
-        for neg, i in batch:
-            node = part.graph.get_node(i)
-            if node is not None and not contentless(node.content, node.metadata):
+def _walk_from_facts(part: Partition, ordered: list[tuple[float, str]], n: int, allowed: Callable[[str], bool],
+                     config: AtlasConfig) -> tuple[dict[str, float], dict[str, float]]:
+    """The seeds, the first ``n`` of ``ordered`` (negated relevance, id) that are not
+    backchannels, and the graph walk's activations from them (`Partition.expand`).
+
+    A labelled "Kate: ok" is embedded near every question about Kate; as a seed it would spread
+    relevance to whatever sits beside it. The seeds are chosen optimistically: the best ``n`` not
+    yet known to be backchannels are walked from, then checked (a server store's walk has read
+    their nodes with its first hop, so the check costs no request); a backchannel among them is
+    skipped and the walk runs again. A conversation without backchannels walks once."""
+    skip: set[str] = set()
+    while True:
+        seeds: dict[str, float] = {}
+        for neg, i in ordered:
+            if i not in skip:
                 seeds[i] = -neg
                 if len(seeds) == n:
-                    return seeds
-    return seeds
+                    break
+        # an activation under 0.1% of the best seed's cannot move a ranking: do not walk it
+        floor_act = 0.001 * max(seeds.values(), default=0.0)
+        walk = WalkSpec(factors=_relation_factors(config.relation_weights)[1], hops=config.graph_hops,
+                        decay=config.graph_hop_decay, fanout=config.graph_fanout, min_activation=floor_act,
+                        beam=_beam(n, config))
+        boost = part.expand(seeds, walk, allowed)
+        empty = {i for i in seeds if (node := part.graph.get_node(i)) is None
+                 or contentless(node.content, node.metadata)}
+        if not empty:
+            return seeds, boost
+        skip |= empty
 
 
 def _evidence(cosine: Mapping[str, float], raw: Mapping[str, Mapping[str, float]], floor: float | None

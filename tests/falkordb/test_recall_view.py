@@ -4,7 +4,7 @@ turns out stale."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
@@ -12,6 +12,7 @@ import pytest
 from shared_core import ElasticMemoryAtlas
 from shared_core.store.contract import StaleView
 from shared_core.store.falkordb import FalkorDBBackend, FalkorPartition
+from shared_core.store.falkordb.graph import FalkorGraphStore
 
 from ._probes import round_trips
 
@@ -103,3 +104,29 @@ def test_a_namespace_dropped_between_recalls_is_not_made_again(
     assert "p" not in set(atlas.backend.namespaces())
     node = atlas.add_memory("after the drop", namespace="p")
     assert [h.node.id for h in atlas.retrieve("after the drop", namespace="p", top_k=1)] == [node.id]
+
+
+def test_choosing_seeds_that_carry_a_fact_costs_no_request_of_its_own(
+        shared_atlas: Callable[..., ElasticMemoryAtlas], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The walk's seeds skip backchannels ("ok", "lol"); the check reads the seeds' nodes that the
+    walk's first hop brought, not in a request of its own; a backchannel among the best candidates
+    is neither a hit nor a seed (the walk runs again)."""
+    atlas = shared_atlas()
+    atlas.add_memories(TEXTS, namespace="p", session_id="s")
+    _hits(atlas)
+    prefetch = FalkorGraphStore.prefetch
+    with round_trips(monkeypatch) as seen:
+        asked: list[int] = []
+
+        def counted(self: FalkorGraphStore, ids: Sequence[str], *, edges: bool = False) -> None:
+            before = len(seen)
+            prefetch(self, ids, edges=edges)
+            asked.append(len(seen) - before)
+
+        monkeypatch.setattr(FalkorGraphStore, "prefetch", counted)
+        _hits(atlas)
+    assert len(seen) > 1 and sum(asked) == 0  # the walk's hops read every node the recall needs
+    (chatter,) = atlas.add_memories(["oat milk coffee ok"], namespace="p", session_id="s")
+    (ok,) = atlas.add_memories(["ok"], namespace="p", session_id="s")
+    hits = dict(_hits(atlas, "ok oat milk coffee"))
+    assert ok.id not in hits and chatter.id in hits
