@@ -86,15 +86,13 @@ class Writes(Relations, AtlasCore):
         return self._write(specs, progress=show if progress is None else bool(progress))
 
     def _write(self, specs: Sequence[MemorySpec], *, progress: bool) -> list[MemoryNode]:
-        items = [(s.content, s.namespace, s.session_id, s.metadata) for s in specs]
-        texts = self._state.runs.texts(items)  # a message continuing its speaker's run: with its previous one
         held = self._life.hold_back(specs)  # the write filter: unimportant turns stay in working memory only
-        texts = [t for i, t in enumerate(texts) if i not in held]
         specs = [s for i, s in enumerate(specs) if i not in held]
         missing = [i for i, s in enumerate(specs) if s.embedding is None]
         vectors: dict[int, npt.NDArray[np.float32]] = {}
         if missing:  # the model runs with the collector on: it is process-wide, and a model call can be long
-            embedded = self._embed([texts[i] for i in missing], progress=progress)
+            embedded = self._embed([labelled(specs[i].content, specs[i].metadata) for i in missing],
+                                   progress=progress)
             vectors = dict(zip(missing, embedded, strict=True))
         mentions = writes.entity_keys([s.content for s in specs], self.config, llm=self._life.llm)  # outside the lock
         with writes.collector_paused(), self._lock:  # no cycles to find (see collector_paused)
@@ -124,7 +122,6 @@ class Writes(Relations, AtlasCore):
                 self._life.drop_empty(also={s.namespace for s in specs})  # a namespace the failed write made
                 raise
             self._learn_speakers(node for _, node in written)
-            self._state.runs.remember(items)
             self.events.emit_many("add", namespaces=[part.namespace for part, _ in written],
                                   node_ids=[node.id for _, node in written], at=now, reason="add_memory",
                                   session_id=[node.session_id for _, node in written])
@@ -264,7 +261,6 @@ class Writes(Relations, AtlasCore):
                                  reason="forget", session_id=held.session_id)
                 return
             part, node = self._locate(node_id, namespace)
-            self._state.runs.drop(part.namespace, node.session_id)
             self._life.remove(part, node, kind="forget", reason="forget")
             self._life.drop_empty()
 
@@ -287,7 +283,6 @@ class Writes(Relations, AtlasCore):
         with self._lock:
             part = self._part(ns)
             self._life.held.drop(ns, session)
-            self._state.runs.drop(ns, session)
             if part is None or session not in part.sessions:
                 return 0
             now = self.clock.now()

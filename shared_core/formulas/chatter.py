@@ -26,12 +26,7 @@ from collections.abc import Mapping
 
 from .subqueries import speaker_of
 
-__all__ = ["BACKCHANNEL", "CONTINUED_CHARS", "body", "contentless", "continued"]
-
-#: how much of a speaker's previous message (its last characters) `continued` puts before the next
-#: one: a bound, so that the embedded text stays within the model's window (MiniLM reads 256 word
-#: pieces, about 1,000 characters), not a fitted constant
-CONTINUED_CHARS = 400
+__all__ = ["BACKCHANNEL", "contentless"]
 
 #: words a backchannel is made of (lower case): acknowledgements, thanks, interjections,
 #: greetings, chat acronyms and the function words that go with them ("oh me too", "that's so cool");
@@ -72,41 +67,14 @@ def _contentless(body: str) -> bool:
     return all(_known(m.group(0)) for m in _WORD.finditer(body.lower()))
 
 
-def body(content: str, metadata: Mapping[str, object] | None = None) -> str:
-    """``content`` without its speaker's ``"Name: "`` label (the metadata's speaker, any case, or
-    a chat label), stripped.
-
-    >>> body("Kate: went hiking"), body("kate: ok", {"speaker": "Kate"}), body("note: oat milk")
-    ('went hiking', 'ok', 'note: oat milk')
-    """
-    head, colon, rest = content.partition(":")
-    if colon:
-        labels = {who.lower() for who in (speaker_of(content, metadata), speaker_of(content)) if who}
-        if head.strip().lower() in labels:
-            return rest.strip()
-    return content.strip()
-
-
-def continued(speaker: str, previous: str, content: str, metadata: Mapping[str, object] | None = None) -> str:
-    """The text to embed for a message that continues its speaker's previous message (the next
-    message of one speaker in one session, nobody in between): one labelled line of the end of
-    the previous message's body (at most `CONTINUED_CHARS` characters, cut at a word) and this
-    message's body. A chat turn sent as several messages ("Went hiking Saturday." / "It was
-    great.") is one utterance: alone, "Kate: It was great." is embedded as little more than its
-    label, close to every question about Kate. The stored content is never changed.
-
-    >>> continued("Kate", "Went hiking Saturday.", "Kate: It was great.")
-    'Kate: Went hiking Saturday. It was great.'
-    """
-    tail = previous[-CONTINUED_CHARS:]
-    if len(previous) > CONTINUED_CHARS and " " in tail:
-        tail = tail.split(" ", 1)[1]
-    return f"{speaker}: {tail} {body(content, metadata)}"
-
-
 def contentless(content: str, metadata: Mapping[str, object] | None = None) -> bool:
     """Whether ``content`` (a chat message, its ``"Name: "`` label or its metadata's
     ``speaker`` aside) carries no fact: no word, or only backchannel words (see the module)."""
     if len(content) > 200:  # nobody types that much to say "ok"
         return False
-    return _contentless(body(content, metadata))  # the label of the metadata's speaker (any case), or a chat label
+    head, colon, rest = content.partition(":")
+    if colon:  # the label of the metadata's speaker (any case), or a chat label ("Kate: ok")
+        labels = {who.lower() for who in (speaker_of(content, metadata), speaker_of(content)) if who}
+        if head.strip().lower() in labels:
+            content = rest
+    return _contentless(content)

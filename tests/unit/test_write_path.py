@@ -283,38 +283,3 @@ def test_a_speaker_only_in_the_metadata_is_embedded_as_a_label_and_the_content_i
     [stored] = part.vectors.get_many([one.id])
     assert stored is not None
     assert np.allclose(stored, HashingEmbedder(dim=128).embed(["Kate: went hiking today"])[0], atol=1e-6)
-
-
-def test_a_message_continuing_its_speakers_run_is_embedded_with_the_previous_one() -> None:
-    """A turn sent as several messages: a message whose session's previous message has the same
-    speaker (both with content) is embedded with the end of it, in a batch and across calls; a
-    message of another speaker, another session, a backchannel or one after `forget` is embedded
-    as its own labelled line. Stored content is unchanged."""
-
-    class Recording(HashingEmbedder):
-        def __init__(self) -> None:
-            super().__init__(dim=128)
-            self.seen: list[str] = []
-
-        def embed(self, texts: list[str]):  # type: ignore[no-untyped-def, override]
-            self.seen.extend(texts)
-            return super().embed(texts)
-
-    embedder = Recording()
-    atlas = ElasticMemoryAtlas(embedder=embedder, clock=ManualClock(1_700_000_000.0))
-    kate, jon = {"speaker": "Kate"}, {"speaker": "Jon"}
-    nodes = atlas.add_memories([{"content": "Went hiking Saturday.", "metadata": kate},
-                                {"content": "Kate: It was great.", "metadata": kate},
-                                {"content": "Other session.", "metadata": kate, "session_id": "s2"},
-                                {"content": "Nice!", "metadata": jon},
-                                {"content": "Where?", "metadata": jon}], namespace="u", session_id="s1")
-    atlas.add_memory("Which trail?", namespace="u", session_id="s1", metadata=jon)  # a later call
-    atlas.add_memory("lol", namespace="u", session_id="s1", metadata=jon)  # a backchannel: alone, ends the run
-    after = atlas.add_memory("The ridge.", namespace="u", session_id="s1", metadata=jon)
-    atlas.forget(after.id)
-    atlas.add_memory("Long one.", namespace="u", session_id="s1", metadata=jon)  # its predecessor was forgotten
-    assert embedder.seen == [
-        "Kate: Went hiking Saturday.", "Kate: Went hiking Saturday. It was great.", "Kate: Other session.",
-        "Jon: Nice!", "Jon: Where?", "Jon: Where? Which trail?", "Jon: lol", "Jon: The ridge.", "Jon: Long one."]
-    assert [n.content for n in nodes] == ["Went hiking Saturday.", "Kate: It was great.", "Other session.",
-                                          "Nice!", "Where?"]
