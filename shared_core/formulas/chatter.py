@@ -73,8 +73,14 @@ def contentless(content: str, metadata: Mapping[str, object] | None = None) -> b
     if len(content) > 200:  # nobody types that much to say "ok"
         return False
     head, colon, rest = content.partition(":")
-    if colon:  # the label of the metadata's speaker (any case), or a chat label ("Kate: ok")
-        labels = {who.lower() for who in (speaker_of(content, metadata), speaker_of(content)) if who}
-        if head.strip().lower() in labels:
-            content = rest
-    return _contentless(content)
+    if not colon:
+        return _contentless(content)
+    # the whole message has the words of ``rest`` and more: when ``rest`` states something, so
+    # does the message, and its label need not be read (the common case, and a cached one)
+    if not _contentless(rest):
+        return False
+    if _contentless(content):
+        return True
+    # the label of the metadata's speaker (any case), or a chat label ("Kate: ok")
+    labels = {who.lower() for who in (speaker_of(content, metadata), speaker_of(content)) if who}
+    return head.strip().lower() in labels
