@@ -204,8 +204,14 @@ _VECTOR = "e.raw, CASE WHEN e.raw IS NULL THEN e.embedding ELSE null END"
 GET_VECTOR = f"MATCH (e:Embedding {{id: $id}}) RETURN {_VECTOR}"
 VECTOR_COUNT = "MATCH (e:Embedding) RETURN count(e)"
 # the index answers cosine *distances*, best first; filters apply after the k-nearest search, and
-# stale entries (see above) take places among the k: ask for k + stale
-VECTOR_SEARCH = ("OPTIONAL MATCH (c:Atlas) WITH $k + coalesce(c.stale, 0) AS wanted "
+# stale entries (see above) take places among the k: ask for k + stale. FalkorDB's HNSW search
+# keeps a beam of max(k, efRuntime) candidates, efRuntime 10 unless the index was made with
+# another: a small k would search with a beam of 10 and miss true neighbours of a question as a
+# namespace grows, so the search asks for at least `SEARCH_BREADTH` and keeps the k best (in the
+# statement: graphs made by any version get it; `docs/falkordb.md`, The vector index's breadth).
+SEARCH_BREADTH = 40
+_BROAD_K = f"CASE WHEN $k < {SEARCH_BREADTH} THEN {SEARCH_BREADTH} ELSE $k END"
+VECTOR_SEARCH = (f"OPTIONAL MATCH (c:Atlas) WITH {_BROAD_K} + coalesce(c.stale, 0) AS wanted "
                  "CALL db.idx.vector.queryNodes('Embedding', 'embedding', wanted, vecf32($query)) YIELD node, score "
                  "RETURN node.id, score ORDER BY score, node.id LIMIT $k")
 VECTOR_AMONG = ("UNWIND $ids AS id MATCH (e:Embedding {id: id}) "
@@ -330,7 +336,9 @@ def write_reserving(kinds: Sequence[str], *, named: bool = False, unnamed: bool 
 # `VECTOR_SEARCH` of each query vector of $queries in one statement: rows [index of the query,
 # id, distance, the hit's superseded flag, k], each query's k best (by distance, then id), k being
 # $top plus room for superseded hits (as `shared_core.store.base`'s default: one more than
-# their number, at most 9), counted in the same statement
+# their number, at most 9), counted in the same statement. Its queries are new memories' own
+# vectors, which a beam of 10 already finds the true neighbours of (unlike `VECTOR_SEARCH`'s
+# question-like queries): no `SEARCH_BREADTH` here, the write path's cost unchanged
 VECTOR_SEARCH_MANY = ("OPTIONAL MATCH (c:Atlas) WITH coalesce(c.stale, 0) AS stale "
                       "OPTIONAL MATCH (s:Memory) WHERE s.superseded = true WITH stale, count(s) AS superseded "
                       "WITH stale, $top + CASE WHEN superseded = 0 THEN 0 WHEN superseded < 8 THEN superseded + 1 "
@@ -421,7 +429,7 @@ def walk_hop_nodes_of(kind: str) -> str:
 
 
 # `VECTOR_SEARCH` with the node of each of the first $heads hits (null after them)
-VECTOR_SEARCH_NODES = ("OPTIONAL MATCH (c:Atlas) WITH $k + coalesce(c.stale, 0) AS wanted "
+VECTOR_SEARCH_NODES = (f"OPTIONAL MATCH (c:Atlas) WITH {_BROAD_K} + coalesce(c.stale, 0) AS wanted "
                        "CALL db.idx.vector.queryNodes('Embedding', 'embedding', wanted, vecf32($query)) "
                        "YIELD node, score WITH node, score ORDER BY score, node.id LIMIT $k "
                        "WITH collect([node.id, score]) AS hits UNWIND range(0, size(hits) - 1) AS rank "
