@@ -136,6 +136,19 @@ def test_a_nickname_names_the_one_speaker_it_is_short_for() -> None:
     assert speaker_words("Have Jean and John met?", {"Jon", "Gina"}) == ()  # a spelling variant: another person
 
 
+def test_a_pet_form_of_one_syllable_twice_names_the_one_speaker_it_starts() -> None:
+    from shared_core.formulas.subqueries import speaker_words
+
+    assert speaker_words("When did Gigi lose her job?", {"Gina", "Jon"}) == (("Gigi", "Gina"),)
+    assert speaker_words("Did Jojo and Lulu meet?", {"Joanna", "Lucy Hale"}) == (("Jojo", "Joanna"),
+                                                                                 ("Lulu", "Lucy Hale"))
+    assert speaker_words("Did Jojo call?", {"Joanna", "John"}) == ()  # starts two speakers' names
+    assert speaker_words("did gigi call?", {"Gina", "Jon"}) == ()  # capitalised only
+    assert speaker_words("Did Nana call?", {"Nate", "Joanna"}) == ()  # kin, not Nate
+    assert speaker_words("Did Gigo or Gig call?", {"Gina", "Jon"}) == ()  # no syllable twice
+    assert speaker_words("Did Gigigi call?", {"Gina", "Jon"}) == ()  # six letters: halves "gig", "igi"
+
+
 def test_a_speaker_named_by_a_nickname_runs_the_speaker_path() -> None:
     found = _speaker_hits("What do Jonny and Gina do for fun?", _chat({"Jon": "Jonathan"}))
     assert {t for t, paths in found.items() if "speaker" in paths} == FUN_TARGETS
