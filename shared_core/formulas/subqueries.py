@@ -100,7 +100,8 @@ def speaker_words(query: str, speakers: Collection[str]) -> tuple[tuple[str, str
     of two letters or more names the one speaker with a longer name word that the `nicknames`
     package (a curated table of English given names and their nicknames, shipped in its wheel)
     gives as a full form of it ("Jo" for Joanna, "Nate" for Nathan; "Jo" with Joanna and
-    Josephine both speaking names neither; "John" never names Jon); failing that, a capitalised
+    Josephine both speaking names neither; "John" never names Jon, nor "Ian" John, a pair the
+    table lists both ways); failing that, a capitalised
     word of four or six letters made of one syllable twice names the one speaker with a name word
     that starts with it ("Gigi" for Gina, not in the table; "Nana" and the like name kin, no
     speaker). Question and auxiliary
@@ -141,8 +142,10 @@ def _nickname_of(folded: str, exact: dict[str, tuple[str, ...]]) -> tuple[str, .
     """The one speaker with a name word, longer than ``folded``, that the nicknames table gives
     as a full form of it ("jo" -> "joanna"); () for none or several. (The table also lists
     spelling variants, "john" for "jon", which name another person as often as not, and longer
-    pet forms, which the short-form rule reads.)"""
-    found = {s for full in _full_names(folded) if len(full) > len(folded) for s in exact.get(full, ())}
+    pet forms, which the short-form rule reads; a pair it lists both ways, "ian" and "john",
+    is one name in two languages, two people as often as not, and names nobody.)"""
+    found = {s for full in _full_names(folded) if len(full) > len(folded) and folded not in _full_names(full)
+             for s in exact.get(full, ())}
     return tuple(found) if len(found) == 1 else ()
 
 

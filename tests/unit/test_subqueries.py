@@ -134,6 +134,8 @@ def test_a_nickname_names_the_one_speaker_it_is_short_for() -> None:
     assert speaker_words("Did Bob call?", {"Joanna", "Nate"}) == ()  # nobody's nickname
     assert speaker_words("Did Jo call?", {"Jo", "Joanna"}) == (("Jo", "Jo"),)  # a speaker's own name first
     assert speaker_words("Have Jean and John met?", {"Jon", "Gina"}) == ()  # a spelling variant: another person
+    assert speaker_words("Did Ian call?", {"John", "Maria"}) == ()  # listed both ways: another person
+    assert speaker_words("Did Jean call?", {"Jane", "Tom"}) == ()
 
 
 def test_a_pet_form_of_one_syllable_twice_names_the_one_speaker_it_starts() -> None:
