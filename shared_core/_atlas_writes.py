@@ -100,13 +100,12 @@ class Writes(Relations, AtlasCore):
             self._life.namespaces.check_limit((s.namespace for s in specs), self.config.max_namespaces)
             now = self.clock.now()
             written: list[tuple[Partition, MemoryNode]] = []
-            runs = self._state.runs.plan()  # bridges across backchannels (recorded once all is in)
             try:
                 batch = [spec.embedding if spec.embedding is not None else vectors[i]
                          for i, spec in enumerate(specs)]
                 where = self._state.where
                 for part, nodes in insert_batches(self.backend, specs, batch, now, self.config,
-                                                  on_rollback=self._life.remove, mentions=mentions, runs=runs):
+                                                  on_rollback=self._life.remove, mentions=mentions):
                     for node in nodes:  # each group is all-or-nothing; earlier groups are undone below
                         where[node.id] = part.namespace
                         if node.expires_at is not None:
@@ -123,7 +122,6 @@ class Writes(Relations, AtlasCore):
                 self._life.drop_empty(also={s.namespace for s in specs})  # a namespace the failed write made
                 raise
             self._learn_speakers(node for _, node in written)
-            runs.commit()
             self.events.emit_many("add", namespaces=[part.namespace for part, _ in written],
                                   node_ids=[node.id for _, node in written], at=now, reason="add_memory",
                                   session_id=[node.session_id for _, node in written])
@@ -263,7 +261,6 @@ class Writes(Relations, AtlasCore):
                                  reason="forget", session_id=held.session_id)
                 return
             part, node = self._locate(node_id, namespace)
-            self._state.runs.drop(part.namespace, node.session_id)
             self._life.remove(part, node, kind="forget", reason="forget")
             self._life.drop_empty()
 
@@ -286,7 +283,6 @@ class Writes(Relations, AtlasCore):
         with self._lock:
             part = self._part(ns)
             self._life.held.drop(ns, session)
-            self._state.runs.drop(ns, session)
             if part is None or session not in part.sessions:
                 return 0
             now = self.clock.now()

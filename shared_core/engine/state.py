@@ -35,7 +35,6 @@ from ..values.config import AtlasConfig
 from ..values.model import CustomRelation, MemoryNode, with_embedding
 from .decompose import SpeakerBook
 from .events import EventLog
-from .runs import SessionRuns
 
 __all__ = ["EngineState"]
 
@@ -66,8 +65,6 @@ class EngineState:
         self.relations: dict[str, CustomRelation] = {}
         #: The speakers seen per namespace (written, or found by a recall), to embed sub-queries early.
         self.speakers = SpeakerBook()
-        #: Each session's last message with content, to bridge a chat message across backchannels.
-        self.runs = SessionRuns()
 
     @property
     def backend(self) -> Backend:

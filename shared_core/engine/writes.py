@@ -28,7 +28,6 @@ from ..values import _validate as check
 from ..values.config import AtlasConfig
 from ..values.errors import InvalidInputError, InvalidMemoryError
 from ..values.model import MemoryNode, Relation, new_ids, node_of, with_embedding
-from .runs import Plan
 
 __all__ = ["MemorySpec", "build_spec", "collector_paused", "entity_keys", "insert_batches", "insert_memories",
            "insert_memory", "returned_nodes", "specs_from_items"]
@@ -105,8 +104,8 @@ def insert_memory(part: Partition, spec: MemorySpec, vec: npt.NDArray[np.float32
 
 
 def insert_memories(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDArray[np.float32], now: float,
-                    cfg: AtlasConfig, *, on_rollback: Callable[..., None], mentions: Mentions | None = None,
-                    runs: Plan | None = None) -> list[MemoryNode]:
+                    cfg: AtlasConfig, *, on_rollback: Callable[..., None], mentions: Mentions | None = None
+                    ) -> list[MemoryNode]:
     """Insert a batch of memories into one partition, linked as if inserted one by one; all or
     nothing. (`insert_batches` and `insert_memory` check the specs' expiry times first.)
 
@@ -115,10 +114,8 @@ def insert_memories(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDAr
     chunk with itself (the earlier rows of the chunk), and its text goes into the keyword index in
     one transaction. ``mentions`` (each memory's entity keys, see `entity_keys`; extracted here
     when None and ``cfg.entity_extraction`` is on) go into the partition's `EntityIndex` after
-    each chunk's write. ``runs``, when given, bridges a chat message to its speaker's previous one
-    across the other speaker's backchannels (`shared_core.engine.runs`; the caller commits the plan
-    once the whole write succeeded). If any store fails, every memory of the batch is removed again
-    (its mentions with it) and the partition's write counter restored.
+    each chunk's write. If any store fails, every memory of the batch is removed again (its
+    mentions with it) and the partition's write counter restored.
     """
     if mentions is None:
         mentions = entity_keys([spec.content for spec in specs], cfg)
@@ -129,7 +126,7 @@ def insert_memories(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDAr
             for start in range(0, len(specs), CHUNK):
                 chunk = specs[start:start + CHUNK]
                 nodes = _insert_chunk(part, chunk, vecs[start:start + len(chunk)], now, cfg, done,
-                                      None if mentions is None else mentions[start:start + len(chunk)], runs)
+                                      None if mentions is None else mentions[start:start + len(chunk)])
                 if first_turn is None and nodes:
                     first_turn = nodes[0].turn
     except BaseException:
@@ -143,8 +140,7 @@ def insert_memories(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDAr
 
 def insert_batches(backend: Backend, specs: Sequence[MemorySpec], vecs: Sequence[npt.NDArray[np.float32]],
                    now: float, cfg: AtlasConfig, *, on_rollback: Callable[..., None],
-                   mentions: Mentions | None = None, runs: Plan | None = None
-                   ) -> Iterator[tuple[Partition, list[MemoryNode]]]:
+                   mentions: Mentions | None = None) -> Iterator[tuple[Partition, list[MemoryNode]]]:
     """`insert_memories` for each run of consecutive specs of one namespace, yielding each
     partition with its new nodes as soon as they are in (so the caller can undo earlier runs if
     a later one fails). Every spec's expiry time is checked before the first insert."""
@@ -159,7 +155,7 @@ def insert_batches(backend: Backend, specs: Sequence[MemorySpec], vecs: Sequence
         assert part is not None
         matrix = np.array(vecs[start:end], dtype=np.float32)  # (faster than np.stack)
         yield part, insert_memories(part, specs[start:end], matrix, now, cfg, on_rollback=on_rollback,
-                                    mentions=None if mentions is None else mentions[start:end], runs=runs)
+                                    mentions=None if mentions is None else mentions[start:end])
         start = end
 
 
@@ -194,8 +190,7 @@ def returned_nodes(written: Sequence[tuple[Partition, MemoryNode]], vectors: Seq
 
 
 def _insert_chunk(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDArray[np.float32], now: float,
-                  cfg: AtlasConfig, done: list[MemoryNode], mentions: Mentions | None,
-                  runs: Plan | None = None) -> list[MemoryNode]:
+                  cfg: AtlasConfig, done: list[MemoryNode], mentions: Mentions | None) -> list[MemoryNode]:
     """Insert one chunk and append its nodes to ``done`` (also when the write fails: the caller
     removes what it may have stored); the partition reserves the chunk's turns
     (`Partition.write_batch`)."""
@@ -218,15 +213,12 @@ def _insert_chunk(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDArra
                                   kind=spec.kind))
         return nodes
 
-    bridges = None if runs is None or not cfg.link_temporal else runs.bridges(
-        namespace, [(fresh_ids[j], sessions[j], spec.content, spec.metadata) for j, spec in enumerate(specs)])
     try:
         nodes = part.write_batch(WriteBatch(build=build, vectors=vecs, similar_top=cfg.similar_top,
                                             min_similarity=cfg.similar_threshold, link_temporal=cfg.link_temporal,
                                             links=[spec.links for spec in specs], created_at=now,
                                             keyword_texts=[keyword_text(spec.content, spec.metadata)
-                                                           for spec in specs],
-                                            bridges=bridges if bridges is not None and any(bridges) else None))
+                                                           for spec in specs]))
     except BaseException:
         done.extend(build(0))  # the ids the failed write may have stored part of
         raise

@@ -304,8 +304,7 @@ def _store(part: PartitionBase, batch: WriteBatch, nodes: Sequence[MemoryNode]) 
     last: dict[str | None, str] = {}  # each session's newest id so far
     similar_to, before, link_temporal = Relation.SIMILAR_TO, Relation.BEFORE, batch.link_temporal
     add, sessions = links.append, [node.session_id for node in nodes]
-    bridges = [None] * len(ids) if batch.bridges is None else batch.bridges
-    for node_id, session, extra, hits, bridge in zip(ids, sessions, batch.links, similar, bridges, strict=True):
+    for node_id, session, extra, hits in zip(ids, sessions, batch.links, similar, strict=True):
         if link_temporal:
             previous = last.get(session)
             if previous is None:  # the session's newest before this chunk (tracked below: none of the chunk)
@@ -314,8 +313,6 @@ def _store(part: PartitionBase, batch: WriteBatch, nodes: Sequence[MemoryNode]) 
             if previous is not None:
                 add((previous, node_id, before, 1.0))
             last[session] = node_id
-            if bridge is not None and bridge != previous and graph.has(bridge):  # across backchannels
-                add((bridge, node_id, before, 1.0))
         for other, sim in hits:
             add((node_id, other if isinstance(other, str) else ids[other], similar_to, sim))
         if extra:

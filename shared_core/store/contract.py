@@ -260,12 +260,8 @@ class WriteBatch:
     ``first`` is), their vectors, the neighbour search (the ``similar_top`` best at or above
     ``min_similarity``, superseded memories dropped), whether each memory follows its session's
     previous one (``before`` edges), the caller's extra links per node, the edges' creation
-    time, the text each memory's keyword entry is made from (``keyword_texts``, one per row;
-    None: each node's content), which `keyword_rows` gives the keyword index, and each row's
-    *bridge* (``bridges``, one per row, or None for none at all): the id of a memory, stored
-    before or an earlier row, to draw one more ``before`` edge from to the row's memory (a chat
-    message from its speaker's previous one across the other's backchannels, see
-    `shared_core.engine.runs`); a store draws none from a memory it does not hold.
+    time, and the text each memory's keyword entry is made from (``keyword_texts``, one per row;
+    None: each node's content), which `keyword_rows` gives the keyword index.
 
     >>> import numpy as np
     >>> from shared_core.values.model import MemoryNode
@@ -285,7 +281,6 @@ class WriteBatch:
     links: Sequence[Sequence[tuple[str, AnyRelation, float]]]
     created_at: float
     keyword_texts: Sequence[str] | None = None
-    bridges: Sequence[str | None] | None = None
 
     @property
     def count(self) -> int:

@@ -157,15 +157,12 @@ def _write(part: Target, batch: WriteBatch, first: int, whole: bool) -> list[Mem
     # -- the edges, in the default's order ---------------------------------------------------
     links: list[tuple[str, str, AnyRelation, float]] = []
     last: dict[str | None, str | None] = dict(latest)
-    bridges = [None] * len(ids) if batch.bridges is None else batch.bridges
-    for node_id, session, extra, hits_of, bridge in zip(ids, sessions, batch.links, similar, bridges, strict=True):
+    for node_id, session, extra, hits_of in zip(ids, sessions, batch.links, similar, strict=True):
         if batch.link_temporal:
             previous = last.get(session, _HEAD)  # _HEAD: the statement finds it (whole batches)
             if previous is not None:
                 links.append((previous, node_id, Relation.BEFORE, 1.0))
             last[session] = node_id
-            if bridge is not None and bridge != previous:  # across backchannels (none from a missing memory:
-                links.append((bridge, node_id, Relation.BEFORE, 1.0))  # the statement matches both ends)
         for other, sim in hits_of:
             links.append((node_id, other if isinstance(other, str) else ids[other], Relation.SIMILAR_TO, sim))
         if extra:
