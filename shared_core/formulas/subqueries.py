@@ -64,6 +64,8 @@ _MIN_SHORT = 3
 _MAX_SUFFIX = 3
 # The shortest nickname `speaker_words` looks up in the nicknames table ("Jo" for Joanna).
 _MIN_NICKNAME = 2
+# Words for kin made of one syllable said twice, never read as a speaker's pet form (`_doubled`).
+_KIN = frozenset(("mama", "papa", "nana", "dada", "baba", "mimi", "gaga"))
 # A speaker label at the start of a memory: "Name:" (one to three capitalised words).
 _LABEL = re.compile(r"^\s*([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2})\s*:")
 #: The metadata key under which a merged memory keeps what it absorbed (id, text, metadata, ...:
@@ -98,7 +100,11 @@ def speaker_words(query: str, speakers: Collection[str]) -> tuple[tuple[str, str
     of two letters or more names the one speaker with a longer name word that the `nicknames`
     package (a curated table of English given names and their nicknames, shipped in its wheel)
     gives as a full form of it ("Jo" for Joanna, "Nate" for Nathan; "Jo" with Joanna and
-    Josephine both speaking names neither; "John" never names Jon). Question and auxiliary
+    Josephine both speaking names neither; "John" never names Jon, nor "Ian" John, a pair the
+    table lists both ways); failing that, a capitalised
+    word of four or six letters made of one syllable twice names the one speaker with a name word
+    that starts with it ("Gigi" for Gina, not in the table; "Nana" and the like name kin, no
+    speaker). Question and auxiliary
     words (``"will"``, ``"who"``) never name anyone. A word that names two speakers (a shared
     surname) names both.
 
@@ -126,6 +132,8 @@ def speaker_words(query: str, speakers: Collection[str]) -> tuple[tuple[str, str
             named = _short_form(folded, by_part, ordered)
         if not named and word in cased and len(word) >= _MIN_NICKNAME:
             named = _nickname_of(folded, exact)
+        if not named and word in cased:
+            named = _doubled(folded, by_part, ordered)
         pairs += [(word, s) for s in named]
     return tuple(pairs)
 
@@ -134,8 +142,10 @@ def _nickname_of(folded: str, exact: dict[str, tuple[str, ...]]) -> tuple[str, .
     """The one speaker with a name word, longer than ``folded``, that the nicknames table gives
     as a full form of it ("jo" -> "joanna"); () for none or several. (The table also lists
     spelling variants, "john" for "jon", which name another person as often as not, and longer
-    pet forms, which the short-form rule reads.)"""
-    found = {s for full in _full_names(folded) if len(full) > len(folded) for s in exact.get(full, ())}
+    pet forms, which the short-form rule reads; a pair it lists both ways, "ian" and "john",
+    is one name in two languages, two people as often as not, and names nobody.)"""
+    found = {s for full in _full_names(folded) if len(full) > len(folded) and folded not in _full_names(full)
+             for s in exact.get(full, ())}
     return tuple(found) if len(found) == 1 else ()
 
 
@@ -158,11 +168,33 @@ def _short_form(folded: str, by_part: dict[str, tuple[str, ...]], ordered: tuple
     found: set[str] = set()
     for n in range(max(_MIN_SHORT, len(folded) - _MAX_SUFFIX), len(folded)):  # "johnny" -> "john"
         found.update(by_part.get(folded[:n], ()))
-    i = bisect.bisect_left(ordered, folded)  # name words that start with it: "mel" -> "melanie"
-    while i < len(ordered) and ordered[i].startswith(folded) and len(found) < 2:
+    _starting(folded, by_part, ordered, found)  # name words that start with it: "mel" -> "melanie"
+    return tuple(found) if len(found) == 1 else ()
+
+
+def _doubled(folded: str, by_part: dict[str, tuple[str, ...]], ordered: tuple[str, ...]) -> tuple[str, ...]:
+    """A pet form made of a name's first syllable said twice ("gigi" for Gina, "jojo", "lulu"): a
+    word of four or six letters whose halves are equal names the one speaker with a name word
+    (three letters or more) that starts with the half; () for none or several, and for the
+    kinship words made so (`_KIN`: "nana" is a grandmother, not Nate).
+
+    >>> _doubled("gigi", {"gina": ("Gina",), "jon": ("Jon",)}, ("gina", "jon")), _doubled("gina", {}, ())
+    (('Gina',), ())
+    """
+    half = len(folded) // 2
+    if len(folded) not in (4, 6) or folded[:half] != folded[half:] or folded in _KIN:
+        return ()
+    found: set[str] = set()
+    _starting(folded[:half], by_part, ordered, found)
+    return tuple(found) if len(found) == 1 else ()
+
+
+def _starting(prefix: str, by_part: dict[str, tuple[str, ...]], ordered: tuple[str, ...], found: set[str]) -> None:
+    """Add to ``found`` the speakers of the name words that start with ``prefix``, stopping at two."""
+    i = bisect.bisect_left(ordered, prefix)
+    while i < len(ordered) and ordered[i].startswith(prefix) and len(found) < 2:
         found.update(by_part[ordered[i]])
         i += 1
-    return tuple(found) if len(found) == 1 else ()
 
 
 @functools.lru_cache(maxsize=256)

@@ -134,6 +134,21 @@ def test_a_nickname_names_the_one_speaker_it_is_short_for() -> None:
     assert speaker_words("Did Bob call?", {"Joanna", "Nate"}) == ()  # nobody's nickname
     assert speaker_words("Did Jo call?", {"Jo", "Joanna"}) == (("Jo", "Jo"),)  # a speaker's own name first
     assert speaker_words("Have Jean and John met?", {"Jon", "Gina"}) == ()  # a spelling variant: another person
+    assert speaker_words("Did Ian call?", {"John", "Maria"}) == ()  # listed both ways: another person
+    assert speaker_words("Did Jean call?", {"Jane", "Tom"}) == ()
+
+
+def test_a_pet_form_of_one_syllable_twice_names_the_one_speaker_it_starts() -> None:
+    from shared_core.formulas.subqueries import speaker_words
+
+    assert speaker_words("When did Gigi lose her job?", {"Gina", "Jon"}) == (("Gigi", "Gina"),)
+    assert speaker_words("Did Jojo and Lulu meet?", {"Joanna", "Lucy Hale"}) == (("Jojo", "Joanna"),
+                                                                                 ("Lulu", "Lucy Hale"))
+    assert speaker_words("Did Jojo call?", {"Joanna", "John"}) == ()  # starts two speakers' names
+    assert speaker_words("did gigi call?", {"Gina", "Jon"}) == ()  # capitalised only
+    assert speaker_words("Did Nana call?", {"Nate", "Joanna"}) == ()  # kin, not Nate
+    assert speaker_words("Did Gigo or Gig call?", {"Gina", "Jon"}) == ()  # no syllable twice
+    assert speaker_words("Did Gigigi call?", {"Gina", "Jon"}) == ()  # six letters: halves "gig", "igi"
 
 
 def test_a_speaker_named_by_a_nickname_runs_the_speaker_path() -> None:
