@@ -158,11 +158,7 @@ class FalkorDBBackend(BackendBase):
         graph = GraphKey(self.conn, key)
         for statement in (q.RANGE_INDEX, q.EMBEDDING_INDEX, q.FLAGS_INDEX, q.vector_index(self.dim), q.TERMS_INDEX,
                           q.SESSION_INDEX):
-            try:
-                graph.write(statement)
-            except BackendError as exc:
-                if "already indexed" not in str(exc):
-                    raise
+            _created(graph, statement)
         graph.write(q.COUNTER)
         self.until_built(key)
 
