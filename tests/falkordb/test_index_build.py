@@ -28,14 +28,19 @@ def _statuses(backend: FalkorDBBackend, namespace: str) -> dict[str, str]:
     return {str(label): str(status) for label, _, status in backend.conn.run(backend.key(namespace), q.INDEX_STATES)}
 
 
-def test_the_first_write_of_a_namespace_waits_for_its_indexes(prefixed_url: str) -> None:
-    backend = FalkorDBBackend.from_url(prefixed_url, dim=DIM)
+def _keep_the_index_thread_busy(backend: FalkorDBBackend) -> None:
+    """Create an index over `BUSY` nodes of namespace "busy": the server builds it first."""
     busy = backend.partition("busy", create=True)
     assert busy is not None
     busy.graph_key.write(f"UNWIND range(1, {BUSY}) AS i CREATE (:Busy {{v: i}})")
     busy.graph_key.write("CREATE INDEX FOR (b:Busy) ON (b.v)")
     # the premise: the server's index thread is busy when the new namespace's indexes are made
     assert _statuses(backend, "busy")["Busy"] != "OPERATIONAL", "built at once: the race is not provoked"
+
+
+def test_the_first_write_of_a_namespace_waits_for_its_indexes(prefixed_url: str) -> None:
+    backend = FalkorDBBackend.from_url(prefixed_url, dim=DIM)
+    _keep_the_index_thread_busy(backend)
     part = backend.partition("fresh", create=True)
     assert part is not None
     assert set(_statuses(backend, "fresh").values()) == {"OPERATIONAL"}
@@ -53,10 +58,7 @@ def test_indexes_not_built_in_time_fail_the_write_and_a_later_one_waits_again(pr
     seen) before anything is written to it."""
     backend = FalkorDBBackend.from_url(prefixed_url, dim=DIM)
     impatient = FalkorDBBackend.from_url(f"{prefixed_url}&timeout=0.05", dim=DIM)
-    busy = backend.partition("busy", create=True)
-    assert busy is not None
-    busy.graph_key.write(f"UNWIND range(1, {BUSY}) AS i CREATE (:Busy {{v: i}})")
-    busy.graph_key.write("CREATE INDEX FOR (b:Busy) ON (b.v)")
+    _keep_the_index_thread_busy(backend)
     with pytest.raises(BackendError, match=r"has not built the indexes of .*Embedding"):
         impatient.partition("fresh", create=True)
     assert "fresh" not in impatient._parts
@@ -64,3 +66,4 @@ def test_indexes_not_built_in_time_fail_the_write_and_a_later_one_waits_again(pr
     part = backend.partition("fresh", create=True)
     assert part is not None and set(_statuses(backend, "fresh").values()) == {"OPERATIONAL"}
     backend.close()
+
