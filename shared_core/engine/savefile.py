@@ -40,10 +40,15 @@ from ..values import _validate as check
 from ..values._records import MAX_STATE_DEPTH, rule
 from ..values.errors import CorruptFileError, InvalidInputError
 
-__all__ = ["FORMAT", "VERSION", "PathLike", "atomic_write", "read_savefile", "unpack_limit"]
+__all__ = ["FORMAT", "READS", "VERSION", "PathLike", "atomic_write", "read_savefile", "unpack_limit"]
 
 FORMAT = "elastic-atlas"
-VERSION = 1
+#: the format version written; a file of any version in `READS` loads. Version 2 (library
+#: session 16) dropped the lifecycle's ``indexed`` map, the keyword texts of merged memories,
+#: which are derived since (`shared_core.engine.lifecycle.capacity.node_bytes`); a version 1
+#: file still carries it, and it is checked and not used.
+VERSION = 2
+READS = (1, 2)
 _CHUNK = 1 << 20
 PathLike = str | os.PathLike[str]
 
@@ -140,9 +145,9 @@ def read_savefile(path: PathLike, max_unpacked: int | None = None
             manifest = _json(_member(zf, "manifest.json", budget, where), "manifest.json", where)
             if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
                 raise CorruptFileError(f"{where} is not an Elastic Atlas file")
-            if manifest.get("version") != VERSION:
+            if manifest.get("version") not in READS:
                 raise CorruptFileError(f"{where} has format version {manifest.get('version')!r}; "
-                                       f"this library reads version {VERSION}")
+                                       f"this library reads versions {READS[0]} to {READS[-1]}")
             digests = manifest.get("sha256")
             if not isinstance(digests, dict) or "state.json" not in digests:
                 raise CorruptFileError(f"{where}: the manifest lists no members")

@@ -123,7 +123,7 @@ def check_edge(record: object, ids: set[str], namespace: str,
 def check_lifecycle(state: object) -> list[MemoryNode]:
     """Check the lifecycle's saved state (`shared_core.engine.lifecycle.manager.Lifecycle.state`); returns the
     held turns' nodes."""
-    _fail(isinstance(state, Mapping) and {"held", "dirty", "since_compress", "since_prune", "indexed"} <= set(state),
+    _fail(isinstance(state, Mapping) and {"held", "dirty", "since_compress", "since_prune"} <= set(state),
           "the lifecycle state is malformed")
     assert isinstance(state, Mapping)
     held = state["held"]
@@ -138,7 +138,7 @@ def check_lifecycle(state: object) -> list[MemoryNode]:
     for n in since.values():
         rule("since_compress", check.count, n, "since_compress")
     rule("since_prune", check.count, state["since_prune"], "since_prune")
-    indexed = state["indexed"]
+    indexed = state.get("indexed", {})  # format version 1 only: derived since (`capacity.node_bytes`)
     _fail(isinstance(indexed, Mapping), "the keyword texts are malformed")
     for node_id, text in indexed.items():
         _fail(isinstance(node_id, str), f"a keyword text's id is not a string: {node_id!r:.40}")

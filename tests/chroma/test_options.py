@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
+import sqlite3
+from pathlib import Path
 
 import pytest
 
 from shared_core.store.chroma import ChromaBackend, collection_name
-from shared_core.values.errors import InvalidInputError
+from shared_core.store.chroma._store import DB_NAME, Store
+from shared_core.values.errors import CorruptFileError, InvalidInputError
 
 
 def test_url_options() -> None:
@@ -40,3 +43,16 @@ def test_an_unknown_option_is_named_as_unknown() -> None:
         ChromaBackend.from_url("chroma:dir?speed=1")
     with pytest.raises(InvalidInputError, match="bad value 'soon' for 'flush_interval'"):
         ChromaBackend.from_url("chroma:dir?flush_interval=soon")
+
+
+@pytest.mark.parametrize("table", ["namespaces", "memories"])
+def test_a_store_table_sqlite_cannot_read_is_a_corrupt_file(tmp_path: Path, table: str) -> None:
+    """Each read of the directory's sqlite file (`_store.Store._rows`) turns sqlite's error into
+    `CorruptFileError` naming the directory."""
+    store = Store(tmp_path, dim=4, read_only=False)
+    assert store.registered() == {} and store.memory_ids() == {}
+    with sqlite3.connect(tmp_path / DB_NAME) as other:
+        other.execute(f"DROP TABLE {table}")
+    read = store.registered if table == "namespaces" else store.memory_ids
+    with pytest.raises(CorruptFileError, match=f"the store of {re.escape(repr(str(tmp_path)))} is unreadable"):
+        read()

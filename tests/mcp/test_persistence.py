@@ -10,7 +10,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from shared_core import ElasticMemoryAtlas, HashingEmbedder
+from shared_core import ElasticMemoryAtlas, HashingEmbedder, InvalidInputError
 from shared_core.apps.mcp import main
 from shared_core.apps.mcp._autosave import AutoSaver
 
@@ -112,3 +112,33 @@ def test_the_autosaver_saves_only_what_changed(tmp_path: Path) -> None:
     with pytest.raises(OSError):
         broken.close()
     assert broken.saves == 0 and not any(tmp_path.glob(".memory.atlas.*"))  # no temporary file left
+
+
+def test_the_autosaver_saves_in_the_background_and_logs_a_failed_round(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Its rounds run on a `MaintenanceTimer` thread: a change is saved within a round; a round
+    whose save fails is logged and the next one saves; a bad ``every`` is refused with nothing
+    left subscribed."""
+    atlas = ElasticMemoryAtlas(embedder=HashingEmbedder())
+    subscribers = list(atlas.events._subscribers)
+    for every in (-1, float("nan"), True):
+        with pytest.raises(InvalidInputError, match="every must be"):
+            AutoSaver(atlas, tmp_path / "memory.atlas", every=every)  # type: ignore[arg-type]
+    assert atlas.events._subscribers == subscribers
+    path = tmp_path / "memory.atlas"
+    path.mkdir()  # the first rounds cannot replace it
+    saver = AutoSaver(atlas, path, every=0.01)
+    try:
+        atlas.add_memory("Dan keeps bees", namespace="dan")
+        deadline = time.monotonic() + TIMEOUT
+        while "could not save the atlas" not in caplog.text:
+            assert time.monotonic() < deadline, "no failed round was logged"
+            time.sleep(0.01)
+        path.rmdir()
+        while saver.saves == 0:
+            assert time.monotonic() < deadline, "no round saved after the failure"
+            time.sleep(0.01)
+        assert [n.content for n in ElasticMemoryAtlas.load(path).memories(namespace="dan")] == ["Dan keeps bees"]
+    finally:
+        saver.close()
+    assert atlas.events._subscribers == subscribers

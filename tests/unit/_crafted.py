@@ -13,21 +13,23 @@ from typing import Any
 
 import numpy as np
 
+from shared_core.engine.savefile import VERSION
+
 Change = Callable[[dict[str, Any], dict[str, np.ndarray[Any, Any]]], Any]
 
 
-def sign(path: Path, members: dict[str, bytes], *, level: int = 6) -> None:
-    """Write ``members`` as a save file with a manifest whose checksums match them."""
+def sign(path: Path, members: dict[str, bytes], *, level: int = 6, version: int = VERSION) -> None:
+    """Write ``members`` as a save file of format ``version`` with a manifest whose checksums match them."""
     digests = {name: hashlib.sha256(data).hexdigest() for name, data in members.items()}
-    manifest = {"format": "elastic-atlas", "version": 1, "library": "0", "saved_at": 0.0, "sha256": digests}
+    manifest = {"format": "elastic-atlas", "version": version, "library": "0", "saved_at": 0.0, "sha256": digests}
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=level) as zf:
         zf.writestr("manifest.json", json.dumps(manifest))
         for name, data in members.items():
             zf.writestr(name, data)
 
 
-def rewrite(path: Path, change: Change) -> None:
-    """Apply ``change(state, arrays)`` to a saved file and sign it again."""
+def rewrite(path: Path, change: Change, *, version: int = VERSION) -> None:
+    """Apply ``change(state, arrays)`` to a saved file and sign it again (as format ``version``)."""
     with zipfile.ZipFile(path) as zf:
         members = {n: zf.read(n) for n in zf.namelist() if n != "manifest.json"}
     state = json.loads(members["state.json"])
@@ -38,7 +40,7 @@ def rewrite(path: Path, change: Change) -> None:
         buf = io.BytesIO()
         np.save(buf, array)
         members[name] = buf.getvalue()
-    sign(path, members)
+    sign(path, members, version=version)
 
 
 def node(state: dict[str, Any], **change: Any) -> None:
@@ -100,8 +102,8 @@ CRAFTED: list[tuple[str, Change, str]] = [
     ("held turn of kind memory", lambda s, a: s["lifecycle"]["held"][0].update(kind="memory"), "unknown kind"),
     ("held turn weight -1", lambda s, a: s["lifecycle"]["held"][0].update(weight=-1), "weight must be >= 0"),
     ("since_prune -1", lambda s, a: s["lifecycle"].update(since_prune=-1), "since_prune"),
-    ("empty keyword text", lambda s, a: s["lifecycle"]["indexed"].update(
-        {s["partitions"][1]["nodes"][0]["id"]: ""}), "keyword text"),
+    ("empty keyword text (version 1)", lambda s, a: s["lifecycle"].update(
+        indexed={s["partitions"][1]["nodes"][0]["id"]: ""}), "keyword text"),
     ("embedding dimension 10**9", lambda s, a: s["embedder"].update(dim=10**9), "bad embedding dimension"),
     ("config ttl 1e20", lambda s, a: s["config"].update(default_ttl=1e20), "default_ttl"),
     ("deep event data", lambda s, a: s["events"]["records"][0]["data"].update(k=nested(60)), "nests deeper than 40"),

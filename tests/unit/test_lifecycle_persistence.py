@@ -189,11 +189,11 @@ def test_foreign_and_future_files_are_refused(saved: tuple[ElasticMemoryAtlas, P
     with zipfile.ZipFile(path) as zf:
         members = {n: zf.read(n) for n in zf.namelist()}
     manifest = json.loads(members["manifest.json"])
-    manifest["version"] = 2
+    manifest["version"] = 3
     with zipfile.ZipFile(path, "w") as zf:
         for name, data in {**members, "manifest.json": json.dumps(manifest).encode()}.items():
             zf.writestr(name, data)
-    with pytest.raises(CorruptFileError, match="version 2; this library reads version 1"):
+    with pytest.raises(CorruptFileError, match="version 3; this library reads versions 1 to 2"):
         ElasticMemoryAtlas.load(path)
     with pytest.raises(FileNotFoundError):
         ElasticMemoryAtlas.load(tmp_path / "missing.atlas")

@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 
 from ...atlas import ElasticMemoryAtlas
+from ...engine.lifecycle.maintenance import MaintenanceTimer
 from ...values.errors import InvalidInputError
 
 __all__ = ["AutoSaver"]
@@ -43,28 +44,25 @@ class AutoSaver:
         if not self.path.parent.is_dir():
             raise InvalidInputError(f"cannot save to {str(self.path)!r}: "
                                     f"directory {str(self.path.parent)!r} does not exist")
-        if isinstance(every, bool) or not isinstance(every, (int, float)) or every < 0:
-            raise InvalidInputError(f"every must be a number of seconds >= 0, got {every!r}")
         self.atlas = atlas
-        self.every = float(every)
         self.saves = 0
         self._changed = threading.Event()
         if not self.path.exists():
             self._changed.set()
         self._saving = threading.Lock()
-        self._stop = threading.Event()
         self._unsubscribe = atlas.subscribe(lambda _event: self._changed.set())
-        self._thread: threading.Thread | None = None
-        if self.every > 0:
-            self._thread = threading.Thread(target=self._loop, name="atlas-autosave", daemon=True)
-            self._thread.start()
+        try:  # the rounds in the background (`every` is checked there)
+            self._timer = MaintenanceTimer(self._round, every=every, name="atlas-autosave")
+        except BaseException:
+            self._unsubscribe()
+            raise
+        self.every = self._timer.every
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.every):
-            try:
-                self.save_if_changed()
-            except Exception:  # keep serving; the next round (or close) tries again
-                logger.exception("could not save the atlas to %s", self.path)
+    def _round(self) -> None:
+        try:
+            self.save_if_changed()
+        except Exception:  # keep serving; the next round (or close) tries again
+            logger.exception("could not save the atlas to %s", self.path)
 
     def save_if_changed(self) -> bool:
         """Save now if anything changed since the last save; whether it saved. Raises if the save fails."""
@@ -83,8 +81,6 @@ class AutoSaver:
 
     def close(self) -> bool:
         """Stop saving in the background and save one last time if needed; whether it saved."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+        self._timer.close()
         self._unsubscribe()
         return self.save_if_changed()

@@ -25,6 +25,7 @@ import math
 import re
 from typing import Literal
 
+from ...formulas.subqueries import MERGED_FROM, keyword_text
 from ...values.model import MemoryNode
 from .write_filter import SMALL_TALK
 
@@ -60,17 +61,22 @@ def stored_bytes(*, text_bytes: int, metadata_bytes: int, dim: int, itemsize: in
     return overhead + dim * itemsize + 2 * text_bytes + metadata_bytes
 
 
-def node_bytes(node: MemoryNode, dim: int, *, indexed_text: str | None = None) -> int:
-    """`stored_bytes` of a node; ``indexed_text`` is the keyword index's text when it differs.
+def node_bytes(node: MemoryNode, dim: int) -> int:
+    """`stored_bytes` of a node. The text held twice is the content's, except for a merged
+    memory (one with ``metadata["merged_from"]``): the keyword index holds its merged text
+    (`shared_core.formulas.subqueries.keyword_text`: the content, then each absorbed memory's
+    wording), so its text counts as the mean of the content's bytes and that text's, rounded up.
 
     >>> node_bytes(MemoryNode(id="a", content="héllo", namespace="n"), 4)
     1058
     >>> node_bytes(MemoryNode(id="a", content="héllo", namespace="n", metadata={"k": 1}), 4)
     1249
+    >>> node_bytes(MemoryNode(id="a", content="héllo", namespace="n", metadata={"merged_from": [{"content": "hi"}]}), 4)
+    1280
     """
     text = len(node.content.encode("utf-8"))
-    if indexed_text is not None:
-        text = (text + len(indexed_text.encode("utf-8")) + 1) // 2
+    if MERGED_FROM in node.metadata:
+        text = (text + len(keyword_text(node.content, node.metadata).encode("utf-8")) + 1) // 2
     meta = len(json.dumps(dict(node.metadata), separators=(",", ":"))) + METADATA_OVERHEAD if node.metadata else 0
     return stored_bytes(text_bytes=text, metadata_bytes=meta, dim=dim)
 

@@ -453,7 +453,7 @@ def _apply_merge(state: EngineState, life: Ledger, namespace: str, survivor_id: 
         life.remove(part, node, kind=None, reason="merge")
 
     merged = merge_group(part, survivor, absorbed, config=state.config, remove=drop)
-    life.account(part, merged, indexed=keyword_text(merged), previous=survivor)
+    life.account(part, merged, previous=survivor)
     state.events.emit("merge", namespace=namespace, node_id=merged.id, at=now,
                       reason=f"near-duplicates (cosine >= {state.config.merge_threshold})",
                       absorbed=[n.id for n in absorbed])

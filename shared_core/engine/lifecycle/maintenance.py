@@ -106,8 +106,9 @@ def summarize_session(life: Lifecycle, namespace: str, session_id: str) -> Memor
 
 
 class MaintenanceTimer:
-    """Call ``run`` (usually ``atlas.maintain``) every ``every`` seconds from a daemon thread,
-    until `close`. A failing run is logged and the next one tries again.
+    """Call ``run`` (usually ``atlas.maintain``) every ``every`` seconds from a daemon thread
+    named ``name``, until `close` (0: never; `run_now` runs it at once). A failing run is logged
+    and the next one tries again. The MCP server's `AutoSaver` saves on one too.
 
     >>> calls = []
     >>> timer = MaintenanceTimer(lambda: calls.append(1), every=0)
@@ -115,7 +116,7 @@ class MaintenanceTimer:
     [1]
     """
 
-    def __init__(self, run: Callable[[], object], *, every: float) -> None:
+    def __init__(self, run: Callable[[], object], *, every: float, name: str = "atlas-maintain") -> None:
         if isinstance(every, bool) or not isinstance(every, (int, float)) or not every >= 0:
             raise InvalidInputError(f"every must be a number of seconds >= 0, got {every!r}")
         self.every = float(every)
@@ -124,7 +125,7 @@ class MaintenanceTimer:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         if self.every > 0:
-            self._thread = threading.Thread(target=self._loop, name="atlas-maintain", daemon=True)
+            self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
             self._thread.start()
 
     def _loop(self) -> None:

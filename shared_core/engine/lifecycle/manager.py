@@ -82,7 +82,6 @@ class Lifecycle:
             LLMSummarizer(llm) if llm is not None else ExtractiveSummarizer())
         self.held = WorkingBuffer()  # every held turn: it is the held part of the session's transcript
         self._expiry: list[tuple[float, str]] = []
-        self.indexed: dict[str, str] = {}  # keyword text of merged memories
         # the sum of `size` over the accounted memories; a memory's own figure is recomputed from
         # its node when needed rather than kept per id (no int per id)
         self._node_bytes = 0
@@ -191,17 +190,13 @@ class Lifecycle:
     # -- removal, expiry, caps --------------------------------------------------------------
     def size(self, part: Partition, node: MemoryNode) -> int:
         """The bytes an accounted memory counts for (`shared_core.engine.lifecycle.capacity.node_bytes`)."""
-        return node_bytes(node, part.vectors.dim, indexed_text=self.indexed.get(node.id))
+        return node_bytes(node, part.vectors.dim)
 
-    def account(self, part: Partition, node: MemoryNode, *, indexed: str | None = None,
-                previous: MemoryNode | None = None) -> None:
+    def account(self, part: Partition, node: MemoryNode, *, previous: MemoryNode | None = None) -> None:
         """Count the bytes of a new memory, or of a changed one whose ``previous`` version was
-        counted (a merged memory); ``indexed`` is the keyword index's text when it is not the
-        memory's own."""
+        counted (a merged memory)."""
         if previous is not None:
             self._node_bytes -= self.size(part, previous)
-        if indexed is not None and indexed != node.content:
-            self.indexed[node.id] = indexed
         self._node_bytes += self.size(part, node)
 
     def bytes_used(self) -> int:
@@ -249,7 +244,6 @@ class Lifecycle:
         part.untrack(node.id, node.session_id, node.timestamp)
         self.namespaces.removed(part)
         self.engine.where.pop(node.id, None)
-        self.indexed.pop(node.id, None)
         dirty = self._dirty.get(part.namespace)
         if dirty:
             dirty.discard(node.id)
@@ -264,7 +258,7 @@ class Lifecycle:
         `account` and `_mark` of each memory still in the atlas, with each namespace's partition
         and vector width looked up once and its dirty set marked in one step (the write path's
         per-memory cost)."""
-        where, partition, indexed = self.engine.where, self.engine.backend.partition, self.indexed
+        where, partition = self.engine.where, self.engine.backend.partition
         found: dict[str, tuple[Partition | None, int, list[str]]] = {}
         added = 0
         for nid in protect:
@@ -278,7 +272,7 @@ class Lifecycle:
             part, dim, marked = entry
             node = part.graph.get_node(nid) if part is not None else None
             if node is not None:
-                added += node_bytes(node, dim, indexed_text=indexed.get(nid))
+                added += node_bytes(node, dim)
                 marked.append(nid)
         self._node_bytes += added
         self.namespaces.touch(found)
@@ -424,18 +418,18 @@ class Lifecycle:
         """What `shared_core.engine.persistence` saves besides the partitions (JSON-ready)."""
         return {"held": [node_record(n) for n in self.held],
                 "dirty": {ns: None if d is None else sorted(d) for ns, d in self._dirty.items()},
-                "since_compress": dict(self._since_compress), "since_prune": self._since_prune,
-                "indexed": dict(self.indexed)}
+                "since_compress": dict(self._since_compress), "since_prune": self._since_prune}
 
     def restore(self, state: dict[str, Any], nodes: Callable[[dict[str, Any]], MemoryNode]) -> None:
         """Rebuild from a saved `state` and the backend's partitions (`Backend.watch`: each one
-        loaded now, and each one a lazy backend loads later)."""
+        loaded now, and each one a lazy backend loads later). The ``indexed`` map of a file of
+        format version 1 (each merged memory's keyword text) is checked on load and not used:
+        `shared_core.engine.lifecycle.capacity.node_bytes` derives those texts."""
         for record in state["held"]:
             self.held.add(nodes(record))
         self._dirty = {str(ns): None if d is None else {str(i) for i in d} for ns, d in state["dirty"].items()}
         self._since_compress = Counter({str(k): int(v) for k, v in state["since_compress"].items()})
         self._since_prune = int(state["since_prune"])
-        self.indexed = {str(k): str(v) for k, v in state["indexed"].items()}
         self._node_bytes = 0
         self._expiry = []
         self.namespaces.touch_all()

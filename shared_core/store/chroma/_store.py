@@ -182,10 +182,7 @@ class Store:
     def registered(self) -> dict[str, tuple[str, int]]:
         """Namespace -> (collection name, write counter), as of the last checkpoint."""
         with self._lock:
-            try:
-                rows = self._db.execute("SELECT ns, collection, turn FROM namespaces").fetchall()
-            except sqlite3.DatabaseError as exc:
-                raise CorruptFileError(f"the store of {str(self.path)!r} is unreadable: {exc}") from None
+            rows = self._rows("SELECT ns, collection, turn FROM namespaces")
         return {ns: (name, turn) for ns, name, turn in rows}
 
     def memory_ids(self) -> dict[str, list[str]]:
@@ -195,10 +192,7 @@ class Store:
             if not self._listed:  # a read-only directory of the first format: ask chromadb
                 return {ns: list(state.nodes) for ns in self._registered_unlocked()
                         if (state := self._read_collection(ns))}
-            try:
-                rows = self._db.execute("SELECT id, ns FROM memories").fetchall()
-            except sqlite3.DatabaseError as exc:
-                raise CorruptFileError(f"the store of {str(self.path)!r} is unreadable: {exc}") from None
+            rows = self._rows("SELECT id, ns FROM memories")
         out: dict[str, list[str]] = {}
         for node_id, ns in rows:
             found = out.get(ns)
@@ -208,9 +202,13 @@ class Store:
         return out
 
     def _has_memories_table(self) -> bool:
+        return bool(self._rows("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memories'"))
+
+    def _rows(self, query: str) -> list[Any]:
+        """The rows of a read of the store's database; a database sqlite cannot read is
+        `CorruptFileError` naming the directory."""
         try:
-            return self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memories'"
-                                    ).fetchone() is not None
+            return self._db.execute(query).fetchall()
         except sqlite3.DatabaseError as exc:
             raise CorruptFileError(f"the store of {str(self.path)!r} is unreadable: {exc}") from None
 

@@ -299,7 +299,7 @@ class ChromaBackend(InProcessBackend):
         kept = self._store.bookkeeping()
         if kept is not None:
             return kept
-        empty = {"held": [], "dirty": {}, "since_compress": {}, "since_prune": 0, "indexed": {}}
+        empty = {"held": [], "dirty": {}, "since_compress": {}, "since_prune": 0}
         return {"lifecycle": empty, "events": None, "relations": []}
 
     def directory(self) -> MutableMapping[str, str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import threading
+import time
 from collections.abc import Iterator, MutableMapping
 from typing import Any
 
@@ -118,13 +119,21 @@ class FalkorDBBackend(BackendBase):
             part = self._parts.get(namespace)
             upgraded = part is None and exists
             if part is None:
-                part = self._parts[namespace] = FalkorPartition(
-                    GraphKey(self.conn, key), namespace, self.dim, create_schema=lambda: self._create_schema(key))
-                if exists:
+                part = FalkorPartition(GraphKey(self.conn, key), namespace, self.dim,
+                                       create_schema=lambda: self._create_schema(key))
+                if exists:  # made by another process, or an earlier version: its indexes built first
                     self._check_dimension(part)
-                    self._upgrade(part)
+                    if self._upgrade(part):
+                        self.until_built(part.key)
+                self._parts[namespace] = part
         if not exists:
-            self._create_schema(key)
+            try:
+                self._create_schema(key)
+            except BaseException:
+                with self._lock:  # not handed out: the next request opens the graph as another process's
+                    if self._parts.get(namespace) is part:
+                        del self._parts[namespace]
+                raise
         # every atlas call asks for its partition first: a fresh view of the server (the counters
         # read with EXISTS, unless the graph was just upgraded or created)
         part.begin(call, snapshot if exists and not upgraded else None)
@@ -144,21 +153,46 @@ class FalkorDBBackend(BackendBase):
         return self.partition(namespace)
 
     def _create_schema(self, key: str) -> None:
-        """Indexes and the counter node of graph ``key``; another process creating them at once
-        is fine."""
+        """Indexes and the counter node of graph ``key``, returning once the server has built
+        the indexes (`until_built`); another process creating them at once is fine."""
         graph = GraphKey(self.conn, key)
         for statement in (q.RANGE_INDEX, q.EMBEDDING_INDEX, q.FLAGS_INDEX, q.vector_index(self.dim), q.TERMS_INDEX,
                           q.SESSION_INDEX):
-            try:
-                graph.write(statement)
-            except BackendError as exc:
-                if "already indexed" not in str(exc):
-                    raise
+            _created(graph, statement)
         graph.write(q.COUNTER)
+        self.until_built(key)
 
-    def _upgrade(self, part: FalkorPartition) -> None:
+    def until_built(self, key: str) -> list[list[Any]]:
+        """The rows of `cypher.INDEX_STATES` (label, options, status) of graph ``key``, once the
+        server has built every index of it (each "OPERATIONAL"); asked again (10 ms doubling to
+        200 ms) for at most the settings' ``timeout`` seconds, then `BackendError`.
+
+        FalkorDB builds an index on one thread per server, after the statement that created it
+        has returned, one index after another. A node written to a label whose index is being
+        built is indexed twice (by the write, then by the build), and the vector index keeps the
+        first copy as a stale entry that still counts towards k: a k-nearest search then answers
+        fewer than k hits (none for k = 1), for good. Under load that thread falls behind the
+        writes, so no namespace is written before its indexes are built: a new graph's schema
+        waits here, and so does a process opening a graph another process has just made
+        (`tests/falkordb/test_index_build.py`). A built index answers at once: one read.
+        """
+        graph = GraphKey(self.conn, key)
+        deadline = time.monotonic() + self.settings.timeout
+        delay = 0.01
+        while True:
+            rows = graph.read(q.INDEX_STATES)
+            building = sorted({str(label) for label, _, status in rows if status != "OPERATIONAL"})
+            if not building:
+                return rows
+            if time.monotonic() + delay > deadline:
+                raise BackendError(f"FalkorDB at {self.url} has not built the indexes of {', '.join(building)} "
+                                   f"in {key!r} after {self.settings.timeout:g} s")
+            time.sleep(delay)
+            delay = min(0.2, delay * 2)
+
+    def _upgrade(self, part: FalkorPartition) -> bool:
         """A graph written by an earlier version: create what it lacks (once; afterwards each
-        index exists and this is one refused statement per index).
+        index exists and this is one refused statement per index). Whether it made an index.
 
         - Before the flags' index: flag the memories that may stop being current.
         - Before BM25's terms: the memories' text was under a full-text index (RediSearch's TF-IDF,
@@ -168,19 +202,24 @@ class FalkorDBBackend(BackendBase):
           node has its memories scanned once, by its next write, which makes the node.
         """
         graph = GraphKey(self.conn, part.key)
-        _created(graph, q.SESSION_INDEX)
-        if _created(graph, q.FLAGS_INDEX):
+        sessions = _created(graph, q.SESSION_INDEX)
+        flags = _created(graph, q.FLAGS_INDEX)
+        if flags:
             graph.write(q.BACKFILL_BOUNDED)
-        if _created(graph, q.TERMS_INDEX):
+        terms = _created(graph, q.TERMS_INDEX)
+        if terms:
             graph.write(q.COUNTER)
             texts = [(str(i), str(t), None) for i, t in graph.read(q.OLD_TEXTS)]
             part.keywords.add_many(texts)
             graph.write(q.DROP_OLD_TEXTS)
             with contextlib.suppress(BackendError):  # none there
                 graph.write(q.DROP_FULLTEXT_INDEX)
+        return sessions or flags or terms
 
     def _check_dimension(self, part: FalkorPartition) -> None:
-        for label, _, options in GraphKey(self.conn, part.key).read(q.INDEXES):
+        """Refuse a graph whose vectors have another dimension than this atlas's (read once its
+        indexes are built: `until_built`)."""
+        for label, options, _ in self.until_built(part.key):
             found = (options or {}).get("embedding", {}) if label == "Embedding" else {}
             dim = found.get("dimension") if isinstance(found, dict) else None
             if dim is not None and int(dim) != self.dim:

@@ -83,6 +83,8 @@ OLD_TEXTS = "MATCH (n:Memory) WHERE n.text IS NOT NULL RETURN n.id, n.text ORDER
 DROP_OLD_TEXTS = "MATCH (n:Memory) WHERE n.text IS NOT NULL SET n.text = null"
 DROP_FULLTEXT_INDEX = "CALL db.idx.fulltext.drop('Memory')"  # FalkorDB
 INDEXES = "CALL db.indexes() YIELD label, properties, options RETURN label, properties, options"  # FalkorDB
+# each index's state: "OPERATIONAL" once the server has built it (`FalkorDBBackend.until_built`)
+INDEX_STATES = "CALL db.indexes() YIELD label, options, status RETURN label, options, status"  # FalkorDB
 
 # -- the write counter --------------------------------------------------------------------------
 NEXT_TURN = "MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0 SET c.turn = c.turn + $count RETURN c.turn"
