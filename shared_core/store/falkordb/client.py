@@ -14,6 +14,7 @@ a statement and its reply are written and read is `replies`.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -30,6 +31,7 @@ from .settings import Settings, graph_key, namespace_of, parse_url
 __all__ = ["Connection", "GraphKey", "Literal", "Settings", "graph_key", "namespace_of", "parse_url"]
 
 T = TypeVar("T")
+logger = logging.getLogger("shared_core")
 FIRST_CONTACT = 3.0  # seconds of retries for the first connection
 INDEX_WAIT = 1.0  # seconds a read waits for a vector index that refuses a valid query (see `Connection.run`)
 
@@ -72,11 +74,73 @@ class _Lane:
         self._free: list[Any] = []
         self._lock = threading.Lock()
         self._pid = os.getpid()
+        #: connections whose last replies are still to be read (`behind`): (connection, replies, what)
+        self._owed: list[tuple[Any, int, str]] = []
+        self._settling = threading.Lock()
+
+    def _forked(self) -> None:
+        """Under ``_lock``: a forked child never shares its parent's sockets (nor their replies)."""
+        if self._pid != os.getpid():
+            self._free, self._owed, self._pid = [], [], os.getpid()
+
+    def settle(self) -> None:
+        """Read the replies still owed by `behind`'s writes (waiting for them), before any other
+        command: every command sent after this returns runs after those writes, on any connection.
+        A refused write, or a connection lost before its reply, is logged (``shared_core``
+        logger, ERROR) with the graph's key, not raised: the call that sent it has returned, and
+        the one that settles it is another (see `Connection.write_behind`)."""
+        with self._settling:
+            with self._lock:
+                self._forked()
+                owed, self._owed = self._owed, []
+            for conn, count, what in owed:
+                try:
+                    for _ in range(count):
+                        try:
+                            reply = conn.read_response()
+                        except self._refused as exc:
+                            reply = exc
+                        if isinstance(reply, self._refused):
+                            logger.error("FalkorDB refused a write sent behind a reply (%s): %s", what, reply)
+                except Exception as exc:  # the write may or may not have run: say so, keep going
+                    conn.disconnect()
+                    logger.error("FalkorDB: the connection was lost before the reply to a write sent behind "
+                                 "(%s), which may or may not have run: %s", what, exc)
+                    continue
+                with self._lock:
+                    self._free.append(conn)
+
+    def behind(self, reads: Sequence[Sequence[Any]], writes: Sequence[Sequence[Any]], what: str) -> list[Any]:
+        """``reads`` then ``writes`` on one connection in one send; the reads' replies (a refused
+        one as its error), the writes' left unread, owed until the next `settle` (which every
+        other command of this lane runs first). The server serves one connection's commands in
+        order, so the writes run after the reads, and before anything sent after `settle`."""
+        self.settle()
+        with self._lock:
+            self._forked()
+            conn = self._free.pop() if self._free else None
+        if conn is None:
+            conn = self._open()
+        try:
+            conn.send_packed_command(conn.pack_commands([*reads, *writes]), check_health=False)
+            replies: list[Any] = []
+            for _ in reads:
+                try:
+                    replies.append(conn.read_response())
+                except self._refused as exc:
+                    replies.append(exc)
+        except BaseException:
+            conn.disconnect()
+            raise
+        with self._lock:
+            self._owed.append((conn, len(writes), what))
+        return replies
 
     def send(self, commands: Sequence[Sequence[Any]]) -> list[Any]:
+        if self._owed or self._settling.locked():
+            self.settle()
         with self._lock:
-            if self._pid != os.getpid():  # a forked child never shares its parent's sockets
-                self._free, self._pid = [], os.getpid()
+            self._forked()
             conn = self._free.pop() if self._free else None
         if conn is None:
             conn = self._open()
@@ -104,9 +168,10 @@ class _Lane:
         lanes = min(self.lanes, len(commands))
         if lanes < 2:
             return self.send(commands)
+        if self._owed or self._settling.locked():
+            self.settle()
         with self._lock:
-            if self._pid != os.getpid():
-                self._free, self._pid = [], os.getpid()
+            self._forked()
             taken = [self._free.pop() for _ in range(min(lanes, len(self._free)))]
         done = 0
         try:
@@ -132,6 +197,7 @@ class _Lane:
         return replies
 
     def close(self) -> None:
+        self.settle()
         with self._lock:
             free, self._free = self._free, []
         for conn in free:
@@ -225,6 +291,7 @@ class Connection:
 
     def command(self, *args: Any, budget: float | None = None) -> Any:
         """A plain server command (EXISTS, GRAPH.LIST ...), with retries."""
+        self.settle()  # after the writes sent behind (`write_behind`), as every command
         return self._retrying(lambda: self._db.connection.execute_command(*args), str(args[0]), budget=budget)
 
     def run(self, key: str, query: str, params: Mapping[str, Any] | None = None, *,
@@ -332,6 +399,44 @@ class Connection:
             out.append(reply_rows(query, response))
         return out
 
+    def write_behind(self, key: str, query: str, params: Mapping[str, Any],
+                     reads: Sequence[tuple[str, Mapping[str, Any]]] = ()) -> list[list[list[Any]]] | None:
+        """The write ``query`` on graph ``key`` sent behind the read-only ``reads`` in one round
+        trip, its reply not waited for: the rows of ``reads`` (read before the write runs); None,
+        with nothing sent, where a write's reply must be waited for (on a cluster, whose
+        failover is followed through each reply, and with ``?replicas=N``, whose ``WAIT`` follows
+        the write): then the caller writes as usual.
+
+        The write's reply is read before this connection's next command of any kind
+        (`_Lane.settle`), so a later command of this process, on any graph, runs after the write
+        (read-your-writes). The write is one statement, atomic on the server; a refusal or a
+        connection lost before its reply is logged then (ERROR, ``shared_core`` logger), not
+        raised. A failure before the reads' replies are in retries the whole round trip, as
+        `run` does (the write may then run twice, which a reinforcement tolerates)."""
+        if self._lane is None or self.confirmations is not None:
+            return None
+        lane = self._lane
+        ttl = self.settings.namespace_ttl
+        writes = [query_command(key, query, params, write=True), *([["EXPIRE", key, ttl]] if ttl is not None else [])]
+        commands = [query_command(key, read, read_params) for read, read_params in reads]
+        responses = self._until_indexed(lambda: self._unless_transient(lane.behind(commands, writes, key)),
+                                        "a query")
+        out: list[list[list[Any]]] = []
+        for (read, _), response in zip(reads, responses, strict=True):
+            if isinstance(response, self._response_error):
+                if "empty key" in str(response):
+                    out.append([])
+                    continue
+                raise BackendError(f"FalkorDB at {self.settings.url} refused a query: {response}")
+            out.append(reply_rows(read, response))
+        return out
+
+    def settle(self) -> None:
+        """Wait for the replies of the writes sent behind (`write_behind`); a no-op when none is
+        owed."""
+        if self._lane is not None:
+            self._lane.settle()
+
     def _until_indexed(self, call: Callable[[], list[Any]], what: str) -> list[Any]:
         """The replies of a read request ``call`` (with `_retrying`), asked again as a whole for up
         to `INDEX_WAIT` seconds while one of them is a vector query refused as not ready (see
@@ -380,6 +485,7 @@ class Connection:
 
     def graphs(self) -> list[str]:
         """Every graph key on the server (on a cluster: on every master)."""
+        self.settle()
         if self.cluster:  # the nodes themselves: redis-py 8 does not route a flag for a module command
             cluster = self._db.connection
             found = self._retrying(lambda: cluster.execute_command(

@@ -372,6 +372,14 @@ def batch_rescale(decay_unit: str, weight_model: str, *, reinforce: bool) -> str
             f"RETURN {NODE_COLUMNS}, e.raw")
 
 
+def rescale_behind(decay_unit: str, weight_model: str) -> str:
+    """`batch_rescale` (reinforcing) whose reply is not read (`Connection.write_behind`): one row,
+    the count of memories reinforced, no columns."""
+    single = rescale(decay_unit, weight_model, reinforce=True).replace("{id: $id}", "{id: id}")
+    head, _, _ = single.rpartition(" RETURN ")
+    return f"UNWIND $ids AS id {head} RETURN count(n)"
+
+
 _COSINE = "vec.cosineDistance(e.embedding, vecf32($vector))"
 SUPERSEDED_COUNT = "MATCH (n:Memory) WHERE n.superseded = true RETURN count(n)"
 BOUNDED_COUNT = "MATCH (n:Memory) WHERE n.bounded = true RETURN count(n)"
