@@ -417,7 +417,9 @@ class Connection:
             return None
         lane = self._lane
         ttl = self.settings.namespace_ttl
-        writes = [query_command(key, query, params, write=True), *([["EXPIRE", key, ttl]] if ttl is not None else [])]
+        writes: list[list[Any]] = [query_command(key, query, params, write=True)]
+        if ttl is not None:
+            writes.append(["EXPIRE", key, ttl])
         commands = [query_command(key, read, read_params) for read, read_params in reads]
         responses = self._until_indexed(lambda: self._unless_transient(lane.behind(commands, writes, key)),
                                         "a query")

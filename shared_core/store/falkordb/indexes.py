@@ -144,7 +144,9 @@ class FalkorVectorIndex(VectorIndexBase):
     def remember_rows(self, rows: Sequence[Sequence[Any]]) -> None:
         """Keep the vectors of `cypher.VECTORS_AMONG` rows for `get_many` in this call."""
         for node_id, raw, listed in rows:
-            self._read[str(node_id)] = _vector(raw, listed)
+            vector = _vector(raw, listed)
+            if vector is not None:
+                self._read[str(node_id)] = vector
 
     def forget(self) -> None:
         """A new call, or a change of the vectors: forget what was read."""
