@@ -74,8 +74,9 @@ class _Lane:
         self._free: list[Any] = []
         self._lock = threading.Lock()
         self._pid = os.getpid()
-        #: connections whose last replies are still to be read (`behind`): (connection, replies, what)
-        self._owed: list[tuple[Any, int, str]] = []
+        #: connections whose last replies are still to be read (`behind`): (connection, the
+        #: statement of each reply owed, None for another command, what for the log)
+        self._owed: list[tuple[Any, list[str | None], str]] = []
         self._settling = threading.Lock()
 
     def _forked(self) -> None:
@@ -93,15 +94,17 @@ class _Lane:
             with self._lock:
                 self._forked()
                 owed, self._owed = self._owed, []
-            for conn, count, what in owed:
+            for conn, queries, what in owed:
                 try:
-                    for _ in range(count):
+                    for query in queries:
                         try:
                             reply = conn.read_response()
                         except self._refused as exc:
                             reply = exc
                         if isinstance(reply, self._refused):
                             logger.error("FalkorDB refused a write sent behind a reply (%s): %s", what, reply)
+                        elif query is not None:
+                            reply_rows(query, reply)  # (a statement's rows: none of them used)
                 except Exception as exc:  # the write may or may not have run: say so, keep going
                     conn.disconnect()
                     logger.error("FalkorDB: the connection was lost before the reply to a write sent behind "
@@ -110,11 +113,13 @@ class _Lane:
                 with self._lock:
                     self._free.append(conn)
 
-    def behind(self, reads: Sequence[Sequence[Any]], writes: Sequence[Sequence[Any]], what: str) -> list[Any]:
+    def behind(self, reads: Sequence[Sequence[Any]], writes: Sequence[Sequence[Any]], what: str,
+               queries: Sequence[str | None]) -> list[Any]:
         """``reads`` then ``writes`` on one connection in one send; the reads' replies (a refused
         one as its error), the writes' left unread, owed until the next `settle` (which every
-        other command of this lane runs first). The server serves one connection's commands in
-        order, so the writes run after the reads, and before anything sent after `settle`."""
+        other command of this lane runs first; ``queries``: each write's statement, None for a
+        command that is not one). The server serves one connection's commands in order, so the
+        writes run after the reads, and before anything sent after `settle`."""
         self.settle()
         with self._lock:
             self._forked()
@@ -133,7 +138,7 @@ class _Lane:
             conn.disconnect()
             raise
         with self._lock:
-            self._owed.append((conn, len(writes), what))
+            self._owed.append((conn, list(queries), what))
         return replies
 
     def send(self, commands: Sequence[Sequence[Any]]) -> list[Any]:
@@ -421,8 +426,9 @@ class Connection:
         if ttl is not None:
             writes.append(["EXPIRE", key, ttl])
         commands = [query_command(key, read, read_params) for read, read_params in reads]
-        responses = self._until_indexed(lambda: self._unless_transient(lane.behind(commands, writes, key)),
-                                        "a query")
+        queries = [query, *([None] if ttl is not None else [])]
+        responses = self._until_indexed(
+            lambda: self._unless_transient(lane.behind(commands, writes, key, queries)), "a query")
         out: list[list[list[Any]]] = []
         for (read, _), response in zip(reads, responses, strict=True):
             if isinstance(response, self._response_error):

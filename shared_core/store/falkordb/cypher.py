@@ -380,6 +380,23 @@ def rescale_behind(decay_unit: str, weight_model: str) -> str:
     return f"UNWIND $ids AS id {head} RETURN count(n)"
 
 
+def rescale_preview(decay_unit: str, weight_model: str) -> str:
+    """What `batch_rescale` (reinforcing) returns, read without writing: each memory's columns
+    with the weight, access count, last access and turn it would set, computed by the same
+    expressions from what the server holds (so the same doubles, written with the same digits),
+    then its raw vector. Sent just ahead of `rescale_behind` on the same connection, it gives the
+    rows the write would return (`FalkorPartition.reinforce_many`)."""
+    single = rescale(decay_unit, weight_model, reinforce=True).replace("{id: $id}", "{id: id}")
+    head, _, _ = single.partition(" SET ")
+    new = "CASE WHEN $cap <= current * $factor THEN $cap ELSE current * $factor END"
+    changed = {"n.weight": "weight", "n.access_count": "n.access_count + 1", "n.accessed_turn": "turn",
+               "floor(n.last_accessed_at)": "floor($now)",
+               "n.last_accessed_at - floor(n.last_accessed_at)": "$now - floor($now)"}
+    columns = ", ".join(changed.get(c, c) for c in NODE_COLUMNS.split(", "))
+    return (f"UNWIND $ids AS id {head} WITH n, turn, {new} AS weight "
+            f"OPTIONAL MATCH (e:Embedding {{id: n.id}}) RETURN {columns}, e.raw")
+
+
 _COSINE = "vec.cosineDistance(e.embedding, vecf32($vector))"
 SUPERSEDED_COUNT = "MATCH (n:Memory) WHERE n.superseded = true RETURN count(n)"
 BOUNDED_COUNT = "MATCH (n:Memory) WHERE n.bounded = true RETURN count(n)"

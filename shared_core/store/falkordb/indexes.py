@@ -141,13 +141,6 @@ class FalkorVectorIndex(VectorIndexBase):
         if raw is not None:
             self._read[node_id] = np.frombuffer(base64.b64decode(raw), dtype="<f4").astype(np.float32)
 
-    def remember_rows(self, rows: Sequence[Sequence[Any]]) -> None:
-        """Keep the vectors of `cypher.VECTORS_AMONG` rows for `get_many` in this call."""
-        for node_id, raw, listed in rows:
-            vector = _vector(raw, listed)
-            if vector is not None:
-                self._read[str(node_id)] = vector
-
     def forget(self) -> None:
         """A new call, or a change of the vectors: forget what was read."""
         self._read.clear()

@@ -20,9 +20,8 @@ import math
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, MutableMapping, MutableSet, Sequence
 from typing import Any
 
-from ...formulas.decay import effective_weight, reinforced_weight
 from ...values.config import AtlasConfig
-from ...values.model import MemoryNode, evolve
+from ...values.model import MemoryNode
 from ..base import PartitionBase
 from ..contract import CandidateQuery, Candidates, Predicate, StaleView, Vector, WalkSpec, WriteBatch
 from . import cypher as q
@@ -463,59 +462,39 @@ class FalkorPartition(PartitionBase):
         return self._rescale(node_id, reinforce=True, factor=config.reinforce_factor, now=now, config=config)
 
     def reinforce_many(self, node_ids: Sequence[str], *, now: float, config: AtlasConfig) -> list[MemoryNode | None]:
-        """`reinforce` of each id in one statement (each memory still one atomic step).
+        """`reinforce` of each id in one statement (each memory still one atomic step), the
+        updated nodes (None: gone) with their raw vectors (which `retrieve` returns).
 
-        A recall's reinforcement (every id's node read in this call, the turn known, no
-        repeated id) is written behind (`Connection.write_behind`): the statement is sent
-        behind a read of the memories' raw vectors (which `retrieve` returns), and the call goes
-        on without waiting for the write's reply. The nodes returned are then the nodes as this
-        call read them, reinforced here by the same formulas (`effective_weight`,
-        `reinforced_weight`: what the in-process backend returns); the server applies the same
-        step to what it holds when the write runs, before any later command of this process. So
-        they differ only if another process changed one of those memories in between (then the
-        server's weight holds both changes). Where a write's reply must be waited for (a cluster,
-        ``?replicas=N``), or a node was not read, it is the one statement returning the nodes."""
+        The write is sent behind a read of what it returns (`Connection.write_behind`): the read
+        (`cypher.rescale_preview`) computes, by the write's own expressions over what the server
+        holds, each memory's new weight, access count, last access and turn, with its vector;
+        the write (`cypher.rescale_behind`) follows on the same connection, and the call goes on
+        without waiting for its reply, which is read before this process's next command to the
+        server (so whatever it reads next sees the reinforcement). The rows are the ones the write
+        would have returned, unless another client changes one of these memories between the
+        read and the write (then the server's weight holds both changes, and the node returned
+        lacks the other's). Where a write's reply must be waited for (a cluster, ``?replicas=N``),
+        before this call's first write is checked, or with an id repeated, it is the one
+        statement returning the nodes."""
         if not node_ids:
             return []
         params = {"ids": list(node_ids), "now": float(now), "factor": float(config.reinforce_factor), "ln2": _LN2,
                   "half_life": float(config.half_life), "floor": float(config.weight_floor),
                   "cap": float(config.weight_cap), "recency_gain": 0.5}
-        ahead = self._reinforced_here(node_ids, now=now, config=config)
-        if ahead is not None:
-            read = self._g.write_behind(q.rescale_behind(config.decay_unit, config.weight_model), params,
-                                        [(q.VECTORS_AMONG, {"ids": list(node_ids)})])
-            if read is not None:
-                self.vectors.remember_rows(read[0])
-                for node in ahead:
-                    self._cache.nodes[node.id] = node
-                return list(ahead)
         for node_id in node_ids:
             self._cache.nodes.pop(node_id, None)
         self._cache.turn = None
-        rows = self._g.write(q.batch_rescale(config.decay_unit, config.weight_model, reinforce=True), params)
+        read = None
+        if len(set(node_ids)) == len(node_ids):
+            read = self._g.write_behind(q.rescale_behind(config.decay_unit, config.weight_model), params,
+                                        [(q.rescale_preview(config.decay_unit, config.weight_model), params)])
+        rows = read[0] if read is not None else \
+            self._g.write(q.batch_rescale(config.decay_unit, config.weight_model, reinforce=True), params)
         for row in rows:
             node = node_from_row(row[:-1], self.namespace)
             self._cache.nodes[node.id] = node
             self.vectors.remember(node.id, row[-1])
         return [self._cache.nodes.get(i) for i in node_ids]
-
-    def _reinforced_here(self, node_ids: Sequence[str], *, now: float, config: AtlasConfig
-                         ) -> list[MemoryNode] | None:
-        """Each node as this call read it, reinforced (`reinforce_many`); None if one was not
-        read (or is gone), the turn was not read, or an id repeats."""
-        turn = self._cache.turn
-        if turn is None or len(set(node_ids)) != len(node_ids):
-            return None
-        out = []
-        for node_id in node_ids:
-            node = self._cache.nodes.get(node_id)
-            if node is None:
-                return None
-            current = effective_weight(node, now=now, turn=turn, config=config)
-            out.append(evolve(node, weight=reinforced_weight(current, factor=config.reinforce_factor,
-                                                             cap=config.weight_cap),
-                              last_accessed_at=now, access_count=node.access_count + 1, accessed_turn=turn))
-        return out
 
     def fade(self, node_id: str, factor: float, *, now: float, config: AtlasConfig) -> MemoryNode | None:
         return self._rescale(node_id, reinforce=False, factor=factor, now=now, config=config)
