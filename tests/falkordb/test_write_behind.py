@@ -59,7 +59,8 @@ def test_a_recall_goes_on_before_its_reinforcement_is_written_and_the_next_comma
         assert _owed(conn) == 0
         assert stored is not None and stored.access_count == hit.node.access_count >= 1
         assert (stored.weight, stored.last_accessed_at, stored.accessed_turn) == (
-            hit.node.weight, hit.node.last_accessed_at, hit.node.accessed_turn) and stored.last_accessed_at == clock.now()
+            hit.node.weight, hit.node.last_accessed_at, hit.node.accessed_turn)
+        assert stored.last_accessed_at == clock.now()
         assert stored.weight > 1.0  # reinforced (the decay over 600 s is smaller than the factor)
     context = atlas.build_context("oat milk coffee", namespace="p", token_budget=60)
     assert _owed(conn) == 1
