@@ -14,6 +14,7 @@ from shared_core import ElasticMemoryAtlas, ManualClock
 from shared_core.store.base import PartitionBase
 from shared_core.store.contract import CandidateQuery, WalkSpec
 from shared_core.store.falkordb import FalkorPartition
+from shared_core.store.falkordb.reinforce import INPUTS
 from shared_core.values.errors import BackendError
 from shared_core.values.model import Relation
 
@@ -179,7 +180,8 @@ def test_neighbour_nodes_match_the_default_in_one_statement(shared_atlas: Callab
         part = _partition(atlas)
         counted = _Statements(part, monkeypatch)
         fast = part.neighbour_nodes(ids, spec)
-        assert len(counted.seen) == 1
+        assert counted.seen[1:] == [INPUTS]  # one request: the windows, and what reinforcing the hits reads
+        assert set(part.reinforcement_inputs) == set(ids)
         monkeypatch.undo()
         part = _partition(atlas)
         default = PartitionBase.neighbour_nodes(part, ids, spec)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -13,6 +14,7 @@ from shared_core import ElasticMemoryAtlas, ManualClock
 from shared_core.store.falkordb import FalkorDBBackend, FalkorPartition
 from shared_core.store.falkordb import cypher as q
 from shared_core.store.falkordb.client import Connection
+from shared_core.store.falkordb.reinforce import INPUTS, LN2, Inputs, reinforced_weight_of
 from shared_core.store.falkordb.replication import Confirmations
 
 from ._probes import round_trips
@@ -152,3 +154,68 @@ def test_nothing_is_sent_behind_where_each_reply_is_waited_for(
     assert {n.weight for n in atlas.memories(namespace="p")} == {1.0}
     hits = atlas.retrieve("oat milk", namespace="p", top_k=2)
     assert _owed(conn) == 0 and hits[0].node.access_count == 1
+
+
+@pytest.mark.parametrize(("decay_unit", "weight_model"),
+                         [("seconds", "simple"), ("turns", "simple"), ("seconds", "rich"), ("turns", "rich")])
+def test_a_reinforcement_computed_here_gives_the_writes_digits(
+        shared_atlas: Callable[..., ElasticMemoryAtlas], clock: ManualClock, decay_unit: str,
+        weight_model: str) -> None:
+    """What `reinforce.INPUTS` reads, run through `reinforced_weight_of` here and written with 15
+    digits, is the weight the write then returns, for memories decayed, pinned, capped, of other
+    importances, reinforced before or never."""
+    atlas = shared_atlas(decay_unit=decay_unit, weight_model=weight_model, half_life=1_000.0, weight_cap=2.5)
+    texts = [f"{t} number {i}" for i in range(4) for t in TEXTS]
+    nodes = atlas.add_memories([{"content": t, "importance": 0.3 + 0.17 * (i % 7), "pinned": i % 9 == 4}
+                                for i, t in enumerate(texts)], namespace="p")
+    for step in range(6):
+        clock.advance(97.3 * step + 0.123)
+        atlas.retrieve(TEXTS[step % len(TEXTS)], namespace="p", top_k=5)
+        atlas.add_memory(f"turn {step}", namespace="p")
+    clock.advance(311.7)
+    part = _backend(atlas).partition("p")
+    assert isinstance(part, FalkorPartition)
+    ids = [n.id for n in nodes]
+    inputs = Inputs.of_rows(part.graph_key.read(INPUTS, {"ids": ids}))
+    assert set(inputs) == set(ids)
+    config, now = atlas.config, clock.now()
+    params = {"ids": ids, "now": now, "factor": config.reinforce_factor, "ln2": LN2, "half_life": config.half_life,
+              "floor": config.weight_floor, "cap": config.weight_cap, "recency_gain": 0.5}
+    written = {str(r[0]): float(r[3]) for r in
+               part.graph_key.write(q.batch_rescale(decay_unit, weight_model, reinforce=True), params)}
+    computed = {i: float(format(reinforced_weight_of(inputs[i], now=now, config=config), ".15g")) for i in ids}
+    assert computed == written and len(set(computed.values())) > 5
+
+
+def test_build_context_reinforces_what_it_shows_without_a_request(
+        shared_atlas: Callable[..., ElasticMemoryAtlas], clock: ManualClock,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its context windows' request read what reinforcing its hits needs: the reinforcement is the
+    write alone, sent behind (a request fewer than reading its rows first), the same nodes."""
+    atlas = shared_atlas(half_life=3_600.0)
+    atlas.add_memories(TEXTS, namespace="p", session_id="s")
+    atlas.add_memories(TEXTS, namespace="q", session_id="s")
+    clock.advance(600)
+    atlas.retrieve("oat milk", namespace="p", top_k=2, reinforce=False)
+    atlas.retrieve("oat milk", namespace="q", top_k=2, reinforce=False)
+    conn = _backend(atlas).conn
+    reads: list[int] = []  # the reads each write sent behind waited for
+    behind = Connection.write_behind
+
+    def recorded(self: Connection, key: str, query: str, params: Any, ahead: Any = ()) -> Any:
+        reads.append(len(ahead))
+        return behind(self, key, query, params, ahead)
+
+    monkeypatch.setattr(Connection, "write_behind", recorded)
+    mine = atlas.build_context("oat milk coffee", namespace="p", token_budget=60)
+    assert _owed(conn) == 1 and reads == [0]  # the write alone: nothing waited for
+    with monkeypatch.context() as patch:  # as if the windows had not read them: the rows read ahead of the write
+        patch.setattr(Inputs, "of_rows", classmethod(lambda cls, rows: {}))
+        theirs = atlas.build_context("oat milk coffee", namespace="q", token_budget=60)
+    assert reads == [0, 1]
+    shown = [(m.node.content, m.node.weight, m.node.access_count, m.node.last_accessed_at) for m in mine.memories]
+    assert shown == [(m.node.content, m.node.weight, m.node.access_count, m.node.last_accessed_at)
+                     for m in theirs.memories]
+    assert mine.text == theirs.text and any(w > 1.0 for _, w, _, _ in shown)
+    assert all((atlas.get(m.node.id, namespace="p").weight, atlas.get(m.node.id, namespace="p").access_count)
+               == (m.node.weight, m.node.access_count) for m in mine.memories)

@@ -417,7 +417,8 @@ class Connection:
         (read-your-writes). The write is one statement, atomic on the server; a refusal or a
         connection lost before its reply is logged then (ERROR, ``shared_core`` logger), not
         raised. A failure before the reads' replies are in retries the whole round trip, as
-        `run` does (the write may then run twice, which a reinforcement tolerates)."""
+        `run` does (the write may then run twice, which a reinforcement tolerates); a refused read
+        raises `BackendError` (the write behind it is sent all the same)."""
         if self._lane is None or self.confirmations is not None:
             return None
         lane = self._lane
@@ -427,8 +428,8 @@ class Connection:
             writes.append(["EXPIRE", key, ttl])
         commands = [query_command(key, read, read_params) for read, read_params in reads]
         queries = [query, *([None] if ttl is not None else [])]
-        responses = self._until_indexed(
-            lambda: self._unless_transient(lane.behind(commands, writes, key, queries)), "a query")
+        responses = self._retrying(lambda: self._unless_transient(lane.behind(commands, writes, key, queries)),
+                                   "a query")
         out: list[list[list[Any]]] = []
         for (read, _), response in zip(reads, responses, strict=True):
             if isinstance(response, self._response_error):

@@ -25,7 +25,7 @@ from ...values.model import MemoryNode
 from ..base import PartitionBase
 from ..contract import CandidateQuery, Candidates, Predicate, StaleView, Vector, WalkSpec, WriteBatch
 from . import cypher as q
-from . import paths, writes
+from . import paths, reinforce, writes
 from .client import Connection, GraphKey
 from .entities import FalkorEntityIndex
 from .graph import FalkorGraphStore, ReadCache, node_from_row
@@ -253,6 +253,8 @@ class FalkorPartition(PartitionBase):
         self.call: int | None = None  # the atlas call this partition was last handed out in
         # the counts the last snapshot read (superseded, bounded, documents): a recall's view (`speculate`)
         self._seen: tuple[int, int, int] | None = None
+        #: what this call read of memories for their reinforcement (`reinforce.INPUTS`), by id
+        self.reinforcement_inputs: dict[str, reinforce.Inputs] = {}
 
     def speakers(self) -> set[str]:
         """`Partition.speakers` in one request (`shared_core.store.falkordb.speakers`)."""
@@ -267,6 +269,7 @@ class FalkorPartition(PartitionBase):
         or `check` before its first write), and creates the graph's schema if it is missing."""
         self.call = call
         self._cache.clear()
+        self.reinforcement_inputs.clear()
         self._g.view(None)
         if snapshot is not None:
             self._take_snapshot(snapshot)
@@ -336,7 +339,7 @@ class FalkorPartition(PartitionBase):
         return self._g.key
 
     @property
-    def graph_key(self) -> GraphKey:
+    def graph_key(self) -> CheckedKey:
         return self._g
 
     # -- recall and batch writes in few round trips (`paths`) --------------------------------
@@ -462,39 +465,9 @@ class FalkorPartition(PartitionBase):
         return self._rescale(node_id, reinforce=True, factor=config.reinforce_factor, now=now, config=config)
 
     def reinforce_many(self, node_ids: Sequence[str], *, now: float, config: AtlasConfig) -> list[MemoryNode | None]:
-        """`reinforce` of each id in one statement (each memory still one atomic step), the
-        updated nodes (None: gone) with their raw vectors (which `retrieve` returns).
-
-        The write is sent behind a read of what it returns (`Connection.write_behind`): the read
-        (`cypher.rescale_preview`) computes, by the write's own expressions over what the server
-        holds, each memory's new weight, access count, last access and turn, with its vector;
-        the write (`cypher.rescale_behind`) follows on the same connection, and the call goes on
-        without waiting for its reply, which is read before this process's next command to the
-        server (so whatever it reads next sees the reinforcement). The rows are the ones the write
-        would have returned, unless another client changes one of these memories between the
-        read and the write (then the server's weight holds both changes, and the node returned
-        lacks the other's). Where a write's reply must be waited for (a cluster, ``?replicas=N``),
-        before this call's first write is checked, or with an id repeated, it is the one
-        statement returning the nodes."""
-        if not node_ids:
-            return []
-        params = {"ids": list(node_ids), "now": float(now), "factor": float(config.reinforce_factor), "ln2": _LN2,
-                  "half_life": float(config.half_life), "floor": float(config.weight_floor),
-                  "cap": float(config.weight_cap), "recency_gain": 0.5}
-        for node_id in node_ids:
-            self._cache.nodes.pop(node_id, None)
-        self._cache.turn = None
-        read = None
-        if len(set(node_ids)) == len(node_ids):
-            read = self._g.write_behind(q.rescale_behind(config.decay_unit, config.weight_model), params,
-                                        [(q.rescale_preview(config.decay_unit, config.weight_model), params)])
-        rows = read[0] if read is not None else \
-            self._g.write(q.batch_rescale(config.decay_unit, config.weight_model, reinforce=True), params)
-        for row in rows:
-            node = node_from_row(row[:-1], self.namespace)
-            self._cache.nodes[node.id] = node
-            self.vectors.remember(node.id, row[-1])
-        return [self._cache.nodes.get(i) for i in node_ids]
+        """`reinforce` of each id in one statement (each memory still one atomic step), not
+        waiting for the write where the server allows it (`shared_core.store.falkordb.reinforce`)."""
+        return reinforce.reinforce_many(self, node_ids, now=now, config=config)
 
     def fade(self, node_id: str, factor: float, *, now: float, config: AtlasConfig) -> MemoryNode | None:
         return self._rescale(node_id, reinforce=False, factor=factor, now=now, config=config)

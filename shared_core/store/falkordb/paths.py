@@ -45,6 +45,7 @@ from . import cypher as q
 from .client import GraphKey, Literal
 from .graph import AHEAD, FalkorGraphStore
 from .indexes import AMONG_IN_QUERY, FalkorKeywordIndex, FalkorVectorIndex, query_literal
+from .reinforce import INPUTS, Inputs
 
 
 class FalkorPartition(Protocol):
@@ -54,6 +55,7 @@ class FalkorPartition(Protocol):
     graph: FalkorGraphStore
     vectors: FalkorVectorIndex
     keywords: FalkorKeywordIndex
+    reinforcement_inputs: dict[str, Inputs]
 
     @property
     def graph_key(self) -> GraphKey: ...
@@ -350,7 +352,10 @@ def neighbour_nodes(part: FalkorPartition, ids: Sequence[str], spec: WalkSpec) -
         statement = q.walk_hop_nodes_of(types[0])
     elif types is not None:
         statement, params["types"] = q.WALK_HOP_NODES_TYPED, types
-    rows = part.graph_key.read(statement, params)
+    # what reinforcing these memories reads rides along: `build_context` reinforces those it shows,
+    # and then need not ask (`shared_core.store.falkordb.reinforce`)
+    rows, inputs = part.graph_key.read_many([(statement, params), (INPUTS, {"ids": list(seeds)})])
+    part.reinforcement_inputs.update(Inputs.of_rows(inputs))
     grouped: dict[str, list[tuple[bool, int, int, str, str, float]]] = {i: [] for i in seeds}
     nodes = part.graph.cache.nodes
     fresh: dict[str, Sequence[Any]] = {}
