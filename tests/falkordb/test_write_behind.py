@@ -211,6 +211,7 @@ def test_build_context_reinforces_what_it_shows_without_a_request(
     assert _owed(conn) == 1 and reads == [0]  # the write alone: nothing waited for
     with monkeypatch.context() as patch:  # as if the windows had not read them: the rows read ahead of the write
         patch.setattr(Inputs, "of_rows", classmethod(lambda cls, rows: {}))
+        patch.setattr(Inputs, "of_node_rows", classmethod(lambda cls, rows, turn: {}))
         theirs = atlas.build_context("oat milk coffee", namespace="q", token_budget=60)
     assert reads == [0, 1]
     shown = [(m.node.content, m.node.weight, m.node.access_count, m.node.last_accessed_at) for m in mine.memories]
@@ -219,3 +220,40 @@ def test_build_context_reinforces_what_it_shows_without_a_request(
     assert mine.text == theirs.text and any(w > 1.0 for _, w, _, _ in shown)
     assert all((atlas.get(m.node.id, namespace="p").weight, atlas.get(m.node.id, namespace="p").access_count)
                == (m.node.weight, m.node.access_count) for m in mine.memories)
+
+
+def test_retrieve_reinforces_its_hits_without_a_request(
+        shared_atlas: Callable[..., ElasticMemoryAtlas], clock: ManualClock,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The walk's hops read what reinforcing the ranked memories needs, the vector search the
+    first hits' vectors: `retrieve`'s reinforcement is the write alone, the vectors returned the
+    stored ones, the nodes returned the stored ones."""
+    atlas = shared_atlas(half_life=3_600.0)
+    atlas.add_memories(TEXTS, namespace="p", session_id="s")
+    clock.advance(600)
+    atlas.retrieve("oat milk", namespace="p", top_k=2, reinforce=False)
+    reads: list[int] = []
+    behind = Connection.write_behind
+
+    def recorded(self: Connection, key: str, query: str, params: Any, ahead: Any = ()) -> Any:
+        reads.append(len(ahead))
+        return behind(self, key, query, params, ahead)
+
+    monkeypatch.setattr(Connection, "write_behind", recorded)
+    with round_trips(monkeypatch) as seen:
+        hits = atlas.retrieve("oat milk coffee", namespace="p", top_k=3)
+    assert reads == [0] and len(hits) == 3
+    monkeypatch.undo()
+    part = _backend(atlas).partition("p")
+    assert isinstance(part, FalkorPartition)
+    for hit in hits:
+        stored = atlas.get(hit.node.id, namespace="p")
+        assert (stored.weight, stored.access_count, stored.last_accessed_at) == (
+            hit.node.weight, hit.node.access_count, hit.node.last_accessed_at)
+        assert hit.node.embedding is not None
+        assert hit.node.embedding.tolist() == part.vectors.get_many([hit.node.id])[0].tolist()
+    with round_trips(monkeypatch) as waited:  # the rows read first, as when the hops had not read them
+        monkeypatch.setattr(Inputs, "of_node_rows", classmethod(lambda cls, rows, turn: {}))
+        atlas.retrieve("the river", namespace="p", top_k=3)
+        monkeypatch.undo()
+    assert len(seen) == len(waited)  # the write alone counts as the request it is sent in

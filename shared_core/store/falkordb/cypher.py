@@ -94,6 +94,20 @@ PUT_NODE = "MERGE (n:Memory {id: $id}) SET n += $props"
 GET_NODE = f"MATCH (n:Memory {{id: $id}}) RETURN {NODE_COLUMNS}"
 NODES = f"MATCH (n:Memory) RETURN {NODE_COLUMNS} ORDER BY n.turn, n.id SKIP $skip LIMIT $limit"
 NODES_AMONG = f"UNWIND $ids AS id MATCH (n:Memory {{id: id}}) RETURN {NODE_COLUMNS}"
+_SCALED = "1099511627776.0"  # 2**40
+
+
+def _lossless(value: str) -> str:
+    """A double as an integer and the fraction left (written with 15 digits, it is exact when the
+    integer has 11 bits or more: `shared_core.store.falkordb.reinforce.exact`)."""
+    return f"toInteger(floor({value})), {value} - floor({value})"
+
+
+#: `NODES_AMONG` with the weight and the importance times 2**40 without loss (`_lossless`, two
+#: columns each) before the superseded flag: a walk's hops read the ranking's nodes with it, and
+#: a reinforcement of them computes what it writes (`shared_core.store.falkordb.reinforce`)
+NODES_AHEAD = NODES_AMONG.replace(
+    ", n.superseded", f", {_lossless(f'n.weight * {_SCALED}')}, {_lossless(f'n.importance * {_SCALED}')}, n.superseded")
 NODE_COUNT = "MATCH (n:Memory) RETURN count(n)"
 NODE_IDS = "MATCH (n:Memory) RETURN n.id"
 HAS_NODE = "MATCH (n:Memory {id: $id}) RETURN n.id LIMIT 1"
@@ -340,11 +354,13 @@ VECTOR_SEARCH_MANY = ("OPTIONAL MATCH (c:Atlas) WITH coalesce(c.stale, 0) AS sta
                       "WITH k, qi, collect([id, score])[0..k] AS hits UNWIND hits AS hit "
                       "OPTIONAL MATCH (n:Memory {id: hit[0]}) RETURN qi, hit[0], hit[1], n.superseded, k")
 
-# `VECTOR_SEARCH` as one row: the ids of the first $head hits, and the distances of them all
+# `VECTOR_SEARCH` as one row: the ids of the first $head hits, the distances of them all, and [id,
+# raw vector] of the first $raws (a `retrieve` returns its hits' vectors, most often among those)
 VECTOR_SEARCH_HEAD = VECTOR_SEARCH.replace(
     "RETURN node.id, score ORDER BY score, node.id LIMIT $k",
     "WITH node, score ORDER BY score, node.id LIMIT $k "
-    "WITH collect(node.id) AS ids, collect(score) AS scores RETURN ids[0..$head], scores")
+    "WITH collect(node) AS nodes, collect(score) AS scores "
+    "RETURN [n IN nodes[0..$head] | n.id], scores, [n IN nodes[0..$raws] | [n.id, n.raw]]")
 
 
 def write_edges(kinds: Sequence[str], *, after: str = "", rows: str = "$edges", new: bool = False) -> str:

@@ -64,7 +64,11 @@ class FalkorPartition(Protocol):
 
     def remember_cosines(self, query: Vector, values: dict[str, float]) -> None: ...
 
-__all__ = ["gather", "neighbour_nodes", "order_edges", "walk"]
+__all__ = ["RAW_HEADS", "gather", "neighbour_nodes", "order_edges", "walk"]
+
+#: the vector search's first hits whose raw vectors come with it (`cypher.VECTOR_SEARCH_HEAD`): a
+#: `retrieve` returns its hits' vectors, and its hits are most often among them
+RAW_HEADS = 40
 
 _RELATIONS = tuple(Relation)
 _INDEX = {r.value.upper(): i for i, r in enumerate(_RELATIONS)}
@@ -127,7 +131,8 @@ def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Can
     every = cq.every_admissible
     heads = 0 if every else cq.k + _HEADS  # the nodes admission will ask about, read with the hits
     if subset is None and heads == 0:  # no admission to ask: the ids of the hits kept, every distance
-        statements.append((q.VECTOR_SEARCH_HEAD, {"k": int(cq.vector_k), "query": vector, "head": int(cq.k)}))
+        statements.append((q.VECTOR_SEARCH_HEAD, {"k": int(cq.vector_k), "query": vector, "head": int(cq.k),
+                                                  "raws": RAW_HEADS}))
     elif subset is None:
         statements.append((q.VECTOR_SEARCH_NODES, {"k": int(cq.vector_k), "query": vector, "heads": heads}))
     else:
@@ -160,7 +165,8 @@ def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Can
     remember = part.graph.remember
     searched: np.ndarray[Any, np.dtype[np.float64]] | None = None  # the whole search's similarities
     if subset is None and heads == 0:
-        head, distances = rows[0] if rows else ([], [])
+        head, distances, raws = rows[0] if rows else ([], [], [])
+        part.vectors.keep_raw(raws)
         sims = (1.0 - np.array(distances, dtype=np.float64)).astype(np.float32)  # `_sim` of each
         vector_hits = list(zip(map(str, head), sims[:len(head)].tolist(), strict=True))
         searched = sims.astype(np.float64)
@@ -267,14 +273,15 @@ def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkabl
         # followed by the head of the read-ahead list (one round trip, not two)
         ahead = part.graph.next_ahead(list(seeds) if hops[0] == 1 else wanted, room)
         statements: list[tuple[str, dict[str, Any]]] = [(q.WALK_HOP, {"ids": wanted})]
-        if ahead:
-            statements.append((q.NODES_AMONG, {"ids": ahead}))
+        if ahead:  # with what reinforcing them reads (`shared_core.store.falkordb.reinforce`)
+            statements.append((q.NODES_AHEAD, {"ids": ahead}))
         if cosines is not None:
             statements.append(cosines[1])
         results = part.graph_key.read_many(statements)
         rows = results[0]
         if ahead:
             part.graph.absorb(ahead, results[1])
+            part.reinforcement_inputs.update(Inputs.of_node_rows(results[1], cache.turn))
         if cosines is not None:
             part.vectors.keep_cosines(cosines[0], results[-1])
         # each node's edges in `order_edges`'s order: sorted on (in-edge, seq, place in the reply)
@@ -354,8 +361,10 @@ def neighbour_nodes(part: FalkorPartition, ids: Sequence[str], spec: WalkSpec) -
         statement, params["types"] = q.WALK_HOP_NODES_TYPED, types
     # what reinforcing these memories reads rides along: `build_context` reinforces those it shows,
     # and then need not ask (`shared_core.store.falkordb.reinforce`)
-    rows, inputs = part.graph_key.read_many([(statement, params), (INPUTS, {"ids": list(seeds)})])
-    part.reinforcement_inputs.update(Inputs.of_rows(inputs))
+    lacking = [i for i in seeds if i not in part.reinforcement_inputs]
+    rows, *inputs = part.graph_key.read_many([(statement, params), *([(INPUTS, {"ids": lacking})] if lacking else [])])
+    for found in inputs:
+        part.reinforcement_inputs.update(Inputs.of_rows(found))
     grouped: dict[str, list[tuple[bool, int, int, str, str, float]]] = {i: [] for i in seeds}
     nodes = part.graph.cache.nodes
     fresh: dict[str, Sequence[Any]] = {}

@@ -5,12 +5,14 @@ one more access; one atomic statement) is sent behind whatever the call still ha
 reply read before this process's next command (`Connection.write_behind`). The nodes the call
 returns are the ones the write would have returned, obtained one of two ways:
 
-1. **computed here** when this call has read, exactly, what the write computes from
-   (`INPUTS`: the weight and importance as an integer and a fraction of ``2**40``, the access
-   count, turns and last access; `build_context` reads them with its context windows, the
-   request before its reinforcement): the write's expressions (`cypher.rescale`) are run here in
-   the same order on the same doubles (`reinforced_weight_of`), and the weight written with
-   FalkorDB's 15 significant digits, as its reply gives it. No request at all;
+1. **computed here** when this call has read, exactly, what the write computes from (the weight
+   and importance as an integer and a fraction of ``2**40``, the access count, turns and last
+   access: the walk's hops read the ranking's nodes with them, `cypher.NODES_AHEAD`, and
+   `build_context`'s context windows those it lacks, `INPUTS`), and the vectors a `retrieve`
+   returns came with the vector search (its first hits' raw vectors): the write's expressions
+   (`cypher.rescale`) are run here in the same order on the same doubles
+   (`reinforced_weight_of`), and the weight written with FalkorDB's 15 significant digits, as
+   its reply gives it. No request at all;
 2. otherwise **read just ahead of the write** on the same connection (`cypher.rescale_preview`:
    the write's expressions, without the write), with the memories' raw vectors, which
    `retrieve` returns: one round trip, the write's reply not waited for.
@@ -62,6 +64,12 @@ _SCALE = 1099511627776.0  # 2**40
 _MIN_WHOLE = 1024  # a whole part of at least 11 bits leaves a fraction of at most 42, which 15 digits hold
 
 
+_PLAIN = [f for f in q.NODE_FIELDS if f not in q.TIME_FIELDS]
+# columns of `cypher.NODE_COLUMNS` (each time field as two)
+_COUNT, _ACCESSED, _PINNED = (_PLAIN.index(f) for f in ("access_count", "accessed_turn", "pinned"))
+_LAST = len(_PLAIN) + 2 * q.TIME_FIELDS.index("last_accessed_at")
+
+
 def _lossless(field: str, scale: str = "") -> str:
     scaled = f"n.{field} * {scale}" if scale else f"n.{field}"
     return f"toInteger(floor({scaled})), {scaled} - floor({scaled})"
@@ -96,6 +104,22 @@ class Inputs:
         self.weight, self.importance, self.access_count = weight, importance, access_count
         self.accessed_turn, self.last_accessed_at = accessed_turn, last_accessed_at
         self.pinned, self.turn = pinned, turn
+
+    @classmethod
+    def of_node_rows(cls, rows: Sequence[Sequence[Any]], turn: int | None) -> dict[str, Inputs]:
+        """The rows of `cypher.NODES_AHEAD` whose doubles came back exactly, by id, with the
+        namespace's ``turn`` as this call read it (None: none kept)."""
+        out: dict[str, Inputs] = {}
+        if turn is None:
+            return out
+        for row in rows:
+            weight, importance = exact(row[-5], row[-4]), exact(row[-3], row[-2])
+            last = exact(row[_LAST], row[_LAST + 1], 1.0)
+            count, accessed = row[_COUNT], row[_ACCESSED]
+            if weight is None or importance is None or last is None or count is None or accessed is None:
+                continue
+            out[str(row[0])] = cls(weight, importance, int(count), int(accessed), last, bool(row[_PINNED]), turn)
+        return out
 
     @classmethod
     def of_rows(cls, rows: Sequence[Sequence[Any]]) -> dict[str, Inputs]:
