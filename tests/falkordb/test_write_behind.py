@@ -176,15 +176,22 @@ def test_a_reinforcement_computed_here_gives_the_writes_digits(
     part = _backend(atlas).partition("p")
     assert isinstance(part, FalkorPartition)
     ids = [n.id for n in nodes]
-    inputs = Inputs.of_rows(part.graph_key.read(INPUTS, {"ids": ids}))
+    inputs = {str(r[0]): Inputs.of_row(r) for r in part.graph_key.read(INPUTS, {"ids": ids})}
     assert set(inputs) == set(ids)
+    ahead = {str(r[0]): Inputs.of_node_row(r, 0) for r in part.graph_key.read(q.NODES_AHEAD, {"ids": ids})}
     config, now = atlas.config, clock.now()
     params = {"ids": ids, "now": now, "factor": config.reinforce_factor, "ln2": LN2, "half_life": config.half_life,
               "floor": config.weight_floor, "cap": config.weight_cap, "recency_gain": 0.5}
     written = {str(r[0]): float(r[3]) for r in
                part.graph_key.write(q.batch_rescale(decay_unit, weight_model, reinforce=True), params)}
-    computed = {i: float(format(reinforced_weight_of(inputs[i], now=now, config=config), ".15g")) for i in ids}
+    computed = {i: float(format(reinforced_weight_of(v, now=now, config=config), ".15g"))
+                for i, v in inputs.items() if v is not None}
     assert computed == written and len(set(computed.values())) > 5
+    for i, v in ahead.items():  # the hops' rows read the same (the turn aside: the call's own)
+        w = inputs[i]
+        assert v is not None and w is not None
+        assert (v.weight, v.importance, v.access_count, v.accessed_turn, v.last_accessed_at, v.pinned) == (
+            w.weight, w.importance, w.access_count, w.accessed_turn, w.last_accessed_at, w.pinned)
 
 
 def test_build_context_reinforces_what_it_shows_without_a_request(
@@ -210,8 +217,7 @@ def test_build_context_reinforces_what_it_shows_without_a_request(
     mine = atlas.build_context("oat milk coffee", namespace="p", token_budget=60)
     assert _owed(conn) == 1 and reads == [0]  # the write alone: nothing waited for
     with monkeypatch.context() as patch:  # as if the windows had not read them: the rows read ahead of the write
-        patch.setattr(Inputs, "of_rows", classmethod(lambda cls, rows: {}))
-        patch.setattr(Inputs, "of_node_rows", classmethod(lambda cls, rows, turn: {}))
+        patch.setattr(Inputs, "of", classmethod(lambda cls, read: None))
         theirs = atlas.build_context("oat milk coffee", namespace="q", token_budget=60)
     assert reads == [0, 1]
     shown = [(m.node.content, m.node.weight, m.node.access_count, m.node.last_accessed_at) for m in mine.memories]
@@ -253,7 +259,7 @@ def test_retrieve_reinforces_its_hits_without_a_request(
         assert hit.node.embedding is not None
         assert hit.node.embedding.tolist() == part.vectors.get_many([hit.node.id])[0].tolist()
     with round_trips(monkeypatch) as waited:  # the rows read first, as when the hops had not read them
-        monkeypatch.setattr(Inputs, "of_node_rows", classmethod(lambda cls, rows, turn: {}))
+        monkeypatch.setattr(Inputs, "of", classmethod(lambda cls, read: None))
         atlas.retrieve("the river", namespace="p", top_k=3)
         monkeypatch.undo()
     assert len(seen) == len(waited)  # the write alone counts as the request it is sent in

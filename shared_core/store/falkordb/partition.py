@@ -254,7 +254,7 @@ class FalkorPartition(PartitionBase):
         # the counts the last snapshot read (superseded, bounded, documents): a recall's view (`speculate`)
         self._seen: tuple[int, int, int] | None = None
         #: what this call read of memories for their reinforcement (`reinforce.INPUTS`), by id
-        self.reinforcement_inputs: dict[str, reinforce.Inputs] = {}
+        self.reinforcement_inputs: dict[str, reinforce.Read] = {}
 
     def speakers(self) -> set[str]:
         """`Partition.speakers` in one request (`shared_core.store.falkordb.speakers`)."""

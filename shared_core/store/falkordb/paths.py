@@ -45,7 +45,7 @@ from . import cypher as q
 from .client import GraphKey, Literal
 from .graph import AHEAD, FalkorGraphStore
 from .indexes import AMONG_IN_QUERY, FalkorKeywordIndex, FalkorVectorIndex, query_literal
-from .reinforce import INPUTS, Inputs
+from .reinforce import INPUTS, Read
 
 
 class FalkorPartition(Protocol):
@@ -55,7 +55,7 @@ class FalkorPartition(Protocol):
     graph: FalkorGraphStore
     vectors: FalkorVectorIndex
     keywords: FalkorKeywordIndex
-    reinforcement_inputs: dict[str, Inputs]
+    reinforcement_inputs: dict[str, Read]
 
     @property
     def graph_key(self) -> GraphKey: ...
@@ -281,7 +281,9 @@ def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkabl
         rows = results[0]
         if ahead:
             part.graph.absorb(ahead, results[1])
-            part.reinforcement_inputs.update(Inputs.of_node_rows(results[1], cache.turn))
+            turn = cache.turn
+            if turn is not None:  # made into `Inputs` only for the memories reinforced
+                part.reinforcement_inputs.update({str(r[0]): (r, turn) for r in results[1]})
         if cosines is not None:
             part.vectors.keep_cosines(cosines[0], results[-1])
         # each node's edges in `order_edges`'s order: sorted on (in-edge, seq, place in the reply)
@@ -364,7 +366,7 @@ def neighbour_nodes(part: FalkorPartition, ids: Sequence[str], spec: WalkSpec) -
     lacking = [i for i in seeds if i not in part.reinforcement_inputs]
     rows, *inputs = part.graph_key.read_many([(statement, params), *([(INPUTS, {"ids": lacking})] if lacking else [])])
     for found in inputs:
-        part.reinforcement_inputs.update(Inputs.of_rows(found))
+        part.reinforcement_inputs.update({str(r[0]): (r, None) for r in found})
     grouped: dict[str, list[tuple[bool, int, int, str, str, float]]] = {i: [] for i in seeds}
     nodes = part.graph.cache.nodes
     fresh: dict[str, Sequence[Any]] = {}

@@ -52,12 +52,16 @@ class FalkorPartition(Protocol):
     namespace: str
     graph: FalkorGraphStore
     vectors: FalkorVectorIndex
-    reinforcement_inputs: dict[str, Inputs]
+    reinforcement_inputs: dict[str, Read]
 
     @property
     def graph_key(self) -> _Key: ...
 
-__all__ = ["INPUTS", "Inputs", "exact", "reinforce_many", "reinforced_weight_of"]
+__all__ = ["INPUTS", "Inputs", "Read", "exact", "reinforce_many", "reinforced_weight_of"]
+
+#: a row read for a memory's reinforcement: (a `cypher.NODES_AHEAD` row, the namespace's turn) or
+#: (an `INPUTS` row, None)
+Read = tuple[Sequence[Any], int | None]
 
 LN2 = math.log(2.0)
 _SCALE = 1099511627776.0  # 2**40
@@ -106,33 +110,33 @@ class Inputs:
         self.pinned, self.turn = pinned, turn
 
     @classmethod
-    def of_node_rows(cls, rows: Sequence[Sequence[Any]], turn: int | None) -> dict[str, Inputs]:
-        """The rows of `cypher.NODES_AHEAD` whose doubles came back exactly, by id, with the
-        namespace's ``turn`` as this call read it (None: none kept)."""
-        out: dict[str, Inputs] = {}
-        if turn is None:
-            return out
-        for row in rows:
-            weight, importance = exact(row[-5], row[-4]), exact(row[-3], row[-2])
-            last = exact(row[_LAST], row[_LAST + 1], 1.0)
-            count, accessed = row[_COUNT], row[_ACCESSED]
-            if weight is None or importance is None or last is None or count is None or accessed is None:
-                continue
-            out[str(row[0])] = cls(weight, importance, int(count), int(accessed), last, bool(row[_PINNED]), turn)
-        return out
+    def of_node_row(cls, row: Sequence[Any], turn: int) -> Inputs | None:
+        """A `cypher.NODES_AHEAD` row, with the namespace's ``turn`` as this call read it; None
+        unless its doubles came back exactly."""
+        weight, importance = exact(row[-5], row[-4]), exact(row[-3], row[-2])
+        last = exact(row[_LAST], row[_LAST + 1], 1.0)
+        count, accessed = row[_COUNT], row[_ACCESSED]
+        if weight is None or importance is None or last is None or count is None or accessed is None:
+            return None
+        return cls(weight, importance, int(count), int(accessed), last, bool(row[_PINNED]), turn)
 
     @classmethod
-    def of_rows(cls, rows: Sequence[Sequence[Any]]) -> dict[str, Inputs]:
-        """The rows of `INPUTS` whose doubles came back exactly, by id."""
-        out: dict[str, Inputs] = {}
-        for row in rows:
-            node_id, w_hi, w_lo, i_hi, i_lo, count, accessed, t_hi, t_lo, pinned, turn = row
-            weight, importance = exact(w_hi, w_lo), exact(i_hi, i_lo)
-            last = exact(t_hi, t_lo, 1.0)
-            if weight is None or importance is None or last is None or count is None or accessed is None:
-                continue
-            out[str(node_id)] = cls(weight, importance, int(count), int(accessed), last, bool(pinned), int(turn))
-        return out
+    def of_row(cls, row: Sequence[Any]) -> Inputs | None:
+        """An `INPUTS` row; None unless its doubles came back exactly."""
+        _, w_hi, w_lo, i_hi, i_lo, count, accessed, t_hi, t_lo, pinned, turn = row
+        weight, importance = exact(w_hi, w_lo), exact(i_hi, i_lo)
+        last = exact(t_hi, t_lo, 1.0)
+        if weight is None or importance is None or last is None or count is None or accessed is None:
+            return None
+        return cls(weight, importance, int(count), int(accessed), last, bool(pinned), int(turn))
+
+    @classmethod
+    def of(cls, read: Read) -> Inputs | None:
+        """What a call keeps of a memory for its reinforcement (`FalkorPartition.reinforcement_inputs`):
+        a `cypher.NODES_AHEAD` row and the turn, or an `INPUTS` row and None; made into `Inputs`
+        only for the memories reinforced."""
+        row, turn = read
+        return cls.of_row(row) if turn is None else cls.of_node_row(row, turn)
 
 
 def reinforced_weight_of(inputs: Inputs, *, now: float, config: AtlasConfig) -> float:
@@ -173,7 +177,8 @@ def _computed(part: FalkorPartition, node_ids: Sequence[str], now: float, config
     known = part.reinforcement_inputs
     out = []
     for node_id in node_ids:
-        inputs, node = known.get(node_id), part.graph.cache.nodes.get(node_id)
+        read, node = known.get(node_id), part.graph.cache.nodes.get(node_id)
+        inputs = None if read is None else Inputs.of(read)
         if inputs is None or node is None:
             return None
         weight = float(format(reinforced_weight_of(inputs, now=now, config=config), ".15g"))
