@@ -571,8 +571,8 @@ def _round_trips(on: bool) -> Iterator[list[int]]:
 
     def counted_behind(self: Connection, key: str, query: str, params: Any, reads: Sequence[Any] = ()) -> Any:
         out = behind(self, key, query, params, reads)
-        if out is not None:  # one round trip: the reads' replies waited for, the write's read later
-            counts[0] += 1
+        if out is not None:  # the reads' replies waited for (a round trip, if any), the write's read later
+            counts[0] += 1 if reads else 0
             counts[1] += len(reads) + 1
         return out
 
