@@ -7,16 +7,13 @@ attempt is bounded by ``connect_timeout`` and ``timeout``, so nothing hangs. Com
 retried whole: a write whose reply was lost may run twice, which the backend's statements
 tolerate (they replace, they do not append, except that the write counter may skip turns and a
 recall may be reinforced twice). On a single server the statements travel on connections of the
-backend's own (`_Lane`), a request's reads dealt over one connection per server thread, so
+backend's own (`lanes.Lane`), a request's reads dealt over one connection per server thread, so
 that the server runs them side by side; where the server is and how patiently to talk to it is `settings`, how
 a statement and its reply are written and read is `replies`.
 """
 
 from __future__ import annotations
 
-import logging
-import os
-import threading
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -24,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ...values.errors import BackendError, MissingDependencyError
+from .lanes import Lane as _Lane
 from .replication import Confirmations, refresh_slots, send_and_wait
 from .replies import Literal, query_command, reply_rows
 from .settings import Settings, graph_key, namespace_of, parse_url
@@ -31,7 +29,6 @@ from .settings import Settings, graph_key, namespace_of, parse_url
 __all__ = ["Connection", "GraphKey", "Literal", "Settings", "graph_key", "namespace_of", "parse_url"]
 
 T = TypeVar("T")
-logger = logging.getLogger("shared_core")
 FIRST_CONTACT = 3.0  # seconds of retries for the first connection
 INDEX_WAIT = 1.0  # seconds a read waits for a vector index that refuses a valid query (see `Connection.run`)
 
@@ -46,167 +43,6 @@ def _client() -> Any:
     except ImportError:
         raise MissingDependencyError.for_extra("falkordb", "falkordb") from None
     return falkordb
-
-
-class _Lane:
-    """Connections of the backend's own to a single server, which the statements use in place of
-    redis-py's pool and pipeline: a recall sends a dozen statements in a few round trips, and
-    the pool's bookkeeping on each (metrics, a readiness poll of the socket, retry wrappers)
-    cost this process about as much as reading the replies.
-
-    A round trip takes a free connection (or opens one with the pool's own settings: address,
-    credentials, timeouts, decoding), writes every command in one send, reads every reply (a
-    refusal as its `redis.ResponseError`, the others unaffected), and puts the connection back.
-    Any other failure (a lost connection, a timeout) closes that connection and propagates, for
-    `Connection._retrying` to retry the whole round trip on a new one: a connection half read is
-    never reused. Thread safe (each round trip holds its connection alone); after a fork the
-    child opens its own.
-    """
-
-    def __init__(self, pool: Any, lanes: int = 1) -> None:
-        from redis.exceptions import ResponseError
-
-        #: the connections a request's reads are dealt over (`spread`): the server's threads
-        self.lanes = lanes
-
-        self._open: Callable[[], Any] = lambda: pool.connection_class(**pool.connection_kwargs)
-        self._refused = ResponseError
-        self._free: list[Any] = []
-        self._lock = threading.Lock()
-        self._pid = os.getpid()
-        #: connections whose last replies are still to be read (`behind`): (connection, the
-        #: statement of each reply owed, None for another command, what for the log)
-        self._owed: list[tuple[Any, list[str | None], str]] = []
-        self._settling = threading.Lock()
-
-    def _forked(self) -> None:
-        """Under ``_lock``: a forked child never shares its parent's sockets (nor their replies)."""
-        if self._pid != os.getpid():
-            self._free, self._owed, self._pid = [], [], os.getpid()
-
-    def settle(self) -> None:
-        """Read the replies still owed by `behind`'s writes (waiting for them), before any other
-        command: every command sent after this returns runs after those writes, on any connection.
-        A refused write, or a connection lost before its reply, is logged (``shared_core``
-        logger, ERROR) with the graph's key, not raised: the call that sent it has returned, and
-        the one that settles it is another (see `Connection.write_behind`)."""
-        with self._settling:
-            with self._lock:
-                self._forked()
-                owed, self._owed = self._owed, []
-            for conn, queries, what in owed:
-                try:
-                    for query in queries:
-                        try:
-                            reply = conn.read_response()
-                        except self._refused as exc:
-                            reply = exc
-                        if isinstance(reply, self._refused):
-                            logger.error("FalkorDB refused a write sent behind a reply (%s): %s", what, reply)
-                        elif query is not None:
-                            reply_rows(query, reply)  # (a statement's rows: none of them used)
-                except Exception as exc:  # the write may or may not have run: say so, keep going
-                    conn.disconnect()
-                    logger.error("FalkorDB: the connection was lost before the reply to a write sent behind "
-                                 "(%s), which may or may not have run: %s", what, exc)
-                    continue
-                with self._lock:
-                    self._free.append(conn)
-
-    def behind(self, reads: Sequence[Sequence[Any]], writes: Sequence[Sequence[Any]], what: str,
-               queries: Sequence[str | None]) -> list[Any]:
-        """``reads`` then ``writes`` on one connection in one send; the reads' replies (a refused
-        one as its error), the writes' left unread, owed until the next `settle` (which every
-        other command of this lane runs first; ``queries``: each write's statement, None for a
-        command that is not one). The server serves one connection's commands in order, so the
-        writes run after the reads, and before anything sent after `settle`."""
-        self.settle()
-        with self._lock:
-            self._forked()
-            conn = self._free.pop() if self._free else None
-        if conn is None:
-            conn = self._open()
-        try:
-            conn.send_packed_command(conn.pack_commands([*reads, *writes]), check_health=False)
-            replies: list[Any] = []
-            for _ in reads:
-                try:
-                    replies.append(conn.read_response())
-                except self._refused as exc:
-                    replies.append(exc)
-        except BaseException:
-            conn.disconnect()
-            raise
-        with self._lock:
-            self._owed.append((conn, list(queries), what))
-        return replies
-
-    def send(self, commands: Sequence[Sequence[Any]]) -> list[Any]:
-        if self._owed or self._settling.locked():
-            self.settle()
-        with self._lock:
-            self._forked()
-            conn = self._free.pop() if self._free else None
-        if conn is None:
-            conn = self._open()
-        try:
-            conn.send_packed_command(conn.pack_commands(commands), check_health=False)
-            replies: list[Any] = []
-            for _ in commands:
-                try:
-                    replies.append(conn.read_response())
-                except self._refused as exc:
-                    replies.append(exc)
-        except BaseException:
-            conn.disconnect()
-            raise
-        with self._lock:
-            self._free.append(conn)
-        return replies
-
-    def spread(self, commands: Sequence[Sequence[Any]]) -> list[Any]:
-        """`send`, the commands dealt over up to `lanes` connections (the i-th on connection
-        ``i % lanes``), every one sent before any reply is read: the server runs read queries on
-        a pool of threads but serves the commands of one connection one after another, so reads
-        sent this way run side by side. The replies in the order of ``commands``; a failure
-        closes each connection not read to the end (those read to the end are put back)."""
-        lanes = min(self.lanes, len(commands))
-        if lanes < 2:
-            return self.send(commands)
-        if self._owed or self._settling.locked():
-            self.settle()
-        with self._lock:
-            self._forked()
-            taken = [self._free.pop() for _ in range(min(lanes, len(self._free)))]
-        done = 0
-        try:
-            taken += [self._open() for _ in range(lanes - len(taken))]
-            for lane, conn in enumerate(taken):
-                conn.send_packed_command(conn.pack_commands(commands[lane::lanes]), check_health=False)
-            replies: list[Any] = [None] * len(commands)
-            for lane, conn in enumerate(taken):
-                for at in range(lane, len(commands), lanes):
-                    try:
-                        replies[at] = conn.read_response()
-                    except self._refused as exc:
-                        replies[at] = exc
-                done += 1
-        except BaseException:
-            for conn in taken[done:]:
-                conn.disconnect()
-            with self._lock:
-                self._free.extend(taken[:done])
-            raise
-        with self._lock:
-            self._free.extend(taken)
-        return replies
-
-    def close(self) -> None:
-        self.settle()
-        with self._lock:
-            free, self._free = self._free, []
-        for conn in free:
-            conn.disconnect()
 
 
 class Connection:
@@ -244,7 +80,7 @@ class Connection:
         self._db = self._retrying(connect, "connecting", budget=min(settings.retry_for, FIRST_CONTACT))
         self._cluster = isinstance(self._db.connection, redis.RedisCluster)
         pool = None if self._cluster else self._db.connection.connection_pool
-        #: the statements' own connections to a single server (`_Lane`); None on a cluster
+        #: the statements' own connections to a single server (`lanes.Lane`); None on a cluster
         self._lane = _Lane(pool, self._threads()) if type(pool) is redis.ConnectionPool else None
 
     def _threads(self) -> int:
@@ -377,7 +213,7 @@ class Connection:
                  write: bool = False) -> list[list[list[Any]]]:
         """Several statements on graph ``key`` in one round trip, in order; the rows of each.
         Reads of a graph that does not exist give no rows. On a single server reads are dealt
-        over a connection per server thread (`_Lane.spread`: the server runs them side by side;
+        over a connection per server thread (`lanes.Lane.spread`: the server runs them side by side;
         they are no more one snapshot than a pipeline's, whose statements other clients' writes
         may come between); on a cluster they are one pipeline. With ``write``, the statements are writes in one
         pipeline, in order (and ``namespace_ttl`` is applied again after them); a refused one
@@ -389,7 +225,7 @@ class Connection:
             expire: list[list[Any]] = [["EXPIRE", key, ttl]] if write and ttl is not None else []
             if write and self.confirmations is not None:  # ``?replicas=N``: one WAIT after the batch
                 return self._confirmed_all(key, [*commands, *expire])[:len(commands)]
-            if not write and self._lane is not None:  # reads side by side (`_Lane.spread`)
+            if not write and self._lane is not None:  # reads side by side (`lanes.Lane.spread`)
                 return self._unless_transient(self._lane.spread(commands))
             return self._send([*commands, *expire])[:len(commands)]
 
@@ -413,7 +249,7 @@ class Connection:
         the write): then the caller writes as usual.
 
         The write's reply is read before this connection's next command of any kind
-        (`_Lane.settle`), so a later command of this process, on any graph, runs after the write
+        (`lanes.Lane.settle`), so a later command of this process, on any graph, runs after the write
         (read-your-writes). The write is one statement, atomic on the server; a refusal or a
         connection lost before its reply is logged then (ERROR, ``shared_core`` logger), not
         raised. A failure before the reads' replies are in retries the whole round trip, as
