@@ -1,0 +1,144 @@
+"""Where a recall's wall time goes on the FalkorDB backend, request by request, and what writing
+its reinforcement behind saves, measured call by call in one process.
+
+    python scripts/falkordb.py start --dir .falkordb/bench
+    PYTHONPATH=. .venv/bin/python benchmarks/falkordb_requests.py --url URL [--size 10000] [--rounds 2]
+
+writes `latency.make_corpus`'s memories into a namespace of its own on ``URL`` (once: a later run
+on the same server reuses them), then, for ``retrieve`` and ``build_context`` as `latency.py`
+times them:
+
+- **requests**: the wall time of each request of a call, by its place in the call (the first
+  request, the walk's hops, ...), median over the corpus's queries, with how many calls made it
+  (a request every call makes: n = the queries), and the call's own wall p50 and CPU time;
+- **behind / waited**: the same calls alternately with the reinforcement written behind (the
+  default) and waiting for the write's reply (`Connection.write_behind` answering None, as on a
+  cluster), call by call in turn (A B, B A, ...), ``--rounds`` times over the queries: the two
+  modes share the process, the graph and the machine's load, so their difference is the wait.
+
+A tree that predates `Connection.write_behind` gets the requests only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+PREFIX = "requests:"
+
+
+def _atlas(url: str, size: int, queries: int) -> tuple[Any, list[str]]:
+    from latency import OVERRIDES, build_atlas, make_corpus
+
+    from shared_core import AtlasConfig, ElasticMemoryAtlas, ManualClock
+    from shared_core.store.falkordb import FalkorDBBackend
+
+    corpus = make_corpus(size, queries)[0]
+    prefixed = f"{url.split('?')[0]}?prefix={PREFIX}"
+    if FalkorDBBackend.from_url(prefixed, dim=corpus.vectors.shape[1]).memory_count("bench") < size:
+        build_atlas(corpus, backend=prefixed)
+    atlas = ElasticMemoryAtlas(config=AtlasConfig(**OVERRIDES), embedder=corpus.embedder(),
+                               clock=ManualClock(1_700_000_000.0), backend=prefixed)
+    return atlas, list(corpus.queries)
+
+
+def _calls(atlas: Any, queries: list[str]) -> dict[str, Callable[[int], Any]]:
+    from latency import BUDGET, TOP_K
+
+    return {"retrieve": lambda i: atlas.retrieve(queries[i % len(queries)], namespace="bench", top_k=TOP_K),
+            "build_context": lambda i: atlas.build_context(queries[i % len(queries)], namespace="bench",
+                                                           token_budget=BUDGET, style="bullet")}
+
+
+def requests(atlas: Any, queries: list[str]) -> list[str]:
+    """Each request's wall time by its place in the call (see the module docstring)."""
+    from shared_core.store.falkordb.client import Connection
+
+    log: list[float] = []
+    retrying = Connection._retrying
+
+    def timed(self: Connection, call: Callable[[], Any], what: str, *, budget: float | None = None) -> Any:
+        start = time.perf_counter()
+        try:
+            return retrying(self, call, what, budget=budget)
+        finally:
+            log.append(time.perf_counter() - start)
+
+    out = []
+    Connection._retrying = timed  # type: ignore[method-assign]
+    try:
+        for name, call in _calls(atlas, queries).items():
+            for i in range(3):
+                call(i)
+            places: dict[int, list[float]] = {}
+            walls, cpus = [], []
+            for i in range(len(queries)):
+                log.clear()
+                wall, cpu = time.perf_counter(), time.process_time()
+                call(i)
+                cpus.append(time.process_time() - cpu)
+                walls.append(time.perf_counter() - wall)
+                for place, spent in enumerate(log):
+                    places.setdefault(place, []).append(spent)
+            each = ", ".join(f"#{p}: {1e3 * statistics.median(v):.2f} (n={len(v)})" for p, v in places.items())
+            out.append(f"{name}: wall p50 {1e3 * statistics.median(walls):.2f} ms, CPU "
+                       f"{1e3 * statistics.mean(cpus):.2f} ms a call; each request's wall ms, median: {each}")
+    finally:
+        Connection._retrying = retrying  # type: ignore[method-assign]
+    return out
+
+
+def behind_or_waited(atlas: Any, queries: list[str], rounds: int) -> list[str]:
+    """The calls with the reinforcement written behind and waited for, in turn (see above)."""
+    from shared_core.store.falkordb.client import Connection
+
+    behind = getattr(Connection, "write_behind", None)
+    if behind is None:
+        return ["(this tree writes every reinforcement waiting for it)"]
+    out = []
+    try:
+        for name, call in _calls(atlas, queries).items():
+            for i in range(3):
+                call(i)
+            spent: dict[bool, list[float]] = {True: [], False: []}
+            for r in range(rounds):
+                for i in range(len(queries)):
+                    for mode in ((True, False) if (i + r) % 2 else (False, True)):
+                        Connection.write_behind = behind if mode else (  # type: ignore[method-assign]
+                            lambda *args, **kwargs: None)
+                        start = time.perf_counter()
+                        call(i)
+                        spent[mode].append(time.perf_counter() - start)
+            b, w = (1e3 * statistics.median(spent[m]) for m in (True, False))
+            out.append(f"{name}: written behind p50 {b:.2f} ms, waited for p50 {w:.2f} ms ({100 * (b / w - 1):+.1f}%); "
+                       f"means {1e3 * statistics.mean(spent[True]):.2f} / {1e3 * statistics.mean(spent[False]):.2f} ms")
+    finally:
+        Connection.write_behind = behind  # type: ignore[method-assign]
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--url", required=True, help="a FalkorDB server (falkordb://host:port)")
+    parser.add_argument("--size", type=int, default=10_000)
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    import os
+
+    atlas, queries = _atlas(args.url, args.size, args.queries)
+    print(f"# load {os.getloadavg()[0]:.2f}")
+    for line in [*requests(atlas, queries), *behind_or_waited(atlas, queries, args.rounds)]:
+        print(line)
+    print(f"# load {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
