@@ -354,13 +354,14 @@ VECTOR_SEARCH_MANY = ("OPTIONAL MATCH (c:Atlas) WITH coalesce(c.stale, 0) AS sta
                       "WITH k, qi, collect([id, score])[0..k] AS hits UNWIND hits AS hit "
                       "OPTIONAL MATCH (n:Memory {id: hit[0]}) RETURN qi, hit[0], hit[1], n.superseded, k")
 
-# `VECTOR_SEARCH` as one row: the ids of the first $head hits, the distances of them all, and [id,
-# raw vector] of the first $raws (a `retrieve` returns its hits' vectors, most often among those)
+# `VECTOR_SEARCH` as one row: the ids of the first $head hits, the distances of them all, and the
+# raw vectors of the first $raws ($raws <= $head; a `retrieve` returns its hits' vectors, most
+# often among those)
 VECTOR_SEARCH_HEAD = VECTOR_SEARCH.replace(
     "RETURN node.id, score ORDER BY score, node.id LIMIT $k",
     "WITH node, score ORDER BY score, node.id LIMIT $k "
     "WITH collect(node) AS nodes, collect(score) AS scores "
-    "RETURN [n IN nodes[0..$head] | n.id], scores, [n IN nodes[0..$raws] | [n.id, n.raw]]")
+    "RETURN [n IN nodes[0..$head] | n.id], scores, [n IN nodes[0..$raws] | n.raw]")
 
 
 def write_edges(kinds: Sequence[str], *, after: str = "", rows: str = "$edges", new: bool = False) -> str:

@@ -131,8 +131,8 @@ def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Can
     every = cq.every_admissible
     heads = 0 if every else cq.k + _HEADS  # the nodes admission will ask about, read with the hits
     if subset is None and heads == 0:  # no admission to ask: the ids of the hits kept, every distance
-        statements.append((q.VECTOR_SEARCH_HEAD, {"k": int(cq.vector_k), "query": vector, "head": int(cq.k),
-                                                  "raws": RAW_HEADS}))
+        statements.append((q.VECTOR_SEARCH_HEAD, {"k": int(cq.vector_k), "query": vector,
+                                                  "head": max(int(cq.k), RAW_HEADS), "raws": RAW_HEADS}))
     elif subset is None:
         statements.append((q.VECTOR_SEARCH_NODES, {"k": int(cq.vector_k), "query": vector, "heads": heads}))
     else:
@@ -166,7 +166,8 @@ def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Can
     searched: np.ndarray[Any, np.dtype[np.float64]] | None = None  # the whole search's similarities
     if subset is None and heads == 0:
         head, distances, raws = rows[0] if rows else ([], [], [])
-        part.vectors.keep_raw(raws)
+        part.vectors.keep_raw(head, raws)
+        head = head[:cq.k]
         sims = (1.0 - np.array(distances, dtype=np.float64)).astype(np.float32)  # `_sim` of each
         vector_hits = list(zip(map(str, head), sims[:len(head)].tolist(), strict=True))
         searched = sims.astype(np.float64)
