@@ -11,10 +11,14 @@ times them:
 - **requests**: the wall time of each request of a call, by its place in the call (the first
   request, the walk's hops, ...), median over the corpus's queries, with how many calls made it
   (a request every call makes: n = the queries), and the call's own wall p50 and CPU time;
+  ``--pause`` sleeps that many milliseconds before each call (an app doing something else
+  between two recalls: the server then runs a reinforcement written behind in the pause);
 - **behind / waited**: the same calls alternately with the reinforcement written behind (the
   default) and waiting for the write's reply (`Connection.write_behind` answering None, as on a
   cluster), call by call in turn (A B, B A, ...), ``--rounds`` times over the queries: the two
-  modes share the process, the graph and the machine's load, so their difference is the wait.
+  modes share the process, the graph and the machine's load; but a write sent behind runs on
+  the server during the call after it, which is a waited-for call half the time, so this
+  overstates what a tight loop of recalls gains (compare whole trees for that: `falkordb_cpu.py`).
 
 A tree that predates `Connection.write_behind` gets the requests only.
 """
@@ -57,8 +61,9 @@ def _calls(atlas: Any, queries: list[str]) -> dict[str, Callable[[int], Any]]:
                                                            token_budget=BUDGET, style="bullet")}
 
 
-def requests(atlas: Any, queries: list[str]) -> list[str]:
-    """Each request's wall time by its place in the call (see the module docstring)."""
+def requests(atlas: Any, queries: list[str], pause: float = 0.0) -> list[str]:
+    """Each request's wall time by its place in the call (see the module docstring), ``pause``
+    seconds between calls (not timed)."""
     from shared_core.store.falkordb.client import Connection
 
     log: list[float] = []
@@ -80,6 +85,8 @@ def requests(atlas: Any, queries: list[str]) -> list[str]:
             places: dict[int, list[float]] = {}
             walls, cpus = [], []
             for i in range(len(queries)):
+                if pause:
+                    time.sleep(pause)
                 log.clear()
                 wall, cpu = time.perf_counter(), time.process_time()
                 call(i)
@@ -130,12 +137,18 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--pause", type=float, default=0.0,
+                        help="ms between the calls timed request by request (an app between two recalls)")
+    parser.add_argument("--requests-only", action="store_true", help="leave out the behind / waited alternation")
     args = parser.parse_args()
     import os
 
     atlas, queries = _atlas(args.url, args.size, args.queries)
     print(f"# load {os.getloadavg()[0]:.2f}")
-    for line in [*requests(atlas, queries), *behind_or_waited(atlas, queries, args.rounds)]:
+    lines = requests(atlas, queries, args.pause / 1e3)
+    if not args.requests_only:
+        lines += behind_or_waited(atlas, queries, args.rounds)
+    for line in lines:
         print(line)
     print(f"# load {os.getloadavg()[0]:.2f}")
 
