@@ -57,7 +57,6 @@ def _redis(url: str) -> Any:
 KINDS = (("db.idx.vector.queryNodes", "vector top-k"), ("UNWIND $stems AS t OPTIONAL MATCH", "BM25 counted top-k"),
          ("UNWIND $seeds AS pr", "BM25 pruned top-k"), ("MATCH (m:Memory) WHERE t IN m.terms RETURN", "BM25 counts"),
          ("IN n.terms", "BM25 top-k, every match"), ("SET n.weight", "reinforcement (write)"),
-         ("AS weight OPTIONAL MATCH (e:Embedding", "reinforcement's rows (read ahead of the write)"),
          ("MATCH (n:Memory {id: id})-[r", "walk hop"), ("MATCH (e:Embedding {id: id}) RETURN e.id, vec.", "cosines"),
          ("UNWIND $ids AS id MATCH (n:Memory {id: id}) RETURN", "nodes"), ("count(n) AS superseded", "counters"))
 

@@ -1,26 +1,16 @@
-"""Where a recall's wall time goes on the FalkorDB backend, request by request, and what writing
-its reinforcement behind saves, measured call by call in one process.
+"""Where a recall's wall time goes on the FalkorDB backend, request by request.
 
     python scripts/falkordb.py start --dir .falkordb/bench
-    PYTHONPATH=. .venv/bin/python benchmarks/falkordb_requests.py --url URL [--size 10000] [--rounds 2]
+    PYTHONPATH=. .venv/bin/python benchmarks/falkordb_requests.py --url URL [--size 10000] [--pause MS]
 
 writes `latency.make_corpus`'s memories into a namespace of its own on ``URL`` (once: a later run
-on the same server reuses them), then, for ``retrieve`` and ``build_context`` as `latency.py`
-times them:
-
-- **requests**: the wall time of each request of a call, by its place in the call (the first
-  request, the walk's hops, ...), median over the corpus's queries, with how many calls made it
-  (a request every call makes: n = the queries), and the call's own wall p50 and CPU time;
-  ``--pause`` sleeps that many milliseconds before each call (an app doing something else
-  between two recalls: the server then runs a reinforcement written behind in the pause);
-- **behind / waited**: the same calls alternately with the reinforcement written behind (the
-  default) and waiting for the write's reply (`Connection.write_behind` answering None, as on a
-  cluster), call by call in turn (A B, B A, ...), ``--rounds`` times over the queries: the two
-  modes share the process, the graph and the machine's load; but a write sent behind runs on
-  the server during the call after it, which is a waited-for call half the time, so this
-  overstates what a tight loop of recalls gains (compare whole trees for that: `falkordb_cpu.py`).
-
-A tree that predates `Connection.write_behind` gets the requests only.
+on the same server reuses them), then times ``retrieve`` and ``build_context`` as `latency.py`
+does, over the corpus's queries: each call's wall p50 and CPU time in this process, and the wall
+time of each of its requests by its place in the call (the first request, the walk's hops, ...:
+every request goes through `Connection._retrying`), median, with how many calls made it (n = the
+queries for a request every call makes). ``--pause`` sleeps that many milliseconds before each
+call (an app doing something else between two recalls). Run it with another tree first on
+``PYTHONPATH`` to compare trees (run them in turn: the machine's load moves).
 """
 
 from __future__ import annotations
@@ -102,53 +92,18 @@ def requests(atlas: Any, queries: list[str], pause: float = 0.0) -> list[str]:
     return out
 
 
-def behind_or_waited(atlas: Any, queries: list[str], rounds: int) -> list[str]:
-    """The calls with the reinforcement written behind and waited for, in turn (see above)."""
-    from shared_core.store.falkordb.client import Connection
-
-    behind = getattr(Connection, "write_behind", None)
-    if behind is None:
-        return ["(this tree writes every reinforcement waiting for it)"]
-    out = []
-    try:
-        for name, call in _calls(atlas, queries).items():
-            for i in range(3):
-                call(i)
-            spent: dict[bool, list[float]] = {True: [], False: []}
-            for r in range(rounds):
-                for i in range(len(queries)):
-                    for mode in ((True, False) if (i + r) % 2 else (False, True)):
-                        Connection.write_behind = behind if mode else (  # type: ignore[method-assign]
-                            lambda *args, **kwargs: None)
-                        start = time.perf_counter()
-                        call(i)
-                        spent[mode].append(time.perf_counter() - start)
-            b, w = (1e3 * statistics.median(spent[m]) for m in (True, False))
-            out.append(f"{name}: written behind p50 {b:.2f} ms, waited for p50 {w:.2f} ms ({100 * (b / w - 1):+.1f}%); "
-                       f"means {1e3 * statistics.mean(spent[True]):.2f} / {1e3 * statistics.mean(spent[False]):.2f} ms")
-    finally:
-        Connection.write_behind = behind  # type: ignore[method-assign]
-    return out
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", required=True, help="a FalkorDB server (falkordb://host:port)")
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--pause", type=float, default=0.0,
-                        help="ms between the calls timed request by request (an app between two recalls)")
-    parser.add_argument("--requests-only", action="store_true", help="leave out the behind / waited alternation")
+    parser.add_argument("--pause", type=float, default=0.0, help="ms before each call (an app between two recalls)")
     args = parser.parse_args()
     import os
 
     atlas, queries = _atlas(args.url, args.size, args.queries)
     print(f"# load {os.getloadavg()[0]:.2f}")
-    lines = requests(atlas, queries, args.pause / 1e3)
-    if not args.requests_only:
-        lines += behind_or_waited(atlas, queries, args.rounds)
-    for line in lines:
+    for line in requests(atlas, queries, args.pause / 1e3):
         print(line)
     print(f"# load {os.getloadavg()[0]:.2f}")
 

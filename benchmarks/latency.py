@@ -567,26 +567,13 @@ def _round_trips(on: bool) -> Iterator[list[int]]:
         counts[1] += len(statements)
         return exists_and_read(self, key, statements)
 
-    behind = getattr(Connection, "write_behind", None)  # absent from trees before session 16
-
-    def counted_behind(self: Connection, key: str, query: str, params: Any, reads: Sequence[Any] = ()) -> Any:
-        out = behind(self, key, query, params, reads)
-        if out is not None:  # the reads' replies waited for (a round trip, if any), the write's read later
-            counts[0] += 1 if reads else 0
-            counts[1] += len(reads) + 1
-        return out
-
     Connection.run, Connection.run_many, Connection.command, Connection.exists_and_read = (  # type: ignore[method-assign]
         counted_run, counted_many, counted_command, counted_exists)
-    if behind is not None:
-        Connection.write_behind = counted_behind  # type: ignore[method-assign]
     try:
         yield counts
     finally:
         Connection.run, Connection.run_many, Connection.command, Connection.exists_and_read = (  # type: ignore[method-assign]
             run, run_many, command, exists_and_read)
-        if behind is not None:
-            Connection.write_behind = behind  # type: ignore[method-assign]
 
 
 SWEEP: tuple[tuple[str, dict[str, Any]], ...] = (

@@ -52,7 +52,6 @@ def test_verbose_statements_read_as_the_compact_format(shared_atlas: Callable[..
     assert len(ids) >= 15
     params: dict[str, dict[str, Any]] = {
         q.GET_NODE: {"id": ids[3]}, q.NODES: {"skip": 0, "limit": 100}, q.NODES_AMONG: {"ids": [*ids, "missing"]},
-        q.NODES_AHEAD: {"ids": [*ids, "missing"]},
         q.EDGES: {"id": made[0].id}, q.EDGES_AMONG: {"ids": ids},
         q.WALK_HOP: {"ids": ids, "vector": query_literal(atlas.embedder.embed(["coffee"])[0])},
         q.WALK_HOP_NODES: {"ids": ids}, q.WALK_HOP_NODES_TYPED: {"ids": ids, "types": ["BEFORE", "CAUSED_BY"]},

@@ -7,13 +7,15 @@ attempt is bounded by ``connect_timeout`` and ``timeout``, so nothing hangs. Com
 retried whole: a write whose reply was lost may run twice, which the backend's statements
 tolerate (they replace, they do not append, except that the write counter may skip turns and a
 recall may be reinforced twice). On a single server the statements travel on connections of the
-backend's own (`lanes.Lane`), a request's reads dealt over one connection per server thread, so
+backend's own (`_Lane`), a request's reads dealt over one connection per server thread, so
 that the server runs them side by side; where the server is and how patiently to talk to it is `settings`, how
 a statement and its reply are written and read is `replies`.
 """
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -21,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ...values.errors import BackendError, MissingDependencyError
-from .lanes import Lane as _Lane
 from .replication import Confirmations, refresh_slots, send_and_wait
 from .replies import Literal, query_command, reply_rows
 from .settings import Settings, graph_key, namespace_of, parse_url
@@ -43,6 +44,98 @@ def _client() -> Any:
     except ImportError:
         raise MissingDependencyError.for_extra("falkordb", "falkordb") from None
     return falkordb
+
+
+class _Lane:
+    """Connections of the backend's own to a single server, which the statements use in place of
+    redis-py's pool and pipeline: a recall sends a dozen statements in a few round trips, and
+    the pool's bookkeeping on each (metrics, a readiness poll of the socket, retry wrappers)
+    cost this process about as much as reading the replies.
+
+    A round trip takes a free connection (or opens one with the pool's own settings: address,
+    credentials, timeouts, decoding), writes every command in one send, reads every reply (a
+    refusal as its `redis.ResponseError`, the others unaffected), and puts the connection back.
+    Any other failure (a lost connection, a timeout) closes that connection and propagates, for
+    `Connection._retrying` to retry the whole round trip on a new one: a connection half read is
+    never reused. Thread safe (each round trip holds its connection alone); after a fork the
+    child opens its own.
+    """
+
+    def __init__(self, pool: Any, lanes: int = 1) -> None:
+        from redis.exceptions import ResponseError
+
+        #: the connections a request's reads are dealt over (`spread`): the server's threads
+        self.lanes = lanes
+
+        self._open: Callable[[], Any] = lambda: pool.connection_class(**pool.connection_kwargs)
+        self._refused = ResponseError
+        self._free: list[Any] = []
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+
+    def send(self, commands: Sequence[Sequence[Any]]) -> list[Any]:
+        with self._lock:
+            if self._pid != os.getpid():  # a forked child never shares its parent's sockets
+                self._free, self._pid = [], os.getpid()
+            conn = self._free.pop() if self._free else None
+        if conn is None:
+            conn = self._open()
+        try:
+            conn.send_packed_command(conn.pack_commands(commands), check_health=False)
+            replies: list[Any] = []
+            for _ in commands:
+                try:
+                    replies.append(conn.read_response())
+                except self._refused as exc:
+                    replies.append(exc)
+        except BaseException:
+            conn.disconnect()
+            raise
+        with self._lock:
+            self._free.append(conn)
+        return replies
+
+    def spread(self, commands: Sequence[Sequence[Any]]) -> list[Any]:
+        """`send`, the commands dealt over up to `lanes` connections (the i-th on connection
+        ``i % lanes``), every one sent before any reply is read: the server runs read queries on
+        a pool of threads but serves the commands of one connection one after another, so reads
+        sent this way run side by side. The replies in the order of ``commands``; a failure
+        closes each connection not read to the end (those read to the end are put back)."""
+        lanes = min(self.lanes, len(commands))
+        if lanes < 2:
+            return self.send(commands)
+        with self._lock:
+            if self._pid != os.getpid():
+                self._free, self._pid = [], os.getpid()
+            taken = [self._free.pop() for _ in range(min(lanes, len(self._free)))]
+        done = 0
+        try:
+            taken += [self._open() for _ in range(lanes - len(taken))]
+            for lane, conn in enumerate(taken):
+                conn.send_packed_command(conn.pack_commands(commands[lane::lanes]), check_health=False)
+            replies: list[Any] = [None] * len(commands)
+            for lane, conn in enumerate(taken):
+                for at in range(lane, len(commands), lanes):
+                    try:
+                        replies[at] = conn.read_response()
+                    except self._refused as exc:
+                        replies[at] = exc
+                done += 1
+        except BaseException:
+            for conn in taken[done:]:
+                conn.disconnect()
+            with self._lock:
+                self._free.extend(taken[:done])
+            raise
+        with self._lock:
+            self._free.extend(taken)
+        return replies
+
+    def close(self) -> None:
+        with self._lock:
+            free, self._free = self._free, []
+        for conn in free:
+            conn.disconnect()
 
 
 class Connection:
@@ -80,7 +173,7 @@ class Connection:
         self._db = self._retrying(connect, "connecting", budget=min(settings.retry_for, FIRST_CONTACT))
         self._cluster = isinstance(self._db.connection, redis.RedisCluster)
         pool = None if self._cluster else self._db.connection.connection_pool
-        #: the statements' own connections to a single server (`lanes.Lane`); None on a cluster
+        #: the statements' own connections to a single server (`_Lane`); None on a cluster
         self._lane = _Lane(pool, self._threads()) if type(pool) is redis.ConnectionPool else None
 
     def _threads(self) -> int:
@@ -132,7 +225,6 @@ class Connection:
 
     def command(self, *args: Any, budget: float | None = None) -> Any:
         """A plain server command (EXISTS, GRAPH.LIST ...), with retries."""
-        self.settle()  # after the writes sent behind (`write_behind`), as every command
         return self._retrying(lambda: self._db.connection.execute_command(*args), str(args[0]), budget=budget)
 
     def run(self, key: str, query: str, params: Mapping[str, Any] | None = None, *,
@@ -213,7 +305,7 @@ class Connection:
                  write: bool = False) -> list[list[list[Any]]]:
         """Several statements on graph ``key`` in one round trip, in order; the rows of each.
         Reads of a graph that does not exist give no rows. On a single server reads are dealt
-        over a connection per server thread (`lanes.Lane.spread`: the server runs them side by side;
+        over a connection per server thread (`_Lane.spread`: the server runs them side by side;
         they are no more one snapshot than a pipeline's, whose statements other clients' writes
         may come between); on a cluster they are one pipeline. With ``write``, the statements are writes in one
         pipeline, in order (and ``namespace_ttl`` is applied again after them); a refused one
@@ -225,7 +317,7 @@ class Connection:
             expire: list[list[Any]] = [["EXPIRE", key, ttl]] if write and ttl is not None else []
             if write and self.confirmations is not None:  # ``?replicas=N``: one WAIT after the batch
                 return self._confirmed_all(key, [*commands, *expire])[:len(commands)]
-            if not write and self._lane is not None:  # reads side by side (`lanes.Lane.spread`)
+            if not write and self._lane is not None:  # reads side by side (`_Lane.spread`)
                 return self._unless_transient(self._lane.spread(commands))
             return self._send([*commands, *expire])[:len(commands)]
 
@@ -239,48 +331,6 @@ class Connection:
                 raise BackendError(f"FalkorDB at {self.settings.url} refused a query: {response}")
             out.append(reply_rows(query, response))
         return out
-
-    def write_behind(self, key: str, query: str, params: Mapping[str, Any],
-                     reads: Sequence[tuple[str, Mapping[str, Any]]] = ()) -> list[list[list[Any]]] | None:
-        """The write ``query`` on graph ``key`` sent behind the read-only ``reads`` in one round
-        trip, its reply not waited for: the rows of ``reads`` (read before the write runs); None,
-        with nothing sent, where a write's reply must be waited for (on a cluster, whose
-        failover is followed through each reply, and with ``?replicas=N``, whose ``WAIT`` follows
-        the write): then the caller writes as usual.
-
-        The write's reply is read before this connection's next command of any kind
-        (`lanes.Lane.settle`), so a later command of this process, on any graph, runs after the write
-        (read-your-writes). The write is one statement, atomic on the server; a refusal or a
-        connection lost before its reply is logged then (ERROR, ``shared_core`` logger), not
-        raised. A failure before the reads' replies are in retries the whole round trip, as
-        `run` does (the write may then run twice, which a reinforcement tolerates); a refused read
-        raises `BackendError` (the write behind it is sent all the same)."""
-        if self._lane is None or self.confirmations is not None:
-            return None
-        lane = self._lane
-        ttl = self.settings.namespace_ttl
-        writes: list[list[Any]] = [query_command(key, query, params, write=True)]
-        if ttl is not None:
-            writes.append(["EXPIRE", key, ttl])
-        commands = [query_command(key, read, read_params) for read, read_params in reads]
-        queries = [query, *([None] if ttl is not None else [])]
-        responses = self._retrying(lambda: self._unless_transient(lane.behind(commands, writes, key, queries)),
-                                   "a query")
-        out: list[list[list[Any]]] = []
-        for (read, _), response in zip(reads, responses, strict=True):
-            if isinstance(response, self._response_error):
-                if "empty key" in str(response):
-                    out.append([])
-                    continue
-                raise BackendError(f"FalkorDB at {self.settings.url} refused a query: {response}")
-            out.append(reply_rows(read, response))
-        return out
-
-    def settle(self) -> None:
-        """Wait for the replies of the writes sent behind (`write_behind`); a no-op when none is
-        owed."""
-        if self._lane is not None:
-            self._lane.settle()
 
     def _until_indexed(self, call: Callable[[], list[Any]], what: str) -> list[Any]:
         """The replies of a read request ``call`` (with `_retrying`), asked again as a whole for up
@@ -330,7 +380,6 @@ class Connection:
 
     def graphs(self) -> list[str]:
         """Every graph key on the server (on a cluster: on every master)."""
-        self.settle()
         if self.cluster:  # the nodes themselves: redis-py 8 does not route a flag for a module command
             cluster = self._db.connection
             found = self._retrying(lambda: cluster.execute_command(

@@ -94,20 +94,6 @@ PUT_NODE = "MERGE (n:Memory {id: $id}) SET n += $props"
 GET_NODE = f"MATCH (n:Memory {{id: $id}}) RETURN {NODE_COLUMNS}"
 NODES = f"MATCH (n:Memory) RETURN {NODE_COLUMNS} ORDER BY n.turn, n.id SKIP $skip LIMIT $limit"
 NODES_AMONG = f"UNWIND $ids AS id MATCH (n:Memory {{id: id}}) RETURN {NODE_COLUMNS}"
-_SCALED = "1099511627776.0"  # 2**40
-
-
-def _lossless(value: str) -> str:
-    """A double as an integer and the fraction left (written with 15 digits, it is exact when the
-    integer has 11 bits or more: `shared_core.store.falkordb.reinforce.exact`)."""
-    return f"toInteger(floor({value})), {value} - floor({value})"
-
-
-#: `NODES_AMONG` with the weight and the importance times 2**40 without loss (`_lossless`, two
-#: columns each) before the superseded flag: a walk's hops read the ranking's nodes with it, and
-#: a reinforcement of them computes what it writes (`shared_core.store.falkordb.reinforce`)
-NODES_AHEAD = NODES_AMONG.replace(
-    ", n.superseded", f", {_lossless(f'n.weight * {_SCALED}')}, {_lossless(f'n.importance * {_SCALED}')}, n.superseded")
 NODE_COUNT = "MATCH (n:Memory) RETURN count(n)"
 NODE_IDS = "MATCH (n:Memory) RETURN n.id"
 HAS_NODE = "MATCH (n:Memory {id: $id}) RETURN n.id LIMIT 1"
@@ -354,14 +340,11 @@ VECTOR_SEARCH_MANY = ("OPTIONAL MATCH (c:Atlas) WITH coalesce(c.stale, 0) AS sta
                       "WITH k, qi, collect([id, score])[0..k] AS hits UNWIND hits AS hit "
                       "OPTIONAL MATCH (n:Memory {id: hit[0]}) RETURN qi, hit[0], hit[1], n.superseded, k")
 
-# `VECTOR_SEARCH` as one row: the ids of the first $head hits, the distances of them all, and the
-# raw vectors of the first $raws ($raws <= $head; a `retrieve` returns its hits' vectors, most
-# often among those)
+# `VECTOR_SEARCH` as one row: the ids of the first $head hits, and the distances of them all
 VECTOR_SEARCH_HEAD = VECTOR_SEARCH.replace(
     "RETURN node.id, score ORDER BY score, node.id LIMIT $k",
     "WITH node, score ORDER BY score, node.id LIMIT $k "
-    "WITH collect(node) AS nodes, collect(score) AS scores "
-    "RETURN [n IN nodes[0..$head] | n.id], scores, [n IN nodes[0..$raws] | n.raw]")
+    "WITH collect(node.id) AS ids, collect(score) AS scores RETURN ids[0..$head], scores")
 
 
 def write_edges(kinds: Sequence[str], *, after: str = "", rows: str = "$edges", new: bool = False) -> str:
@@ -387,31 +370,6 @@ def batch_rescale(decay_unit: str, weight_model: str, *, reinforce: bool) -> str
     head, _, _ = single.rpartition(" RETURN ")  # each memory's vector rides along (a recall returns them)
     return (f"UNWIND $ids AS id {head} WITH n OPTIONAL MATCH (e:Embedding {{id: n.id}}) "
             f"RETURN {NODE_COLUMNS}, e.raw")
-
-
-def rescale_behind(decay_unit: str, weight_model: str) -> str:
-    """`batch_rescale` (reinforcing) whose reply is not read (`Connection.write_behind`): one row,
-    the count of memories reinforced, no columns."""
-    single = rescale(decay_unit, weight_model, reinforce=True).replace("{id: $id}", "{id: id}")
-    head, _, _ = single.rpartition(" RETURN ")
-    return f"UNWIND $ids AS id {head} RETURN count(n)"
-
-
-def rescale_preview(decay_unit: str, weight_model: str) -> str:
-    """What `batch_rescale` (reinforcing) returns, read without writing: each memory's columns
-    with the weight, access count, last access and turn it would set, computed by the same
-    expressions from what the server holds (so the same doubles, written with the same digits),
-    then its raw vector. Sent just ahead of `rescale_behind` on the same connection, it gives the
-    rows the write would return (`FalkorPartition.reinforce_many`)."""
-    single = rescale(decay_unit, weight_model, reinforce=True).replace("{id: $id}", "{id: id}")
-    head, _, _ = single.partition(" SET ")
-    new = "CASE WHEN $cap <= current * $factor THEN $cap ELSE current * $factor END"
-    changed = {"n.weight": "weight", "n.access_count": "n.access_count + 1", "n.accessed_turn": "turn",
-               "floor(n.last_accessed_at)": "floor($now)",
-               "n.last_accessed_at - floor(n.last_accessed_at)": "$now - floor($now)"}
-    columns = ", ".join(changed.get(c, c) for c in NODE_COLUMNS.split(", "))
-    return (f"UNWIND $ids AS id {head} WITH n, turn, {new} AS weight "
-            f"OPTIONAL MATCH (e:Embedding {{id: n.id}}) RETURN {columns}, e.raw")
 
 
 _COSINE = "vec.cosineDistance(e.embedding, vecf32($vector))"

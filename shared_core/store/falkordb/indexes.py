@@ -135,22 +135,15 @@ class FalkorVectorIndex(VectorIndexBase):
         # walk reached, `FalkorGraphStore.read_ahead`): read with the first cosines it lacks
         self._ahead = ahead
         self._read: dict[str, Vector] = {}  # vectors the current call read beside other rows
-        self._raw: dict[str, str | None] = {}  # raw vectors (base64) read beside other rows, decoded if asked for
 
     def remember(self, node_id: str, raw: str | None) -> None:
         """Keep a vector read beside other rows (its raw bytes) for `get_many` in this call."""
         if raw is not None:
             self._read[node_id] = np.frombuffer(base64.b64decode(raw), dtype="<f4").astype(np.float32)
 
-    def keep_raw(self, ids: Sequence[str], raws: Sequence[str | None]) -> None:
-        """Keep the raw vectors (bytes in base64) of ``ids`` read beside other rows, decoded if
-        `get_many` asks for them in this call."""
-        self._raw.update(zip(ids, raws, strict=False))
-
     def forget(self) -> None:
         """A new call, or a change of the vectors: forget what was read."""
         self._read.clear()
-        self._raw.clear()
 
     @property
     def dim(self) -> int:
@@ -209,9 +202,6 @@ class FalkorVectorIndex(VectorIndexBase):
         """`get` of each id, in one statement."""
         if not ids:
             return []
-        for i in ids:
-            if i not in self._read and i in self._raw:
-                self.remember(i, self._raw[i])  # (None, an id without a raw vector, is read below)
         found: dict[str, Vector | None] = {i: self._read[i] for i in ids if i in self._read}
         missing = [i for i in dict.fromkeys(ids) if i not in found]
         if missing:

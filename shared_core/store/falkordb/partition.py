@@ -25,7 +25,7 @@ from ...values.model import MemoryNode
 from ..base import PartitionBase
 from ..contract import CandidateQuery, Candidates, Predicate, StaleView, Vector, WalkSpec, WriteBatch
 from . import cypher as q
-from . import paths, reinforce, writes
+from . import paths, writes
 from .client import Connection, GraphKey
 from .entities import FalkorEntityIndex
 from .graph import FalkorGraphStore, ReadCache, node_from_row
@@ -106,16 +106,6 @@ class CheckedKey(GraphKey):
         if self.check is not None:
             self.check()
         return super().write_many(statements)
-
-
-    def write_behind(self, query: str, params: Mapping[str, Any],
-                     reads: Sequence[tuple[str, Mapping[str, Any]]] = ()) -> list[list[list[Any]]] | None:
-        """`Connection.write_behind` on this graph; None (nothing sent) while this call still has a
-        view to confirm or a check to make before its first write, or where the connection waits
-        for every write's reply (a cluster, ``?replicas=N``)."""
-        if self._view is not None or self.check is not None:
-            return None
-        return self.conn.write_behind(self.key, query, params, reads)
 
 
 class _Sessions(MutableMapping[str | None, Collection[str]]):
@@ -253,8 +243,6 @@ class FalkorPartition(PartitionBase):
         self.call: int | None = None  # the atlas call this partition was last handed out in
         # the counts the last snapshot read (superseded, bounded, documents): a recall's view (`speculate`)
         self._seen: tuple[int, int, int] | None = None
-        #: what this call read of memories for their reinforcement (`reinforce.INPUTS`), by id
-        self.reinforcement_inputs: dict[str, reinforce.Read] = {}
 
     def speakers(self) -> set[str]:
         """`Partition.speakers` in one request (`shared_core.store.falkordb.speakers`)."""
@@ -269,7 +257,6 @@ class FalkorPartition(PartitionBase):
         or `check` before its first write), and creates the graph's schema if it is missing."""
         self.call = call
         self._cache.clear()
-        self.reinforcement_inputs.clear()
         self._g.view(None)
         if snapshot is not None:
             self._take_snapshot(snapshot)
@@ -339,7 +326,7 @@ class FalkorPartition(PartitionBase):
         return self._g.key
 
     @property
-    def graph_key(self) -> CheckedKey:
+    def graph_key(self) -> GraphKey:
         return self._g
 
     # -- recall and batch writes in few round trips (`paths`) --------------------------------
@@ -465,9 +452,21 @@ class FalkorPartition(PartitionBase):
         return self._rescale(node_id, reinforce=True, factor=config.reinforce_factor, now=now, config=config)
 
     def reinforce_many(self, node_ids: Sequence[str], *, now: float, config: AtlasConfig) -> list[MemoryNode | None]:
-        """`reinforce` of each id in one statement (each memory still one atomic step), not
-        waiting for the write where the server allows it (`shared_core.store.falkordb.reinforce`)."""
-        return reinforce.reinforce_many(self, node_ids, now=now, config=config)
+        """`reinforce` of each id in one statement (each memory still one atomic step)."""
+        if not node_ids:
+            return []
+        params = {"ids": list(node_ids), "now": float(now), "factor": float(config.reinforce_factor), "ln2": _LN2,
+                  "half_life": float(config.half_life), "floor": float(config.weight_floor),
+                  "cap": float(config.weight_cap), "recency_gain": 0.5}
+        for node_id in node_ids:
+            self._cache.nodes.pop(node_id, None)
+        self._cache.turn = None
+        rows = self._g.write(q.batch_rescale(config.decay_unit, config.weight_model, reinforce=True), params)
+        for row in rows:
+            node = node_from_row(row[:-1], self.namespace)
+            self._cache.nodes[node.id] = node
+            self.vectors.remember(node.id, row[-1])
+        return [self._cache.nodes.get(i) for i in node_ids]
 
     def fade(self, node_id: str, factor: float, *, now: float, config: AtlasConfig) -> MemoryNode | None:
         return self._rescale(node_id, reinforce=False, factor=factor, now=now, config=config)

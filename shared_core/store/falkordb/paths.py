@@ -45,7 +45,6 @@ from . import cypher as q
 from .client import GraphKey, Literal
 from .graph import AHEAD, FalkorGraphStore
 from .indexes import AMONG_IN_QUERY, FalkorKeywordIndex, FalkorVectorIndex, query_literal
-from .reinforce import INPUTS, Read
 
 
 class FalkorPartition(Protocol):
@@ -55,7 +54,6 @@ class FalkorPartition(Protocol):
     graph: FalkorGraphStore
     vectors: FalkorVectorIndex
     keywords: FalkorKeywordIndex
-    reinforcement_inputs: dict[str, Read]
 
     @property
     def graph_key(self) -> GraphKey: ...
@@ -64,11 +62,7 @@ class FalkorPartition(Protocol):
 
     def remember_cosines(self, query: Vector, values: dict[str, float]) -> None: ...
 
-__all__ = ["RAW_HEADS", "gather", "neighbour_nodes", "order_edges", "walk"]
-
-#: the vector search's first hits whose raw vectors come with it (`cypher.VECTOR_SEARCH_HEAD`): a
-#: `retrieve` returns its hits' vectors, and its hits are most often among them
-RAW_HEADS = 40
+__all__ = ["gather", "neighbour_nodes", "order_edges", "walk"]
 
 _RELATIONS = tuple(Relation)
 _INDEX = {r.value.upper(): i for i, r in enumerate(_RELATIONS)}
@@ -131,8 +125,7 @@ def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Can
     every = cq.every_admissible
     heads = 0 if every else cq.k + _HEADS  # the nodes admission will ask about, read with the hits
     if subset is None and heads == 0:  # no admission to ask: the ids of the hits kept, every distance
-        statements.append((q.VECTOR_SEARCH_HEAD, {"k": int(cq.vector_k), "query": vector,
-                                                  "head": max(int(cq.k), RAW_HEADS), "raws": RAW_HEADS}))
+        statements.append((q.VECTOR_SEARCH_HEAD, {"k": int(cq.vector_k), "query": vector, "head": int(cq.k)}))
     elif subset is None:
         statements.append((q.VECTOR_SEARCH_NODES, {"k": int(cq.vector_k), "query": vector, "heads": heads}))
     else:
@@ -165,9 +158,7 @@ def gather(part: FalkorPartition, cq: CandidateQuery, allowed: Predicate) -> Can
     remember = part.graph.remember
     searched: np.ndarray[Any, np.dtype[np.float64]] | None = None  # the whole search's similarities
     if subset is None and heads == 0:
-        head, distances, raws = rows[0] if rows else ([], [], [])
-        part.vectors.keep_raw(head, raws)
-        head = head[:cq.k]
+        head, distances = rows[0] if rows else ([], [])
         sims = (1.0 - np.array(distances, dtype=np.float64)).astype(np.float32)  # `_sim` of each
         vector_hits = list(zip(map(str, head), sims[:len(head)].tolist(), strict=True))
         searched = sims.astype(np.float64)
@@ -274,17 +265,14 @@ def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkabl
         # followed by the head of the read-ahead list (one round trip, not two)
         ahead = part.graph.next_ahead(list(seeds) if hops[0] == 1 else wanted, room)
         statements: list[tuple[str, dict[str, Any]]] = [(q.WALK_HOP, {"ids": wanted})]
-        if ahead:  # with what reinforcing them reads (`shared_core.store.falkordb.reinforce`)
-            statements.append((q.NODES_AHEAD, {"ids": ahead}))
+        if ahead:
+            statements.append((q.NODES_AMONG, {"ids": ahead}))
         if cosines is not None:
             statements.append(cosines[1])
         results = part.graph_key.read_many(statements)
         rows = results[0]
         if ahead:
             part.graph.absorb(ahead, results[1])
-            turn = cache.turn
-            if turn is not None:  # made into `Inputs` only for the memories reinforced
-                part.reinforcement_inputs.update({str(r[0]): (r, turn) for r in results[1]})
         if cosines is not None:
             part.vectors.keep_cosines(cosines[0], results[-1])
         # each node's edges in `order_edges`'s order: sorted on (in-edge, seq, place in the reply)
@@ -362,12 +350,7 @@ def neighbour_nodes(part: FalkorPartition, ids: Sequence[str], spec: WalkSpec) -
         statement = q.walk_hop_nodes_of(types[0])
     elif types is not None:
         statement, params["types"] = q.WALK_HOP_NODES_TYPED, types
-    # what reinforcing these memories reads rides along: `build_context` reinforces those it shows,
-    # and then need not ask (`shared_core.store.falkordb.reinforce`)
-    lacking = [i for i in seeds if i not in part.reinforcement_inputs]
-    rows, *inputs = part.graph_key.read_many([(statement, params), *([(INPUTS, {"ids": lacking})] if lacking else [])])
-    for found in inputs:
-        part.reinforcement_inputs.update({str(r[0]): (r, None) for r in found})
+    rows = part.graph_key.read(statement, params)
     grouped: dict[str, list[tuple[bool, int, int, str, str, float]]] = {i: [] for i in seeds}
     nodes = part.graph.cache.nodes
     fresh: dict[str, Sequence[Any]] = {}

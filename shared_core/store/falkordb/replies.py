@@ -180,7 +180,6 @@ SCALAR_COLUMNS: dict[str, Scalars] = {
     q.GET_NODE: Scalars(_node_kinds()),
     q.NODES: Scalars(_node_kinds()),
     q.NODES_AMONG: Scalars(_node_kinds()),
-    q.NODES_AHEAD: Scalars(_node_kinds()[:-1] + "-f-fb"),  # the weight and importance without loss
     q.EDGES: Scalars(_EDGE),
     q.EDGES_AMONG: Scalars("-" + _EDGE),
     q.WALK_HOP: Scalars("---f-b"),  # id, other, type, strength, seq, outgoing
