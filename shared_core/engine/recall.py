@@ -20,7 +20,8 @@
 6. **graph**: relevance flows along the edges of the best candidates (`scoring.spread_max`,
    weighted by relation and strength, decaying per hop), so the turns around a match, its
    causes, parts and summaries come along; with ``entity_walk`` > 0 also from a seed to the
-   entities it mentions and on to their other memories (`shared_core.engine.entities.entity_walk`);
+   entities it mentions and on to their other memories (`shared_core.engine.entities.entity_walk`;
+   the seeds and the walk: `shared_core.engine.walk`);
 7. rank by relevance x weight x recency (or the linear preset), session penalty applied.
 
 Only relevant memories are ranked (and so returned and reinforced): with ``relevance_floor``
@@ -43,7 +44,6 @@ one whose ``valid_from`` is later is not seen; relative time cues count from ``a
 
 from __future__ import annotations
 
-import functools
 import heapq
 import math
 import operator
@@ -64,13 +64,13 @@ from ..formulas.scoring import (
     scale_to,
 )
 from ..formulas.timecues import TimeCue, parse_time_cue
-from ..store.contract import CandidateQuery, Partition, WalkSpec
+from ..store.contract import CandidateQuery, Partition
 from ..values.config import AtlasConfig
-from ..values.model import MemoryNode, Relation, ScoredMemory, scored_of
-from ..values.relations import RELATIONS
+from ..values.model import MemoryNode, ScoredMemory, scored_of
 from .decompose import Embed, Heard, may_name_speaker, speaker_path, speaker_weight
-from .entities import entity_path, entity_walk
+from .entities import entity_path
 from .feedback import feedback_path
+from .walk import graph_boost
 
 __all__ = ["RecallRequest", "breadth", "recall", "resolve_time_cue"]
 
@@ -150,11 +150,6 @@ def breadth(top_k: int, config: AtlasConfig, candidate_k: int | None = None) -> 
     wanted = max(float(top_k), config.candidate_min / config.candidate_ratio)
     pool = max(min(config.candidate_k, math.ceil(config.candidate_ratio * wanted)), top_k, candidate_k or 0)
     return pool, min(config.graph_seeds, math.ceil(wanted))
-
-
-def _beam(seeds: int, config: AtlasConfig) -> int | None:
-    """How many nodes of each hop walk on: ``graph_beam`` times the seeds (None: all)."""
-    return None if config.graph_beam is None else max(1, math.ceil(config.graph_beam * seeds))
 
 
 def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[ScoredMemory]:
@@ -248,17 +243,7 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
         if not relevant:
             return []
         base = {i: v for i, v in base.items() if i in relevant}
-    boost: dict[str, float] = {}
-    if config.graph_hops > 0 and config.graph_weight > 0 and n_seeds > 0:
-        # the best n_seeds that carry a fact, ties to the smaller id (`_walk_from_facts`)
-        seeds, boost = _walk_from_facts(part, sorted([(-v, i) for i, v in base.items()]), n_seeds,
-                                        allowed, config)
-        floor_act = 0.001 * max(seeds.values(), default=0.0)
-        if config.entity_walk > 0:  # seed -> entity -> memory, as one more hop of the walk
-            for node_id, act in entity_walk(part, seeds, allowed, factor=config.entity_walk * config.graph_hop_decay,
-                                            max_mentions=config.entity_max_mentions).items():
-                if act >= floor_act and act > boost.get(node_id, 0.0):
-                    boost[node_id] = act
+    boost = graph_boost(part, base, n_seeds, allowed, config)  # the seeds' walk (`shared_core.engine.walk`)
     spread_max_total = sum(config.graph_hop_decay ** h for h in range(1, config.graph_hops + 1))
     norm = 1.0 + config.graph_weight * spread_max_total if boost else 1.0
     gw = config.graph_weight
@@ -306,37 +291,6 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
         other = req.session_id is not None and node.session_id != req.session_id
         hits.append(scored_of(node, score, components, paths, other))
     return hits
-
-
-def _walk_from_facts(part: Partition, ordered: list[tuple[float, str]], n: int, allowed: Callable[[str], bool],
-                     config: AtlasConfig) -> tuple[dict[str, float], dict[str, float]]:
-    """The seeds, the first ``n`` of ``ordered`` (negated relevance, id) that are not
-    backchannels, and the graph walk's activations from them (`Partition.expand`).
-
-    A labelled "Kate: ok" is embedded near every question about Kate; as a seed it would spread
-    relevance to whatever sits beside it. The seeds are chosen optimistically: the best ``n`` not
-    yet known to be backchannels are walked from, then checked (a server store's walk has read
-    their nodes with its first hop, so the check costs no request); a backchannel among them is
-    skipped and the walk runs again. A conversation without backchannels walks once."""
-    skip: set[str] = set()
-    while True:
-        seeds: dict[str, float] = {}
-        for neg, i in ordered:
-            if i not in skip:
-                seeds[i] = -neg
-                if len(seeds) == n:
-                    break
-        # an activation under 0.1% of the best seed's cannot move a ranking: do not walk it
-        floor_act = 0.001 * max(seeds.values(), default=0.0)
-        walk = WalkSpec(factors=_relation_factors(config.relation_weights)[1], hops=config.graph_hops,
-                        decay=config.graph_hop_decay, fanout=config.graph_fanout, min_activation=floor_act,
-                        beam=_beam(n, config))
-        boost = part.expand(seeds, walk, allowed)
-        empty = {i for i in seeds if (node := part.graph.get_node(i)) is None
-                 or contentless(node.content, node.metadata)}
-        if not empty:
-            return seeds, boost
-        skip |= empty
 
 
 def _evidence(cosine: Mapping[str, float], raw: Mapping[str, Mapping[str, float]], floor: float | None
@@ -506,23 +460,6 @@ def _scorer(part: Partition, req: RecallRequest, config: AtlasConfig
 
     return score
 
-
-
-def _relation_factors(relation_weights: tuple[tuple[str, float], ...]
-                      ) -> tuple[dict[Relation, float], list[float | None]]:
-    """The walked relations' weights, by relation and by code (None: not walked); a custom
-    relation is walked as ``related_to`` is."""
-    return _factors(relation_weights, len(RELATIONS))
-
-
-@functools.lru_cache(maxsize=64)
-def _factors(relation_weights: tuple[tuple[str, float], ...], known: int
-             ) -> tuple[dict[Relation, float], list[float | None]]:
-    """`_relation_factors` for the first ``known`` relations of the table, once per config and
-    table size (parsing the relations costs more than a small walk)."""
-    by_relation = {Relation(name): w for name, w in relation_weights if w > 0}
-    custom = by_relation.get(Relation.RELATED_TO)
-    return by_relation, [by_relation.get(r) if isinstance(r, Relation) else custom for r in RELATIONS[:known]]
 
 
 def _association(part: Partition, node_id: str, config: AtlasConfig) -> float:

@@ -417,7 +417,7 @@ def test_the_walk_weighs_edges_alike_with_or_without_the_stores_weighted_links()
     import random
     from types import SimpleNamespace
 
-    from shared_core.engine.recall import _relation_factors
+    from shared_core.engine.walk import relation_factors as _relation_factors
     from shared_core.store.base import GraphStoreBase
     from shared_core.store.memory.graph_store import DictGraphStore, NetworkXGraphStore
     from shared_core.values.model import MemoryEdge, MemoryNode, Relation
