@@ -31,7 +31,6 @@ __all__ = ["Connection", "GraphKey", "Literal", "Settings", "graph_key", "namesp
 
 T = TypeVar("T")
 FIRST_CONTACT = 3.0  # seconds of retries for the first connection
-INDEX_WAIT = 1.0  # seconds a read waits for a vector index that refuses a valid query (see `Connection.run`)
 
 
 def _index_not_ready(message: str) -> bool:
@@ -233,17 +232,19 @@ class Connection:
         not exist gives no rows. After a write, ``namespace_ttl`` is applied again (same round trip).
 
         A read refused with "Invalid arguments for procedure 'db.idx.vector.queryNodes'" is tried
-        again for up to `INDEX_WAIT` seconds: the server has been seen (rarely, right after a
-        graph's indexes were made) to refuse a valid vector query once and answer it next."""
-        waited = 0.0
+        again (10 ms doubling to 200 ms) for up to the settings' ``timeout``: the server refuses
+        a valid vector query while it builds the graph's vector index, as it does for seconds
+        after a restart (`tests/falkordb/test_restart_indexes.py`), and answers it once built.
+        Only a refused read waits: a read that is answered costs nothing more."""
+        deadline, delay = time.monotonic() + self.settings.timeout, 0.01
         while True:
             try:
                 return self._run_once(key, query, params, write=write)
             except BackendError as exc:
-                if write or waited >= INDEX_WAIT or not _index_not_ready(str(exc)):
+                if write or time.monotonic() + delay > deadline or not _index_not_ready(str(exc)):
                     raise
-                time.sleep(0.05)
-                waited += 0.05
+                time.sleep(delay)
+                delay = min(0.2, delay * 2)
 
     def _run_once(self, key: str, query: str, params: Mapping[str, Any] | None, *,
                   write: bool) -> list[list[Any]]:
@@ -333,17 +334,17 @@ class Connection:
         return out
 
     def _until_indexed(self, call: Callable[[], list[Any]], what: str) -> list[Any]:
-        """The replies of a read request ``call`` (with `_retrying`), asked again as a whole for up
-        to `INDEX_WAIT` seconds while one of them is a vector query refused as not ready (see
-        `run`)."""
-        waited = 0.0
+        """The replies of a read request ``call`` (with `_retrying`), asked again as a whole while
+        one of them is a vector query refused as not ready, as `run` does (at most the settings'
+        ``timeout``)."""
+        deadline, delay = time.monotonic() + self.settings.timeout, 0.01
         while True:
             responses = self._retrying(call, what)
-            if waited >= INDEX_WAIT or not any(
+            if time.monotonic() + delay > deadline or not any(
                     isinstance(r, self._response_error) and _index_not_ready(str(r)) for r in responses):
                 return responses
-            time.sleep(0.05)
-            waited += 0.05
+            time.sleep(delay)
+            delay = min(0.2, delay * 2)
 
     def exists_and_read(self, key: str, statements: Sequence[tuple[str, Mapping[str, Any]]]
                         ) -> tuple[bool, list[list[list[Any]]]]:
