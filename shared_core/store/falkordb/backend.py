@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import threading
-import time
 from collections.abc import Iterator, MutableMapping
 from typing import Any
 
@@ -22,7 +21,7 @@ from ..base import BackendBase
 from ..contract import AtlasLock
 from . import cypher as q
 from .calls import CallLock
-from .client import Connection, GraphKey, Settings, graph_key, namespace_of, parse_url
+from .client import Connection, GraphKey, Settings, graph_key, namespace_of, paced, parse_url
 from .partition import FalkorPartition
 from .replication import ConfirmingLock
 
@@ -177,18 +176,14 @@ class FalkorDBBackend(BackendBase):
         (`tests/falkordb/test_index_build.py`). A built index answers at once: one read.
         """
         graph = GraphKey(self.conn, key)
-        deadline = time.monotonic() + self.settings.timeout
-        delay = 0.01
-        while True:
+        building: list[str] = []
+        for _ in paced(self.settings.timeout):
             rows = graph.read(q.INDEX_STATES)
             building = sorted({str(label) for label, _, status in rows if status != "OPERATIONAL"})
             if not building:
                 return rows
-            if time.monotonic() + delay > deadline:
-                raise BackendError(f"FalkorDB at {self.url} has not built the indexes of {', '.join(building)} "
-                                   f"in {key!r} after {self.settings.timeout:g} s")
-            time.sleep(delay)
-            delay = min(0.2, delay * 2)
+        raise BackendError(f"FalkorDB at {self.url} has not built the indexes of {', '.join(building)} "
+                           f"in {key!r} after {self.settings.timeout:g} s")
 
     def _upgrade(self, part: FalkorPartition) -> bool:
         """A graph written by an earlier version: create what it lacks (once; afterwards each

@@ -18,7 +18,7 @@ import os
 import threading
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -27,10 +27,26 @@ from .replication import Confirmations, refresh_slots, send_and_wait
 from .replies import Literal, query_command, reply_rows
 from .settings import Settings, graph_key, namespace_of, parse_url
 
-__all__ = ["Connection", "GraphKey", "Literal", "Settings", "graph_key", "namespace_of", "parse_url"]
+__all__ = ["Connection", "GraphKey", "Literal", "Settings", "graph_key", "namespace_of", "paced", "parse_url"]
 
 T = TypeVar("T")
 FIRST_CONTACT = 3.0  # seconds of retries for the first connection
+
+
+def paced(budget: float, *, first: float = 0.01, cap: float = 0.2) -> Iterator[None]:
+    """Yield at once, then again after each pause (``first`` seconds, doubling up to ``cap``)
+    that ends within ``budget`` seconds of the call: the attempts of a retry loop, which
+    carries on after the loop when every attempt failed.
+
+    >>> len(list(paced(0.0)))
+    1
+    """
+    deadline, delay = time.monotonic() + budget, first
+    yield
+    while time.monotonic() + delay <= deadline:
+        time.sleep(delay)
+        delay = min(cap, delay * 2)
+        yield
 
 
 def _index_not_ready(message: str) -> bool:
@@ -187,19 +203,16 @@ class Connection:
 
     def _retrying(self, call: Callable[[], T], what: str, *, budget: float | None = None) -> T:
         budget = self.settings.retry_for if budget is None else budget
-        deadline = time.monotonic() + budget
-        delay = 0.05
-        while True:
+        failure: BaseException | None = None
+        for _ in paced(budget, first=0.05, cap=1.0):
             try:
                 return call()
             except self._transient as exc:
-                if time.monotonic() + delay > deadline:
-                    raise BackendError(f"cannot reach FalkorDB at {self.settings.url} ({what}): {exc}; "
-                                       f"gave up after {budget:g} s of retries") from None
-                time.sleep(delay)
-                delay = min(1.0, delay * 2)
+                failure = exc
             except self._response_error as exc:
                 raise BackendError(f"FalkorDB at {self.settings.url} refused {what}: {exc}") from None
+        raise BackendError(f"cannot reach FalkorDB at {self.settings.url} ({what}): {failure}; "
+                           f"gave up after {budget:g} s of retries") from None
 
     def _unless_transient(self, replies: list[Any]) -> list[Any]:
         """A pipeline's replies, or the first transient failure among them raised (after a fresh
@@ -236,15 +249,16 @@ class Connection:
         a valid vector query while it builds the graph's vector index, as it does for seconds
         after a restart (`tests/falkordb/test_restart_indexes.py`), and answers it once built.
         Only a refused read waits: a read that is answered costs nothing more."""
-        deadline, delay = time.monotonic() + self.settings.timeout, 0.01
-        while True:
+        refused: BackendError | None = None
+        for _ in paced(self.settings.timeout):
             try:
                 return self._run_once(key, query, params, write=write)
             except BackendError as exc:
-                if write or time.monotonic() + delay > deadline or not _index_not_ready(str(exc)):
+                if write or not _index_not_ready(str(exc)):
                     raise
-                time.sleep(delay)
-                delay = min(0.2, delay * 2)
+                refused = exc
+        assert refused is not None
+        raise refused
 
     def _run_once(self, key: str, query: str, params: Mapping[str, Any] | None, *,
                   write: bool) -> list[list[Any]]:
@@ -337,14 +351,12 @@ class Connection:
         """The replies of a read request ``call`` (with `_retrying`), asked again as a whole while
         one of them is a vector query refused as not ready, as `run` does (at most the settings'
         ``timeout``)."""
-        deadline, delay = time.monotonic() + self.settings.timeout, 0.01
-        while True:
+        responses: list[Any] = []
+        for _ in paced(self.settings.timeout):
             responses = self._retrying(call, what)
-            if time.monotonic() + delay > deadline or not any(
-                    isinstance(r, self._response_error) and _index_not_ready(str(r)) for r in responses):
-                return responses
-            time.sleep(delay)
-            delay = min(0.2, delay * 2)
+            if not any(isinstance(r, self._response_error) and _index_not_ready(str(r)) for r in responses):
+                break
+        return responses
 
     def exists_and_read(self, key: str, statements: Sequence[tuple[str, Mapping[str, Any]]]
                         ) -> tuple[bool, list[list[list[Any]]]]:
