@@ -75,13 +75,18 @@ class CheckedKey(GraphKey):
 
     def _confirming(self, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[list[Any]]]:
         """``statements``' rows, read in one round trip with ``EXISTS`` and the view's statements,
-        whose replies go to the view's ``confirm`` first (which may raise `StaleView`)."""
+        whose replies go to the view's ``confirm`` first (which may raise `StaleView`).
+
+        The view's statements go last: a request's reads are dealt over the server's threads in
+        turn (`Connection.exists_and_read`), ``EXISTS`` first, so a recall's two searches (the
+        vector top-k and BM25, the longest) start at once on two threads and the counters (short)
+        follow the second, instead of delaying the first."""
         assert self._view is not None
         asked, confirm = self._view
         self.view(None)
-        exists, results = self.conn.exists_and_read(self.key, [*asked, *statements])
-        confirm(exists, results[:len(asked)])
-        return results[len(asked):]
+        exists, results = self.conn.exists_and_read(self.key, [*statements, *asked])
+        confirm(exists, results[len(statements):])
+        return results[:len(statements)]
 
     def read(self, query: str, params: Mapping[str, Any] | None = None) -> list[list[Any]]:
         if self._view is not None:

@@ -264,15 +264,16 @@ def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkabl
         # candidates), with a later one the hop's own frontier (the best the walk reached), each
         # followed by the head of the read-ahead list (one round trip, not two)
         ahead = part.graph.next_ahead(list(seeds) if hops[0] == 1 else wanted, room)
-        statements: list[tuple[str, dict[str, Any]]] = [(q.WALK_HOP, {"ids": wanted})]
-        if ahead:
-            statements.append((q.NODES_AMONG, {"ids": ahead}))
+        # the nodes first and the cosines last: dealt over the server's two threads in turn
+        # (`Connection.run_many`), the hop (the longest) runs alone on one, the two others on the other
+        statements: list[tuple[str, dict[str, Any]]] = [(q.NODES_AMONG, {"ids": ahead})] if ahead else []
+        statements.append((q.WALK_HOP, {"ids": wanted}))
         if cosines is not None:
             statements.append(cosines[1])
         results = part.graph_key.read_many(statements)
-        rows = results[0]
+        rows = results[1 if ahead else 0]
         if ahead:
-            part.graph.absorb(ahead, results[1])
+            part.graph.absorb(ahead, results[0])
         if cosines is not None:
             part.vectors.keep_cosines(cosines[0], results[-1])
         # each node's edges in `order_edges`'s order: sorted on (in-edge, seq, place in the reply)
