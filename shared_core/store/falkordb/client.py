@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ...values.errors import BackendError, MissingDependencyError
+from . import cypher as q
 from .replication import Confirmations, refresh_slots, send_and_wait
 from .replies import Literal, query_command, reply_rows
 from .settings import Settings, graph_key, namespace_of, parse_url
@@ -50,7 +51,29 @@ def paced(budget: float, *, first: float = 0.01, cap: float = 0.2) -> Iterator[N
 
 
 def _index_not_ready(message: str) -> bool:
+    """Whether a refusal is the one FalkorDB gives a vector query while the graph's vector index
+    is being built; it gives the same to a query whose arguments are wrong (`Connection.built`
+    tells them apart)."""
     return "Invalid arguments for procedure 'db.idx.vector.queryNodes'" in message
+
+
+#: what a refused vector query on a graph whose vector index is built is (`Connection.built`)
+INVALID_VECTOR_QUERY = ("the graph's vector index is built, so the vector query itself is invalid (its k, "
+                        "index, or query vector)")
+
+
+def _vector_index_built(rows: Sequence[Sequence[Any]]) -> bool:
+    """Whether `cypher.INDEX_STATES` ``rows`` (label, options, status) show the memories' vector
+    index (an ``Embedding`` index with a dimension) built ("OPERATIONAL").
+
+    >>> _vector_index_built([["Embedding", {"id": {}, "embedding": {"dimension": 4}}, "OPERATIONAL"]])
+    True
+    >>> _vector_index_built([["Embedding", {"id": {}, "embedding": {"dimension": 4}}, "UNDER CONSTRUCTION"]])
+    False
+    """
+    return any(str(label) == "Embedding" and status == "OPERATIONAL" and isinstance(options, dict)
+               and any(isinstance(o, dict) and "dimension" in o for o in options.values())
+               for label, options, status in rows)
 
 
 def _client() -> Any:
@@ -248,7 +271,10 @@ class Connection:
         again (10 ms doubling to 200 ms) for up to the settings' ``timeout``: the server refuses
         a valid vector query while it builds the graph's vector index, as it does for seconds
         after a restart (`tests/falkordb/test_restart_indexes.py`), and answers it once built.
-        Only a refused read waits: a read that is answered costs nothing more."""
+        The same refusal on a graph whose vector index is built is the query's own fault (a k
+        below 1, say), and is raised at once (`built`: one more statement, only on a refusal); a
+        vector of the wrong dimension is refused in other words, also at once. Only a refused
+        read waits: a read that is answered costs nothing more."""
         refused: BackendError | None = None
         for _ in paced(self.settings.timeout):
             try:
@@ -256,9 +282,19 @@ class Connection:
             except BackendError as exc:
                 if write or not _index_not_ready(str(exc)):
                     raise
+                if self.built(key):
+                    raise BackendError(f"{exc}: {INVALID_VECTOR_QUERY}") from None
                 refused = exc
         assert refused is not None
         raise refused
+
+    def built(self, key: str) -> bool:
+        """Whether graph ``key``'s vector index is built (`cypher.INDEX_STATES`): a vector query
+        refused then is invalid, not early (see `run`)."""
+        try:
+            return _vector_index_built(self._run_once(key, q.INDEX_STATES, None, write=False))
+        except BackendError:
+            return False
 
     def _run_once(self, key: str, query: str, params: Mapping[str, Any] | None, *,
                   write: bool) -> list[list[Any]]:
@@ -336,7 +372,7 @@ class Connection:
                 return self._unless_transient(self._lane.spread(commands))
             return self._send([*commands, *expire])[:len(commands)]
 
-        responses = self._retrying(call, "a query") if write else self._until_indexed(call, "a query")
+        responses = self._retrying(call, "a query") if write else self._until_indexed(key, call, "a query")
         out: list[list[list[Any]]] = []
         for (query, _), response in zip(statements, responses, strict=True):
             if isinstance(response, self._response_error):
@@ -347,15 +383,19 @@ class Connection:
             out.append(reply_rows(query, response))
         return out
 
-    def _until_indexed(self, call: Callable[[], list[Any]], what: str) -> list[Any]:
-        """The replies of a read request ``call`` (with `_retrying`), asked again as a whole while
-        one of them is a vector query refused as not ready, as `run` does (at most the settings'
-        ``timeout``)."""
+    def _until_indexed(self, key: str, call: Callable[[], list[Any]], what: str) -> list[Any]:
+        """The replies of a read request ``call`` on graph ``key`` (with `_retrying`), asked again
+        as a whole while one of them is a vector query refused as not ready, as `run` does (at
+        most the settings' ``timeout``; at once, with the reason, when the index is `built`)."""
         responses: list[Any] = []
         for _ in paced(self.settings.timeout):
             responses = self._retrying(call, what)
-            if not any(isinstance(r, self._response_error) and _index_not_ready(str(r)) for r in responses):
+            early = [isinstance(r, self._response_error) and _index_not_ready(str(r)) for r in responses]
+            if not any(early):
                 break
+            if self.built(key):
+                return [self._response_error(f"{r}: {INVALID_VECTOR_QUERY}") if e else r
+                        for r, e in zip(responses, early, strict=True)]
         return responses
 
     def exists_and_read(self, key: str, statements: Sequence[tuple[str, Mapping[str, Any]]]
@@ -370,7 +410,7 @@ class Connection:
                 return self._unless_transient(self._lane.spread(commands))
             return self._send(commands)
 
-        exists, *responses = self._until_indexed(call, "EXISTS")
+        exists, *responses = self._until_indexed(key, call, "EXISTS")
         if isinstance(exists, self._response_error):
             raise BackendError(f"FalkorDB at {self.settings.url} refused EXISTS: {exists}")
         if not exists:
