@@ -357,6 +357,21 @@ VECTOR_SEARCH_HEAD = VECTOR_SEARCH.replace(
     "WITH collect(node.id) AS ids, collect(score) AS scores RETURN ids[0..$head], scores")
 
 
+# `VECTOR_SEARCH_HEAD` with `COUNTERS`' row after its own columns (one row, the same values as the
+# two statements): a recall's first request confirms its view with it (`partition.CheckedKey`), one
+# statement fewer. The search runs in a subquery, so its aggregation gives one row even with no hit.
+VECTOR_SEARCH_HEAD_COUNTED = (
+    f"OPTIONAL MATCH (c:Atlas) WITH c.turn AS turn, c.docs AS docs, {_BROAD_K} + coalesce(c.stale, 0) AS wanted "
+    "OPTIONAL MATCH (n:Memory) WHERE n.superseded = true WITH turn, docs, wanted, count(n) AS superseded "
+    "OPTIONAL MATCH (m:Memory) WHERE m.bounded = true WITH turn, docs, wanted, superseded, count(m) AS bounded "
+    "CALL { WITH wanted CALL db.idx.vector.queryNodes('Embedding', 'embedding', wanted, vecf32($query)) "
+    "YIELD node, score WITH node, score ORDER BY score, node.id LIMIT $k "
+    "RETURN collect(node.id) AS ids, collect(score) AS scores } "
+    "RETURN ids[0..$head], scores, turn, superseded, bounded, docs")
+#: statements that can carry `COUNTERS`' row: each one's form that does, after its own columns
+WITH_COUNTERS = {VECTOR_SEARCH_HEAD: VECTOR_SEARCH_HEAD_COUNTED}
+
+
 def write_edges(kinds: Sequence[str], *, after: str = "", rows: str = "$edges", new: bool = False) -> str:
     """`put_edge` (no metadata) of every row ``[source, target, kind, strength, seq]`` of ``$edges``
     (or of the list expression ``rows``) in one statement (``kinds`` the relationship types the
