@@ -414,6 +414,27 @@ WALK_HOP = ("UNWIND $ids AS id MATCH (n:Memory {id: id})-[r]-(m:Memory) WHERE m 
             "RETURN id, m.id, type(r), r.strength, r.seq, out")
 
 
+def _nodes_and_cosines() -> str:
+    """`NODES_AMONG` of ``$ids`` and `VECTOR_AMONG` of ``$among`` (with ``$query``) in one
+    statement (`UNION ALL`: one column list): a node's row is `NODE_COLUMNS` then 0, a cosine's
+    row the id, the cosine distance in the weight's column (the fourth; a double in both), nulls
+    elsewhere, then 1."""
+    nodes = NODE_COLUMNS.split(", ")
+    cosine = ["e.id", "null", "null", "vec.cosineDistance(e.embedding, vecf32($query))"] + ["null"] * (len(nodes) - 4)
+    assert NODE_FIELDS[3] == "weight" and len(cosine) == len(nodes)
+
+    def named(columns: list[str], kind: int) -> str:
+        return ", ".join(f"{c} AS c{i}" for i, c in enumerate([*columns, str(kind)]))
+
+    return (f"UNWIND $ids AS id MATCH (n:Memory {{id: id}}) RETURN {named(nodes, 0)} UNION ALL "
+            f"UNWIND $among AS id MATCH (e:Embedding {{id: id}}) RETURN {named(cosine, 1)}")
+
+
+#: `NODES_AMONG` and `VECTOR_AMONG` in one statement (`_nodes_and_cosines`): a walk hop's request
+#: reads its frontier's nodes and the cosines ahead beside the hop with one statement, not two
+NODES_AND_COSINES = _nodes_and_cosines()
+
+
 def _walk_hop_nodes(typed: bool, pattern: str = "") -> str:
     where = " AND type(r) IN $types" if typed else ""
     return (f"UNWIND $ids AS id MATCH (n:Memory {{id: id}})-[r{pattern}]-(m:Memory) WHERE m <> n{where} "
