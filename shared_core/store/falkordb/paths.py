@@ -278,7 +278,8 @@ def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkabl
         results = part.graph_key.read_many(statements)
         rows = results[1 if ahead else 0]
         if ahead and cosines is not None:
-            node_rows, cosine_rows = [], []
+            node_rows: list[list[Any]] = []
+            cosine_rows: list[list[Any]] = []
             for row in results[0]:
                 (cosine_rows if row[-1] else node_rows).append(row)
             part.graph.absorb(ahead, [row[:-1] for row in node_rows])
