@@ -271,19 +271,23 @@ class Connection:
         again (10 ms doubling to 200 ms) for up to the settings' ``timeout``: the server refuses
         a valid vector query while it builds the graph's vector index, as it does for seconds
         after a restart (`tests/falkordb/test_restart_indexes.py`), and answers it once built.
-        The same refusal on a graph whose vector index is built is the query's own fault (a k
-        below 1, say), and is raised at once (`built`: one more statement, only on a refusal); a
-        vector of the wrong dimension is refused in other words, also at once. Only a refused
-        read waits: a read that is answered costs nothing more."""
+        The same refusal once the graph's vector index is seen built is the query's own fault (a
+        k below 1, say), and is raised at once: a refusal asks whether the index is built
+        (`built`: one more statement, only on a refusal), and a query refused again after the
+        index was seen built is raised with the reason (the one more try covers a status that
+        says built a moment before the index answers). A vector of the wrong dimension is refused
+        in other words, at once. Only a refused read waits: an answered read costs nothing more."""
         refused: BackendError | None = None
+        seen_built = False
         for _ in paced(self.settings.timeout):
             try:
                 return self._run_once(key, query, params, write=write)
             except BackendError as exc:
                 if write or not _index_not_ready(str(exc)):
                     raise
-                if self.built(key):
+                if seen_built:
                     raise BackendError(f"{exc}: {INVALID_VECTOR_QUERY}") from None
+                seen_built = self.built(key)
                 refused = exc
         assert refused is not None
         raise refused
@@ -386,16 +390,19 @@ class Connection:
     def _until_indexed(self, key: str, call: Callable[[], list[Any]], what: str) -> list[Any]:
         """The replies of a read request ``call`` on graph ``key`` (with `_retrying`), asked again
         as a whole while one of them is a vector query refused as not ready, as `run` does (at
-        most the settings' ``timeout``; at once, with the reason, when the index is `built`)."""
+        most the settings' ``timeout``; refused again once the index was seen `built`, the
+        refusals come back with the reason, as in `run`)."""
         responses: list[Any] = []
+        seen_built = False
         for _ in paced(self.settings.timeout):
             responses = self._retrying(call, what)
             early = [isinstance(r, self._response_error) and _index_not_ready(str(r)) for r in responses]
             if not any(early):
                 break
-            if self.built(key):
+            if seen_built:
                 return [self._response_error(f"{r}: {INVALID_VECTOR_QUERY}") if e else r
                         for r, e in zip(responses, early, strict=True)]
+            seen_built = self.built(key)
         return responses
 
     def exists_and_read(self, key: str, statements: Sequence[tuple[str, Mapping[str, Any]]]
