@@ -20,10 +20,8 @@ TEXTS = ["oat milk in the coffee", "the train to Lyon leaves at nine", "oat milk
          "a walk by the river", "coffee with oat milk at the station", "the river flooded the station"]
 
 
-def _hits(atlas: ElasticMemoryAtlas, query: str = "oat milk coffee", namespace: str = "p",
-          **options: Any) -> list[tuple[str, float]]:
-    return [(h.node.id, h.score) for h in atlas.retrieve(query, namespace=namespace, top_k=4, reinforce=False,
-                                                         **options)]
+def _hits(atlas: ElasticMemoryAtlas, query: str = "oat milk coffee", **options: Any) -> list[tuple[str, float]]:
+    return [(h.node.id, h.score) for h in atlas.retrieve(query, namespace="p", top_k=4, reinforce=False, **options)]
 
 
 def _stale_views(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -132,41 +130,3 @@ def test_choosing_seeds_that_carry_a_fact_costs_no_request_of_its_own(
     (ok,) = atlas.add_memories(["ok"], namespace="p", session_id="s")
     hits = dict(_hits(atlas, "ok oat milk coffee"))
     assert ok.id not in hits and chatter.id in hits
-
-
-def test_the_vector_search_carries_the_counters_of_a_recalls_view(
-        shared_atlas: Callable[..., ElasticMemoryAtlas], monkeypatch: pytest.MonkeyPatch) -> None:
-    """`cypher.VECTOR_SEARCH_HEAD_COUNTED` answers what `VECTOR_SEARCH_HEAD` and `COUNTERS` answer
-    (superseded and expiring memories counted; one row even with no hit), and a recall on a view
-    sends it in place of the two: one statement fewer, the same hits."""
-    from shared_core.store.falkordb import cypher as q
-    from shared_core.store.falkordb.client import Connection
-
-    atlas = shared_atlas()
-    nodes = atlas.add_memories(TEXTS, namespace="p", session_id="s")
-    atlas.update_memory(nodes[0].id, "soy milk in the coffee now", namespace="p")  # one superseded
-    atlas.add_memory("the offer ends soon", namespace="p", ttl=3600.0)  # one expiring
-    backend = atlas.backend
-    assert isinstance(backend, FalkorDBBackend)
-    part = backend.partition("p")
-    assert part is not None
-    query = atlas.embedder.embed(["oat milk coffee"])[0].tolist()
-    for k, head in ((10, 3), (2, 2), (0, 0)):  # k = 0: no hit
-        params = {"k": k, "query": query, "head": head}
-        both = part.graph_key.read_many([(q.VECTOR_SEARCH_HEAD, params), (q.COUNTERS, {})])
-        counted = part.graph_key.read(q.VECTOR_SEARCH_HEAD_COUNTED, params)
-        assert counted == [both[0][0] + both[1][0]]
-    assert counted[0][3:5] == [1, 2]  # superseded: the old memory; bounded: it (a valid_to) and the expiring one
-    # every memory admissible (none superseded or expiring): the search that carries them
-    atlas.add_memories(TEXTS, namespace="q", session_id="s")
-    expected = _hits(atlas, namespace="q")
-    sent: list[str] = []
-    run_many = Connection.exists_and_read
-
-    def recorded(self: Connection, key: str, statements: Sequence[tuple[str, Any]]) -> Any:
-        sent.extend(query for query, _ in statements)
-        return run_many(self, key, statements)
-
-    monkeypatch.setattr(Connection, "exists_and_read", recorded)
-    assert _hits(atlas, namespace="q") == expected
-    assert q.VECTOR_SEARCH_HEAD_COUNTED in sent and q.COUNTERS not in sent and q.VECTOR_SEARCH_HEAD not in sent

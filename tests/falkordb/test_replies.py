@@ -55,8 +55,6 @@ def test_verbose_statements_read_as_the_compact_format(shared_atlas: Callable[..
         q.EDGES: {"id": made[0].id}, q.EDGES_AMONG: {"ids": ids},
         q.WALK_HOP: {"ids": ids, "vector": query_literal(atlas.embedder.embed(["coffee"])[0])},
         q.WALK_HOP_NODES: {"ids": ids}, q.WALK_HOP_NODES_TYPED: {"ids": ids, "types": ["BEFORE", "CAUSED_BY"]},
-        q.NODES_AND_COSINES: {"ids": [*ids[:8], "missing"], "among": [*ids[4:], "missing"],
-                              "query": query_literal(atlas.embedder.embed(["coffee"])[0])},
     }
     assert set(params) == set(SCALAR_COLUMNS)  # a statement added to SCALAR_COLUMNS is checked here too
     typed = {q.walk_hop_nodes_of("CAUSED_BY"): {"ids": ids}}  # one of each of SCALAR_PREFIXES
@@ -70,11 +68,6 @@ def test_verbose_statements_read_as_the_compact_format(shared_atlas: Callable[..
         assert compact, query
         assert _typed(verbose) == _typed(compact), query
         assert _typed(conn.run(key, query, values)) == _typed(compact), query  # what the backend reads
-    # the nodes and the cosines read in one statement: `NODES_AMONG`'s rows and `VECTOR_AMONG`'s
-    both = conn.run(key, q.NODES_AND_COSINES, params[q.NODES_AND_COSINES])
-    assert [r[:-1] for r in both if r[-1] == 0] == conn.run(key, q.NODES_AMONG, {"ids": ids[:8]})
-    cosines = conn.run(key, q.VECTOR_AMONG, {"ids": ids[4:], "query": params[q.NODES_AND_COSINES]["query"]})
-    assert [[r[0], r[3]] for r in both if r[-1] == 1] == cosines and len(cosines) == len(ids) - 4
     kinds = {type(v) for row in rows(conn.command("GRAPH.RO_QUERY", key, params_header(params[q.NODES]) + q.NODES,
                                                   "--compact")) for v in row}
     assert {bool, float, int, str, type(None)} <= kinds  # the graph has every kind the columns hold

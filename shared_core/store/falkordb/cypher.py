@@ -357,21 +357,6 @@ VECTOR_SEARCH_HEAD = VECTOR_SEARCH.replace(
     "WITH collect(node.id) AS ids, collect(score) AS scores RETURN ids[0..$head], scores")
 
 
-# `VECTOR_SEARCH_HEAD` with `COUNTERS`' row after its own columns (one row, the same values as the
-# two statements): a recall's first request confirms its view with it (`partition.CheckedKey`), one
-# statement fewer. The search runs in a subquery, so its aggregation gives one row even with no hit.
-VECTOR_SEARCH_HEAD_COUNTED = (
-    f"OPTIONAL MATCH (c:Atlas) WITH c.turn AS turn, c.docs AS docs, {_BROAD_K} + coalesce(c.stale, 0) AS wanted "
-    "OPTIONAL MATCH (n:Memory) WHERE n.superseded = true WITH turn, docs, wanted, count(n) AS superseded "
-    "OPTIONAL MATCH (m:Memory) WHERE m.bounded = true WITH turn, docs, wanted, superseded, count(m) AS bounded "
-    "CALL { WITH wanted CALL db.idx.vector.queryNodes('Embedding', 'embedding', wanted, vecf32($query)) "
-    "YIELD node, score WITH node, score ORDER BY score, node.id LIMIT $k "
-    "RETURN collect(node.id) AS ids, collect(score) AS scores } "
-    "RETURN ids[0..$head], scores, turn, superseded, bounded, docs")
-#: statements that can carry `COUNTERS`' row: each one's form that does, after its own columns
-WITH_COUNTERS = {VECTOR_SEARCH_HEAD: VECTOR_SEARCH_HEAD_COUNTED}
-
-
 def write_edges(kinds: Sequence[str], *, after: str = "", rows: str = "$edges", new: bool = False) -> str:
     """`put_edge` (no metadata) of every row ``[source, target, kind, strength, seq]`` of ``$edges``
     (or of the list expression ``rows``) in one statement (``kinds`` the relationship types the
@@ -412,27 +397,6 @@ BETWEEN_COSINE = ("MATCH (n:Memory) WHERE n.tracked AND n.timestamp >= $start AN
 WALK_HOP = ("UNWIND $ids AS id MATCH (n:Memory {id: id})-[r]-(m:Memory) WHERE m <> n "
             "WITH DISTINCT id, r, m, startNode(r) = n AS out "
             "RETURN id, m.id, type(r), r.strength, r.seq, out")
-
-
-def _nodes_and_cosines() -> str:
-    """`NODES_AMONG` of ``$ids`` and `VECTOR_AMONG` of ``$among`` (with ``$query``) in one
-    statement (`UNION ALL`: one column list): a node's row is `NODE_COLUMNS` then 0, a cosine's
-    row the id, the cosine distance in the weight's column (the fourth; a double in both), nulls
-    elsewhere, then 1."""
-    nodes = NODE_COLUMNS.split(", ")
-    cosine = ["e.id", "null", "null", "vec.cosineDistance(e.embedding, vecf32($query))"] + ["null"] * (len(nodes) - 4)
-    assert NODE_FIELDS[3] == "weight" and len(cosine) == len(nodes)
-
-    def named(columns: list[str], kind: int) -> str:
-        return ", ".join(f"{c} AS c{i}" for i, c in enumerate([*columns, str(kind)]))
-
-    return (f"UNWIND $ids AS id MATCH (n:Memory {{id: id}}) RETURN {named(nodes, 0)} UNION ALL "
-            f"UNWIND $among AS id MATCH (e:Embedding {{id: id}}) RETURN {named(cosine, 1)}")
-
-
-#: `NODES_AMONG` and `VECTOR_AMONG` in one statement (`_nodes_and_cosines`): a walk hop's request
-#: reads its frontier's nodes and the cosines ahead beside the hop with one statement, not two
-NODES_AND_COSINES = _nodes_and_cosines()
 
 
 def _walk_hop_nodes(typed: bool, pattern: str = "") -> str:

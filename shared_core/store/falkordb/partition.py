@@ -75,32 +75,13 @@ class CheckedKey(GraphKey):
 
     def _confirming(self, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[list[Any]]]:
         """``statements``' rows, read in one round trip with ``EXISTS`` and the view's statements,
-        whose replies go to the view's ``confirm`` first (which may raise `StaleView`).
-
-        When the view asks for `cypher.COUNTERS` alone and a statement can carry its row
-        (`cypher.WITH_COUNTERS`: a recall's vector search), that statement's carrying form is sent
-        in its place: one statement fewer. Otherwise the view's statements go last: a request's
-        reads are dealt over the server's threads in turn (`Connection.exists_and_read`),
-        ``EXISTS`` first, so a recall's two searches (the vector top-k and BM25, the longest)
-        start at once on two threads and the counters (short) follow the second."""
+        whose replies go to the view's ``confirm`` first (which may raise `StaleView`)."""
         assert self._view is not None
         asked, confirm = self._view
         self.view(None)
-        carrier = next((i for i, (query, _) in enumerate(statements) if query in q.WITH_COUNTERS), None) \
-            if len(asked) == 1 and asked[0][0] == q.COUNTERS else None
-        if carrier is None:
-            exists, results = self.conn.exists_and_read(self.key, [*statements, *asked])
-            confirm(exists, results[len(statements):])
-            return results[:len(statements)]
-        sent = list(statements)
-        query, params = sent[carrier]
-        sent[carrier] = (q.WITH_COUNTERS[query], params)
-        exists, results = self.conn.exists_and_read(self.key, sent)
-        rows = results[carrier]
-        width = len(rows[0]) - 4 if rows else 0  # `COUNTERS`' four columns end the row
-        confirm(exists, [[row[width:] for row in rows]])
-        results[carrier] = [row[:width] for row in rows]
-        return results
+        exists, results = self.conn.exists_and_read(self.key, [*asked, *statements])
+        confirm(exists, results[:len(asked)])
+        return results[len(asked):]
 
     def read(self, query: str, params: Mapping[str, Any] | None = None) -> list[list[Any]]:
         if self._view is not None:

@@ -264,29 +264,16 @@ def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkabl
         # candidates), with a later one the hop's own frontier (the best the walk reached), each
         # followed by the head of the read-ahead list (one round trip, not two)
         ahead = part.graph.next_ahead(list(seeds) if hops[0] == 1 else wanted, room)
-        # the nodes (with the cosines, in one statement when there are both) first: dealt over the
-        # server's two threads in turn (`Connection.run_many`), the hop (the longest) runs beside them
-        statements: list[tuple[str, dict[str, Any]]] = []
-        if ahead and cosines is not None:
-            among = cosines[1][1]
-            statements.append((q.NODES_AND_COSINES, {"ids": ahead, "among": among["ids"], "query": among["query"]}))
-        elif ahead:
+        statements: list[tuple[str, dict[str, Any]]] = [(q.WALK_HOP, {"ids": wanted})]
+        if ahead:
             statements.append((q.NODES_AMONG, {"ids": ahead}))
-        statements.append((q.WALK_HOP, {"ids": wanted}))
-        if cosines is not None and not ahead:
+        if cosines is not None:
             statements.append(cosines[1])
         results = part.graph_key.read_many(statements)
-        rows = results[1 if ahead else 0]
-        if ahead and cosines is not None:
-            node_rows: list[list[Any]] = []
-            cosine_rows: list[list[Any]] = []
-            for row in results[0]:
-                (cosine_rows if row[-1] else node_rows).append(row)
-            part.graph.absorb(ahead, [row[:-1] for row in node_rows])
-            part.vectors.keep_cosines(cosines[0], [(row[0], row[3]) for row in cosine_rows])
-        elif ahead:
-            part.graph.absorb(ahead, results[0])
-        if cosines is not None and not ahead:
+        rows = results[0]
+        if ahead:
+            part.graph.absorb(ahead, results[1])
+        if cosines is not None:
             part.vectors.keep_cosines(cosines[0], results[-1])
         # each node's edges in `order_edges`'s order: sorted on (in-edge, seq, place in the reply)
         grouped: dict[str, list[tuple[bool, int, int, str, str, float]]] = {i: [] for i in wanted}

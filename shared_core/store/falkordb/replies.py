@@ -185,7 +185,6 @@ SCALAR_COLUMNS: dict[str, Scalars] = {
     q.WALK_HOP: Scalars("---f-b"),  # id, other, type, strength, seq, outgoing
     q.WALK_HOP_NODES: Scalars("--f-b" + _node_kinds()),  # id, type, strength, seq, outgoing, the other's node
     q.WALK_HOP_NODES_TYPED: Scalars("--f-b" + _node_kinds()),
-    q.NODES_AND_COSINES: Scalars(_node_kinds() + "-"),  # a cosine's row: its distance in the weight's column
 }
 #: Statements made per relationship type, read in the verbose format too: each one's beginning
 #: (checked in ``tests/falkordb/test_replies.py`` as `SCALAR_COLUMNS`).
