@@ -21,8 +21,8 @@ CHAT = ["Kate: I went hiking on Sunday", "Sam: lol", "Kate: the view from the to
 
 
 def _atlas(**kwargs: object) -> ElasticMemoryAtlas:
-    return ElasticMemoryAtlas(config=AtlasConfig(), embedder=HashingEmbedder(dim=64), clock=ManualClock(1_700_000_000.0),
-                              **kwargs)  # type: ignore[arg-type]
+    return ElasticMemoryAtlas(config=AtlasConfig(), embedder=HashingEmbedder(dim=64),  # type: ignore[arg-type]
+                              clock=ManualClock(1_700_000_000.0), **kwargs)
 
 
 def _flags(atlas: ElasticMemoryAtlas, namespace: str = "u") -> dict[str, bool]:
