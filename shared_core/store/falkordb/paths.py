@@ -297,22 +297,25 @@ def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkabl
             part.vectors.keep_cosines(cosines[0], results[-1])
         # each node's edges in `order_edges`'s order: sorted on (in-edge, seq, place in the reply)
         grouped: dict[str, list[tuple[bool, int, int, str, str, float]]] = {i: [] for i in wanted}
-        if spec.step_over:  # a backchannel's row comes once per edge of its own: each edge kept once
+        if spec.step_over:
             seen: set[tuple[str, str, str, bool]] = set()
             beyond: dict[str, dict[tuple[str, str, bool], tuple[bool, int, int, str, str, float]]] = {}
             for n, row in enumerate(rows):
-                node_id, other, kind, strength, seq, out, flag, far, kind2, strength2, seq2, out2 = row
+                node_id, other, kind, strength, seq, out, flag = row[:7]
+                if not flag:  # one row per edge
+                    grouped[str(node_id)].append((not out, int(seq or 0), n, str(other), str(kind), float(strength)))
+                    continue
+                # a backchannel's row comes once per edge of its own: each edge kept once
                 node_id, other = str(node_id), str(other)
                 if (node_id, other, kind, out) not in seen:
                     seen.add((node_id, other, kind, out))
                     grouped[node_id].append((not out, int(seq or 0), n, other, str(kind), float(strength)))
-                if flag:
-                    chatter.add(other)
-                    own = beyond.setdefault(other, {})
-                    if far is not None and (str(far), kind2, out2) not in own:
-                        own[(str(far), kind2, out2)] = (not out2, int(seq2 or 0), n, str(far), str(kind2),
-                                                        float(strength2))
-                        present.add(str(far))
+                chatter.add(other)
+                own = beyond.setdefault(other, {})
+                far, kind2, strength2, seq2, out2 = row[7:]
+                if far is not None and (str(far), kind2, out2) not in own:
+                    own[(str(far), kind2, out2)] = (not out2, int(seq2 or 0), n, str(far), str(kind2), float(strength2))
+                    present.add(str(far))
             for other, own in beyond.items():
                 if other not in through:
                     through[other] = weigh(list(own.values()))
@@ -324,9 +327,10 @@ def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkabl
             links[node_id] = weigh(edges)
         reach: dict[str, float] = {}  # what each other end may receive: the order its node is read in
         nodes = cache.nodes
+        edges_of = step if chatter else links.__getitem__  # past a backchannel when there is one
         for node_id in wanted:
             act = seeds.get(node_id, 1.0)
-            for other, w in step(node_id):
+            for other, w in edges_of(node_id):
                 if other not in nodes:
                     passed, held = act * w, reach.get(other)  # reach[other] = max(held or 0.0, passed)
                     reach[other] = (passed if passed > 0.0 else 0.0) if held is None else \
@@ -399,12 +403,15 @@ def neighbour_nodes(part: FalkorPartition, ids: Sequence[str], spec: WalkSpec) -
     for n, row in enumerate(rows):
         node_id, kind, strength, seq, out = row[:5]
         node_id, other = str(node_id), str(row[5])  # the other end's node: its id first
-        if (node_id, other, kind, out) not in seen:  # a backchannel's row comes once per edge of its own
+        flag = through and row[5 + width]
+        if not flag:  # one row per edge
+            grouped[node_id].append((not out, int(seq or 0), n, other, str(kind), float(strength)))
+        elif (node_id, other, kind, out) not in seen:  # a backchannel's row comes once per edge of its own
             seen.add((node_id, other, kind, out))
             grouped[node_id].append((not out, int(seq or 0), n, other, str(kind), float(strength)))
         if other not in nodes:
             fresh[other] = row[5:5 + width]
-        if through and row[5 + width]:
+        if flag:
             chatter.add(other)
             own = beyond.setdefault(other, {})
             kind2, strength2, seq2, out2 = row[6 + width:10 + width]
