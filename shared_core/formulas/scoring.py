@@ -209,12 +209,13 @@ def step_over(neighbors: Callable[[str], Iterable[tuple[str, float]]], transpare
     """``neighbors`` with each edge to a ``transparent`` node replaced by that node's own edges:
     the walk steps over it, the two strengths multiplied, no hop spent.
 
-    For node ``n``: an edge ``(m, w)`` to an opaque ``m`` stays; an edge to a transparent ``m``
-    becomes ``(f, w * w2)`` for each edge ``(f, w2)`` of ``m`` whose ``f`` is neither ``n`` nor
-    transparent (a second transparent node in a row ends the step). A node reached several ways
-    keeps its best strength, in the order it was first reached. Recall's walk steps over a
-    backchannel so that "Kate: I went hiking" -> "Sam: lol" -> "Kate: the view was great" is one
-    step (`shared_core.engine.walk`).
+    For node ``n``: an edge ``(m, w)`` to an opaque ``m`` stays as it is; an edge to a transparent
+    ``m`` becomes ``(f, w * w2)`` for each edge ``(f, w2)`` of ``m`` whose ``f`` is neither ``n``
+    nor transparent (a second transparent node in a row ends the step), in ``m``'s order. Nothing
+    else changes: a node without a transparent neighbour keeps its edges, and a node reached twice
+    is reached as by two edges (`spread_max` passes the better one; each counts towards
+    ``fanout``). Recall's walk steps over a backchannel so that "Kate: I went hiking" -> "Sam:
+    lol" -> "Kate: the view was great" is one step (`shared_core.engine.walk`).
 
     >>> edges = {"a": [("lol", 1.0), ("c", 0.2)], "lol": [("a", 1.0), ("b", 0.5), ("ok", 1.0)],
     ...          "ok": [("lol", 1.0), ("d", 1.0)]}
@@ -222,15 +223,13 @@ def step_over(neighbors: Callable[[str], Iterable[tuple[str, float]]], transpare
     [('b', 0.5), ('c', 0.2)]
     """
     def through(node_id: str) -> list[tuple[str, float]]:
-        out: dict[str, float] = {}
+        out: list[tuple[str, float]] = []
         for other, w in neighbors(node_id):
             if transparent(other):
-                for far, w2 in neighbors(other):
-                    if far != node_id and not transparent(far):
-                        out[far] = max(out.get(far, 0.0), w * w2)
+                out.extend((far, w * w2) for far, w2 in neighbors(other) if far != node_id and not transparent(far))
             else:
-                out[other] = max(out.get(other, 0.0), w)
-        return list(out.items())
+                out.append((other, w))
+        return out
 
     return through
 

@@ -94,10 +94,10 @@ def test_a_chroma_record_without_the_flag_gets_it_when_its_namespace_loads(tmp_p
     reopened.close()
 
 
-def test_the_step_is_the_experiments_rule() -> None:
+def test_the_step_replaces_an_edge_to_a_backchannel_and_nothing_else() -> None:
     """`scoring.step_over` under `spread_max`: "Kate: hiking" -> "Sam: lol" -> "Kate: view" is
     one step at the product of the strengths, the backchannel itself is never boosted, and a
-    walk without backchannels is unchanged."""
+    walk without backchannels is unchanged (a node reached twice too: two edges, as before)."""
     edges = {"hike": [("lol", 0.9)], "lol": [("hike", 0.9), ("view", 0.5)], "view": [("lol", 0.5), ("next", 1.0)],
              "next": [("view", 1.0)]}
     stepped = spread_max({"hike": 1.0}, step_over(edges.__getitem__, {"lol"}.__contains__), hops=2, decay=0.5)
@@ -105,3 +105,6 @@ def test_the_step_is_the_experiments_rule() -> None:
     plain = spread_max({"hike": 1.0}, edges.__getitem__, hops=2, decay=0.5)
     assert plain == pytest.approx({"lol": 0.45, "view": 0.45 * 0.5 * 0.5})
     assert spread_max({"hike": 1.0}, step_over(edges.__getitem__, lambda _: False), hops=2, decay=0.5) == plain
+    twice = {"a": [("b", 0.5), ("b", 0.9), ("lol", 1.0)], "lol": [("a", 1.0), ("b", 0.7)], "b": []}
+    assert step_over(twice.__getitem__, {"lol"}.__contains__)("a") == [("b", 0.5), ("b", 0.9), ("b", 0.7)]
+    assert step_over(twice.__getitem__, lambda _: False)("a") == twice["a"]
