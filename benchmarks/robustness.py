@@ -199,6 +199,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="override an AtlasConfig.archive() field, e.g. --set speaker_weight=0")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--backend", metavar="URL", help="the atlas on a FalkorDB server, e.g. "
+                        "falkordb://127.0.0.1:6379?prefix=robust: (its namespaces under the prefix are dropped)")
     args = parser.parse_args(argv)
     if not Path(args.data).exists():
         parser.error(f"no data at {args.data}; see ../shared/data/locomo/README.md")
@@ -216,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in names:
         perturbed = [PERTURBATIONS[name](c, pool) for c in conversations]
         rows[name] = run_benchmark(perturbed, config=config, styles=("timeline",), baselines=("hybrid",),
-                                   progress=not args.quiet, embedder=embedder)
+                                   progress=not args.quiet, embedder=embedder, backend=args.backend)
         if not args.quiet:
             print(f"{name}: done", file=sys.stderr)
     questions = next(iter(rows.values())).questions

@@ -367,8 +367,10 @@ def build_context_block(working: Sequence[ScoredMemory], recalled: Sequence[Scor
 
 
 def summaries_beside_sources(graph: GraphStore, shown: Sequence[ScoredMemory]) -> set[str]:
-    """The summaries among ``shown`` whose every source (``summarizes`` edge) is shown too: they
-    say nothing the context does not already hold, so the atlas renders the details without them."""
+    """The summaries among ``shown`` whose every source (``summarizes`` edge) is shown too, a
+    backchannel aside (`GraphStore.is_chatter`: recall and the context windows never show one):
+    they say nothing the context does not already hold, so the atlas renders the details without
+    them."""
     ids = {m.node.id for m in shown}
     out = set()
     for m in shown:
@@ -376,7 +378,7 @@ def summaries_beside_sources(graph: GraphStore, shown: Sequence[ScoredMemory]) -
             continue
         sources = {e.target for e in graph.edges(m.node.id)
                    if e.relation is Relation.SUMMARIZES and e.source == m.node.id}
-        if sources and sources <= ids:
+        if sources and all(graph.is_chatter(i) for i in sources - ids):  # stops at the first fact not shown
             out.add(m.node.id)
     return out
 

@@ -12,13 +12,12 @@ with is packed, so the budget stays exact and a companion never comes alone. On 
 The neighbours are the ends of the memories' ``before`` edges (the session's order, written by
 `shared_core.engine.writes`), reached by one hop of the graph walk over that relation only
 (`Partition.neighbour_nodes`: `Partition.expand`'s walk, which a server store answers with the
-nodes in one request), so every backend serves them through the storage contract. Past a
-neighbour that carries no fact ("ok", "lol", "👍": `shared_core.formulas.chatter.contentless`)
-the window reaches one hop further, up to `SKIP` of them in a row, so a backchannel between a
-question and its answer does not cut it (the backchannel is shown too: a few tokens, and the
-lines stay adjacent; a bare "yes" may be the answer). Each neighbour is admitted as recall
-admits a memory (current, or valid at ``as_of``; the caller's filter; not excluded) and is never
-a summary.
+nodes in one request), so every backend serves them through the storage contract. The walk
+steps over a backchannel ("ok", "lol", "👍": flagged on write, `shared_core.formulas.chatter.contentless`;
+`WalkSpec.step_over`) to the turn beyond it, so a backchannel between a question and its answer
+does not cut the window, and is not shown (its tokens go to another memory); two backchannels in
+a row end the step, as in recall's walk. Each neighbour is admitted as recall admits a memory
+(current, or valid at ``as_of``; the caller's filter; not excluded) and is never a summary.
 
 >>> from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, ManualClock
 >>> atlas = ElasticMemoryAtlas(config=AtlasConfig(context_neighbours=12, graph_hops=0),
@@ -32,9 +31,8 @@ Memory timeline (oldest first):
 [Tue 14 Nov 2023]
 Ann: What did you do this weekend?
 Bob: Went swimming with the kids
-Ann: Nice!
 >>> [m.paths for m in ctx.memories]
-[('neighbour',), ('vector', 'keyword'), ('neighbour',)]
+[('neighbour',), ('vector', 'keyword')]
 """
 
 from __future__ import annotations
@@ -42,16 +40,12 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Collection, Sequence
 
-from ..formulas.chatter import contentless
 from ..formulas.filters import Predicate
 from ..store.contract import Partition, WalkSpec
 from ..values.model import MemoryNode, Relation, ScoredMemory
 from ..values.relations import RELATIONS
 
-__all__ = ["SKIP", "admission", "with_neighbours"]
-
-#: backchannels in a row a context window reaches past (`_window_nodes`)
-SKIP = 2
+__all__ = ["admission", "with_neighbours"]
 
 
 def admission(part: Partition, *, now: float, as_of: float | None, predicate: Predicate | None,
@@ -74,28 +68,10 @@ def admission(part: Partition, *, now: float, as_of: float | None, predicate: Pr
 
 
 def _session_walk() -> WalkSpec:
-    """One hop over ``before`` edges only (either direction), every neighbour reached."""
+    """One hop over ``before`` edges only (either direction), every neighbour reached, stepping
+    over backchannels."""
     factors: list[float | None] = [1.0 if r is Relation.BEFORE else None for r in RELATIONS]
-    return WalkSpec(factors=factors, hops=1, decay=1.0, fanout=2, min_activation=0.0, beam=None)
-
-
-def _window_nodes(part: Partition, hits: Sequence[ScoredMemory], admit: Callable[[MemoryNode], bool]
-                  ) -> list[MemoryNode]:
-    """The session neighbours of ``hits`` (one hop over ``before`` edges), and past each
-    neighbour that carries no fact (`shared_core.formulas.chatter.contentless`: "ok", "lol") the
-    next turn, up to `SKIP` such messages in a row: a backchannel between a question and its
-    answer does not cut the window. One walk per round, from that round's backchannels only."""
-    seen = {h.node.id for h in hits}
-    out: list[MemoryNode] = []
-    frontier = [h.node.id for h in hits]
-    for _ in range(1 + SKIP):
-        found = [n for n in part.neighbour_nodes(frontier, _session_walk()) if n.id not in seen]
-        seen.update(n.id for n in found)
-        out.extend(found)
-        frontier = [n.id for n in found if admit(n) and contentless(n.content, n.metadata)]
-        if not frontier:
-            break
-    return out
+    return WalkSpec(factors=factors, hops=1, decay=1.0, fanout=2, min_activation=0.0, beam=None, step_over=True)
 
 
 def with_neighbours(part: Partition, hits: Sequence[ScoredMemory], *, max_tokens: int,
@@ -104,11 +80,11 @@ def with_neighbours(part: Partition, hits: Sequence[ScoredMemory], *, max_tokens
     """``hits`` (in priority order) with each one's short session neighbours right after it, and
     neighbour id -> the id of the hit it comes with.
 
-    A neighbour is a turn joined to a hit by a ``before`` edge, or to such a neighbour that
-    carries no fact ("ok", "lol": up to `SKIP` of them in a row), not itself a hit, admitted by
-    ``admit`` and at most ``max_tokens`` long (``count`` of its content). It comes with the hit
-    of its session nearest to it in turn order (the better hit on a tie), after it in time
-    order, and carries that hit's score and other-session flag, path ``("neighbour",)``.
+    A neighbour is a turn joined to a hit by a ``before`` edge, or through a backchannel ("ok",
+    "lol") so joined (`WalkSpec.step_over`), not itself a hit, admitted by ``admit`` and at most
+    ``max_tokens`` long (``count`` of its content). It comes with the hit of its session nearest
+    to it in turn order (the better hit on a tie), after it in time order, and carries that hit's
+    score and other-session flag, path ``("neighbour",)``.
     ``max_tokens`` of 0 or no hits: ``hits`` unchanged and no companions.
     """
     if max_tokens <= 0 or not hits:
@@ -119,7 +95,8 @@ def with_neighbours(part: Partition, hits: Sequence[ScoredMemory], *, max_tokens
     for ordered in by_session.values():
         ordered.sort()
     after: dict[int, list[MemoryNode]] = {}
-    for node in _window_nodes(part, hits, admit):
+    ids = [h.node.id for h in hits]
+    for node in part.neighbour_nodes(ids, _session_walk()):
         line = by_session.get(node.session_id)
         if not line or not admit(node) or count(node.content) > max_tokens:
             continue

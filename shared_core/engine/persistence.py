@@ -35,6 +35,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
+from ..formulas.chatter import contentless
 from ..formulas.subqueries import keyword_text
 from ..text.embedding import HashingEmbedder
 from ..text.entities import entity_keys
@@ -325,6 +326,7 @@ def _build_partition(state: EngineState, record: Mapping[str, Any], nodes: list[
         state.where[node.id] = node.namespace
     part.vectors.add([n.id for n in nodes], matrix)
     part.keywords.add_many([(n.id, keyword_text(n.content, n.metadata), n.session_id) for n in nodes])
+    part.graph.mark_chatter([(n.id, contentless(n.content, n.metadata)) for n in nodes])  # derived: again
     for edge in edges:
         part.graph.put_edge(edge)
     for session, members in record["sessions"]:

@@ -10,7 +10,10 @@ from the walk (its "boost"):
 2. relevance flows along their edges (`Partition.expand`: `scoring.spread_max`, weighted by
    relation and strength, ``graph_hop_decay`` per hop, the ``graph_fanout`` strongest edges of
    each node, the ``graph_beam`` x seeds most activated nodes of a hop walked on), leaving out
-   activations under 0.1% of the best seed's, which cannot move a ranking;
+   activations under 0.1% of the best seed's, which cannot move a ranking; the walk steps over
+   a backchannel (`WalkSpec.step_over`: flagged on write, `GraphStore.is_chatter`) to its own
+   neighbours, the two strengths multiplied and no hop spent, so that "Kate: I went hiking" ->
+   "Sam: lol" -> "Kate: the view was great" is one step (`scoring.step_over`);
 3. with ``entity_walk`` > 0, also from a seed to the entities it mentions and on to their other
    memories (`shared_core.engine.entities.entity_walk`), as one more hop.
 
@@ -80,7 +83,7 @@ def walk_from_facts(part: Partition, ordered: list[tuple[float, str]], n: int, a
         floor_act = 0.001 * max(seeds.values(), default=0.0)
         walk = WalkSpec(factors=relation_factors(config.relation_weights)[1], hops=config.graph_hops,
                         decay=config.graph_hop_decay, fanout=config.graph_fanout, min_activation=floor_act,
-                        beam=beam(n, config))
+                        beam=beam(n, config), step_over=True)
         boost = part.expand(seeds, walk, allowed)
         empty = {i for i in seeds if (node := part.graph.get_node(i)) is None
                  or contentless(node.content, node.metadata)}

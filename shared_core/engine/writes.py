@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from ..formulas.chatter import contentless
 from ..formulas.subqueries import keyword_text
 from ..store.collector import collector_paused
 from ..store.contract import Backend, Partition, WriteBatch
@@ -218,7 +219,8 @@ def _insert_chunk(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDArra
                                             min_similarity=cfg.similar_threshold, link_temporal=cfg.link_temporal,
                                             links=[spec.links for spec in specs], created_at=now,
                                             keyword_texts=[keyword_text(spec.content, spec.metadata)
-                                                           for spec in specs]))
+                                                           for spec in specs],
+                                            chatter=[contentless(spec.content, spec.metadata) for spec in specs]))
     except BaseException:
         done.extend(build(0))  # the ids the failed write may have stored part of
         raise

@@ -19,6 +19,7 @@ __all__ = [
     "pool_normalize",
     "scale_to",
     "spread_max",
+    "step_over",
     "weighted_rrf",
 ]
 
@@ -201,6 +202,36 @@ def spread_max(scores: Mapping[str, float],
         else:
             frontier = nxt if walkable is None else {n: v for n, v in nxt.items() if walkable(n)}
     return boost
+
+
+def step_over(neighbors: Callable[[str], Iterable[tuple[str, float]]], transparent: Callable[[str], bool]
+              ) -> Callable[[str], list[tuple[str, float]]]:
+    """``neighbors`` with each edge to a ``transparent`` node replaced by that node's own edges:
+    the walk steps over it, the two strengths multiplied, no hop spent.
+
+    For node ``n``: an edge ``(m, w)`` to an opaque ``m`` stays as it is; an edge to a transparent
+    ``m`` becomes ``(f, w * w2)`` for each edge ``(f, w2)`` of ``m`` whose ``f`` is neither ``n``
+    nor transparent (a second transparent node in a row ends the step), in ``m``'s order. Nothing
+    else changes: a node without a transparent neighbour keeps its edges, and a node reached twice
+    is reached as by two edges (`spread_max` passes the better one; each counts towards
+    ``fanout``). Recall's walk steps over a backchannel so that "Kate: I went hiking" -> "Sam:
+    lol" -> "Kate: the view was great" is one step (`shared_core.engine.walk`).
+
+    >>> edges = {"a": [("lol", 1.0), ("c", 0.2)], "lol": [("a", 1.0), ("b", 0.5), ("ok", 1.0)],
+    ...          "ok": [("lol", 1.0), ("d", 1.0)]}
+    >>> step_over(edges.__getitem__, {"lol", "ok"}.__contains__)("a")
+    [('b', 0.5), ('c', 0.2)]
+    """
+    def through(node_id: str) -> list[tuple[str, float]]:
+        out: list[tuple[str, float]] = []
+        for other, w in neighbors(node_id):
+            if transparent(other):
+                out.extend((far, w * w2) for far, w2 in neighbors(other) if far != node_id and not transparent(far))
+            else:
+                out.append((other, w))
+        return out
+
+    return through
 
 
 class _Desc(str):

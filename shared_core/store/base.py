@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from ..formulas.scoring import spread_max
+from ..formulas.scoring import spread_max, step_over
 from ..formulas.subqueries import speaker_of
 from ..values.config import AtlasConfig
 from ..values.model import NO_METADATA, AnyRelation, MemoryEdge, MemoryNode, Relation
@@ -172,9 +172,13 @@ class PartitionBase:
 
     def expand(self, seeds: dict[str, float], walk: WalkSpec, walkable: Predicate | None) -> dict[str, float]:
         weighted, factors = self.graph.weighted_links, walk.factors
-        return spread_max(seeds, lambda node_id: weighted(node_id, factors), hops=walk.hops, decay=walk.decay,
-                          fanout=walk.fanout, min_activation=walk.min_activation, beam=walk.beam,
-                          walkable=walkable)
+
+        def links(node_id: str) -> list[tuple[str, float]]:
+            return weighted(node_id, factors)  # type: ignore[no-any-return]
+
+        return spread_max(seeds, step_over(links, self.graph.is_chatter) if walk.step_over else links,
+                          hops=walk.hops, decay=walk.decay, fanout=walk.fanout, min_activation=walk.min_activation,
+                          beam=walk.beam, walkable=walkable)
 
     def neighbour_nodes(self, ids: Sequence[str], walk: WalkSpec) -> list[MemoryNode]:
         seeds = dict.fromkeys(ids, 1.0)
@@ -279,8 +283,8 @@ def _gather(part: PartitionBase, q: CandidateQuery, allowed: Predicate) -> Candi
 
 
 def _write(part: PartitionBase, batch: WriteBatch) -> list[MemoryNode]:
-    """The default `Partition.write_batch`: the turns (`Partition.next_turn`), nodes, then
-    vectors with their neighbour search, keywords, ``before``/``similar_to``/extra edges in one
+    """The default `Partition.write_batch`: the turns (`Partition.next_turn`), nodes and their
+    backchannel flags, then vectors with their neighbour search, keywords, ``before``/``similar_to``/extra edges in one
     `GraphStore.put_links`, tracking; the turns given back if a store fails."""
     first = part.next_turn(batch.count)
     try:
@@ -297,6 +301,7 @@ def _store(part: PartitionBase, batch: WriteBatch, nodes: Sequence[MemoryNode]) 
     put_node = graph.put_node
     for node in nodes:
         put_node(node)
+    graph.mark_chatter(batch.chatter_flags(nodes))
     ids = [n.id for n in nodes]
     similar = _link(part, ids, batch.vectors, batch.similar_top, batch.min_similarity)  # adds the vectors
     part.keywords.add_many(batch.keyword_rows(nodes))

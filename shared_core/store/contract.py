@@ -31,6 +31,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from ..formulas.chatter import contentless
 from ..values.config import AtlasConfig
 from ..values.model import AnyRelation, MemoryEdge, MemoryNode
 from .vector_math import Hits, Links, Ranked, Vector
@@ -69,6 +70,15 @@ class GraphStore(Protocol):
 
     def put_links(self, links: Iterable[tuple[str, str, AnyRelation, float]], *, created_at: float) -> None:
         """`put_edge` of each (source, target, relation, strength), no metadata, in order."""
+
+    def mark_chatter(self, flags: Iterable[tuple[str, bool]]) -> None:
+        """Store, with each stored memory of (id, flag), whether it is a backchannel
+        (`shared_core.formulas.chatter.contentless`, computed once by the writer: `WriteBatch.chatter`);
+        `Partition.write_batch` stores its batch's flags itself. A memory never flagged is not one."""
+
+    def is_chatter(self, node_id: str) -> bool:
+        """Whether the memory is flagged a backchannel (`mark_chatter`); False for an unknown id.
+        The walk steps over such a memory (`WalkSpec.step_over`)."""
 
     def remove_edge(self, source: str, target: str, relation: AnyRelation) -> bool: ...
 
@@ -242,7 +252,9 @@ class Candidates:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WalkSpec:
     """The graph expansion of recall's seeds (`shared_core.formulas.scoring.spread_max`):
-    ``factors`` weigh each relation (by relation code; None: not walked)."""
+    ``factors`` weigh each relation (by relation code; None: not walked); with ``step_over``, an
+    edge to a backchannel (`GraphStore.is_chatter`) is replaced by the backchannel's own edges,
+    the two strengths multiplied, no hop spent (`shared_core.formulas.scoring.step_over`)."""
 
     factors: Sequence[float | None]
     hops: int
@@ -250,6 +262,7 @@ class WalkSpec:
     fanout: int
     min_activation: float
     beam: int | None
+    step_over: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -260,8 +273,10 @@ class WriteBatch:
     ``first`` is), their vectors, the neighbour search (the ``similar_top`` best at or above
     ``min_similarity``, superseded memories dropped), whether each memory follows its session's
     previous one (``before`` edges), the caller's extra links per node, the edges' creation
-    time, and the text each memory's keyword entry is made from (``keyword_texts``, one per row;
-    None: each node's content), which `keyword_rows` gives the keyword index.
+    time, the text each memory's keyword entry is made from (``keyword_texts``, one per row;
+    None: each node's content), which `keyword_rows` gives the keyword index, and whether each
+    memory is a backchannel (``chatter``, one per row; None: computed from each node), which
+    `chatter_flags` gives `GraphStore.mark_chatter`.
 
     >>> import numpy as np
     >>> from shared_core.values.model import MemoryNode
@@ -269,8 +284,8 @@ class WriteBatch:
     ...                                                    accessed_turn=first)],
     ...                    vectors=np.ones((1, 4), dtype=np.float32), similar_top=3, min_similarity=0.5,
     ...                    link_temporal=True, links=[()], created_at=0.0)
-    >>> batch.count, batch.build(7)[0].turn, batch.keyword_rows(batch.build(7))
-    (1, 7, [('a', 'x', None)])
+    >>> batch.count, batch.build(7)[0].turn, batch.keyword_rows(batch.build(7)), batch.chatter_flags(batch.build(7))
+    (1, 7, [('a', 'x', None)], [('a', False)])
     """
 
     build: Callable[[int], Sequence[MemoryNode]]
@@ -281,6 +296,7 @@ class WriteBatch:
     links: Sequence[Sequence[tuple[str, AnyRelation, float]]]
     created_at: float
     keyword_texts: Sequence[str] | None = None
+    chatter: Sequence[bool] | None = None
 
     @property
     def count(self) -> int:
@@ -293,6 +309,13 @@ class WriteBatch:
         if texts is None:
             return [(n.id, n.content, n.session_id) for n in nodes]
         return [(n.id, text, n.session_id) for n, text in zip(nodes, texts, strict=True)]
+
+    def chatter_flags(self, nodes: Sequence[MemoryNode]) -> list[tuple[str, bool]]:
+        """The (id, backchannel?) rows of `GraphStore.mark_chatter` for the built ``nodes``."""
+        flags = self.chatter
+        if flags is None:
+            return [(n.id, contentless(n.content, n.metadata)) for n in nodes]
+        return [(n.id, bool(flag)) for n, flag in zip(nodes, flags, strict=True)]
 
 
 Predicate = Callable[[str], bool]
@@ -374,7 +397,8 @@ class Partition(Protocol):
         a memory (asked of each hit unless ``query.every_admissible``, and of the time range's)."""
 
     def expand(self, seeds: dict[str, float], walk: WalkSpec, walkable: Predicate | None) -> dict[str, float]:
-        """The graph expansion of recall's seeds: `spread_max` over `GraphStore.weighted_links`."""
+        """The graph expansion of recall's seeds: `spread_max` over `GraphStore.weighted_links`
+        (stepping over the backchannels, `GraphStore.is_chatter`, with ``walk.step_over``)."""
 
     def neighbour_nodes(self, ids: Sequence[str], walk: WalkSpec) -> list[MemoryNode]:
         """The memories `expand` reaches from ``ids`` (each at activation 1.0, every memory

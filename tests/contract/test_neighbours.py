@@ -34,8 +34,21 @@ def test_short_neighbours_come_along(make_atlas: Make) -> None:
     _chat(off)
     _chat(on)
     assert _shown(off, "swimming") == ["Bob: Went swimming with the kids"]
-    assert _shown(on, "swimming") == ["Ann: What did you do this weekend?", "Bob: Went swimming with the kids",
-                                      "Ann: Nice!"]
+    # "Ann: Nice!" is a backchannel: the window steps over it, to a turn too long to come along
+    assert _shown(on, "swimming") == ["Ann: What did you do this weekend?", "Bob: Went swimming with the kids"]
+
+
+def test_the_window_steps_over_a_backchannel(make_atlas: Make) -> None:
+    """The turn past a backchannel comes along and the backchannel does not; past two in a row
+    the step ends."""
+    atlas = make_atlas(context_neighbours=12, **COMMON)
+    atlas.add_memories([{"content": text, "session_id": "s1"} for text in
+                        ["Ann: Where did you go on Sunday?", "Bob: The lake, swimming with the kids", "Ann: lol",
+                         "Bob: the water was freezing", "Ann: ok", "Bob: haha", "Ann: brr cold"]], namespace="chat")
+    assert _shown(atlas, "swimming") == ["Ann: Where did you go on Sunday?", "Bob: The lake, swimming with the kids",
+                                         "Bob: the water was freezing"]
+    assert _shown(atlas, "water was freezing") == ["Bob: The lake, swimming with the kids",
+                                                   "Bob: the water was freezing"]
 
 
 def test_a_long_neighbour_stays_out(make_atlas: Make) -> None:

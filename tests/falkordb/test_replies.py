@@ -43,6 +43,7 @@ def test_verbose_statements_read_as_the_compact_format(shared_atlas: Callable[..
                                      metadata={"k": i, "t": "x"} if i % 2 else None, pinned=i == 3,
                                      importance=0.5 + i / 10, ttl=3600.5 if i % 5 == 0 else None))
     atlas.link(made[0].id, made[5].id, relation="caused_by")
+    atlas.add_memory("lol", namespace="r", session_id="s1")  # a backchannel: the step-over columns are not null
     atlas.update_memory(made[2].id, "note 2 about coffee, corrected")  # a superseded version
     atlas.retrieve("coffee", namespace="r", top_k=3)  # reinforced: weights and access times move
     part = atlas.backend.partition("r")
@@ -55,10 +56,14 @@ def test_verbose_statements_read_as_the_compact_format(shared_atlas: Callable[..
         q.EDGES: {"id": made[0].id}, q.EDGES_AMONG: {"ids": ids},
         q.WALK_HOP: {"ids": ids, "vector": query_literal(atlas.embedder.embed(["coffee"])[0])},
         q.WALK_HOP_NODES: {"ids": ids}, q.WALK_HOP_NODES_TYPED: {"ids": ids, "types": ["BEFORE", "CAUSED_BY"]},
+        q.WALK_HOP_THROUGH: {"ids": ids}, q.WALK_HOP_NODES_THROUGH: {"ids": ids},
+        q.WALK_HOP_NODES_TYPED_THROUGH: {"ids": ids, "types": ["BEFORE", "CAUSED_BY"]},
     }
     assert set(params) == set(SCALAR_COLUMNS)  # a statement added to SCALAR_COLUMNS is checked here too
-    typed = {q.walk_hop_nodes_of("CAUSED_BY"): {"ids": ids}}  # one of each of SCALAR_PREFIXES
-    assert [head for head, _ in SCALAR_PREFIXES] == [q.WALK_HOP_NODES_OF]
+    typed = {q.walk_hop_nodes_of("CAUSED_BY"): {"ids": ids},  # one of each of SCALAR_PREFIXES
+             q.walk_hop_nodes_of("BEFORE", through=True): {"ids": ids}}
+    assert [head for head, _ in SCALAR_PREFIXES] == [q.WALK_HOP_NODES_OF, q.WALK_HOP_NODES_THROUGH_OF]
+    assert any(row[7] is not None for row in conn.run(key, q.WALK_HOP_THROUGH, {"ids": ids}))  # a step over read
     for query, values in (params | typed).items():
         header = params_header(values)
         compact = rows(conn.command("GRAPH.RO_QUERY", key, header + query, "--compact"))

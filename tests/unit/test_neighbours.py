@@ -65,7 +65,7 @@ def test_neighbours_are_admitted_as_recall_admits(make_atlas: Make, clock: Manua
                                namespace="chat")
     start = clock.now()
     clock.advance(3600)
-    later = atlas.add_memory("Ann: Nice!", namespace="chat", session_id="s")
+    later = atlas.add_memory("Ann: Which pool?", namespace="chat", session_id="s")
 
     def shown(**kwargs: object) -> set[str]:
         ctx = atlas.build_context("swimming", namespace="chat", token_budget=100, reinforce=False, **kwargs)  # type: ignore[arg-type]

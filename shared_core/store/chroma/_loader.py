@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from ...formulas.chatter import contentless
 from ...formulas.subqueries import keyword_text
 from ...values.model import NO_METADATA, AnyRelation, MemoryEdge, MemoryNode, Relation
 from ...values.relations import relation_of
@@ -36,7 +37,7 @@ from ._wal import read_segments
 
 __all__ = ["Index", "Stored", "build_partition", "load_namespace", "read_index"]
 
-_EXTRA = ("_seq", "_inactive", "_kw", "_ent")
+_EXTRA = ("_seq", "_inactive", "_kw", "_ent", "_chat")
 _RELATIONS = {r.value: r for r in Relation}
 
 
@@ -115,6 +116,7 @@ def build_partition(part: ChromaPartition, state: NamespaceState) -> None:
 
     ns = part.namespace
     nodes, seqs, inactive, texts = [], {}, [], {}
+    chatter: list[tuple[str, bool]] = []
     mentions: list[tuple[str, list[str]]] = []
     intern = sys.intern
     try:
@@ -141,6 +143,8 @@ def build_partition(part: ChromaPartition, state: NamespaceState) -> None:
                 inactive.append(node_id)
             if isinstance(raw.get("_kw"), str):
                 texts[node_id] = raw["_kw"]
+            flag = raw.get("_chat")  # a record written before the flag: computed here (backfilled)
+            chatter.append((node_id, flag if isinstance(flag, bool) else contentless(node.content, metadata)))
             keys = raw.get("_ent")
             if keys:
                 if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
@@ -182,6 +186,7 @@ def build_partition(part: ChromaPartition, state: NamespaceState) -> None:
     put_node = DictGraphStore.put_node
     for node in nodes:
         put_node(part.graph, node)  # type: ignore[arg-type]
+    DictGraphStore.mark_chatter(part.graph, chatter)  # type: ignore[arg-type]
     if ids:
         part.vectors.add(ids, matrix)
     part.keywords.add_many([(n.id, texts.get(n.id) or keyword_text(n.content, n.metadata), n.session_id)

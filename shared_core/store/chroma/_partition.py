@@ -82,6 +82,11 @@ class _Graph(DictGraphStore):
         self._changes.many(self._changes.edges, self._ns, (e.source for e in edges if e.source != node_id))
         return edges
 
+    def mark_chatter(self, flags: Iterable[tuple[str, bool]]) -> None:
+        rows = list(flags)
+        super().mark_chatter(rows)
+        self._changes.many(self._changes.nodes, self._ns, (node_id for node_id, _ in rows))
+
     def put_edge(self, edge: MemoryEdge) -> None:
         super().put_edge(edge)
         self._changes.many(self._changes.edges, self._ns, (edge.source,))
@@ -283,7 +288,8 @@ def snapshot(parts: Mapping[str, ChromaPartition], changes: Changes) -> list[tup
                 continue
             vec = vectors.get(node_id)
             out.append(("n", ns, node, order.get(node_id), node_id in inactive, texts.get(node_id),
-                        None if vec is None else np.array(vec, dtype=np.float32), mentioned.get(node_id)))
+                        None if vec is None else np.array(vec, dtype=np.float32), mentioned.get(node_id),
+                        graph.is_chatter(node_id)))
         for source in changes.edges.get(ns, ()):
             if graph.get_node(source) is not None:
                 out.append(("e", ns, source, [e for e in graph.edges(source) if e.source == source]))
@@ -298,10 +304,11 @@ def to_ops(items: list[tuple[Any, ...]], dim: int) -> tuple[list[list[Any]], npt
     for item in items:
         kind = item[0]
         if kind == "n":
-            _, ns, node, seq, inactive, text, vec, keys = item
+            _, ns, node, seq, inactive, text, vec, keys, chatter = item
             record = node_record(node)
             record["_seq"] = seq
             record["_inactive"] = inactive
+            record["_chat"] = chatter
             if keys:
                 record["_ent"] = keys
             if text is not None and text != keyword_text(node.content, node.metadata):

@@ -8,7 +8,9 @@ Operations (each sets a final value, so replaying a record twice, or over a stor
 holds part of it, gives the same state — which makes checkpoints crash-safe):
 
 - ``["n", ns, record, row]``: memory ``record["id"]`` is ``record`` (`node_record` plus
-  ``_seq``, its place in its session's order; ``_inactive``; ``_kw``, its keyword text when it is
+  ``_seq``, its place in its session's order; ``_inactive``; ``_chat``, whether it is a
+  backchannel (`GraphStore.mark_chatter`; a record written before the flag lacks it: computed
+  when its namespace loads); ``_kw``, its keyword text when it is
   not the one `shared_core.formulas.subqueries.keyword_text` derives from the record; ``_ent``,
   the entity keys it mentions, when any); ``row`` is its embedding's row, or -1 when the
   embedding did not change;

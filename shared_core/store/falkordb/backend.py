@@ -195,7 +195,11 @@ class FalkorDBBackend(BackendBase):
           memories were written, then drop the text and the full-text index.
         - Before the sessions' nodes (`cypher.SESSION_INDEX`): their index; a session without a
           node has its memories scanned once, by its next write, which makes the node.
+        - Before the backchannel flag (`GraphStore.mark_chatter`): each memory without it gets it,
+          computed from its content (`formulas.chatter.contentless`); a memory put without a batch
+          write (a summary) gets it at the next open.
         """
+        part.graph.backfill_chatter()
         graph = GraphKey(self.conn, part.key)
         sessions = _created(graph, q.SESSION_INDEX)
         flags = _created(graph, q.FLAGS_INDEX)

@@ -397,14 +397,38 @@ BETWEEN_COSINE = ("MATCH (n:Memory) WHERE n.tracked AND n.timestamp >= $start AN
 WALK_HOP = ("UNWIND $ids AS id MATCH (n:Memory {id: id})-[r]-(m:Memory) WHERE m <> n "
             "WITH DISTINCT id, r, m, startNode(r) = n AS out "
             "RETURN id, m.id, type(r), r.strength, r.seq, out")
+# `WALK_HOP` stepping over backchannels (`WalkSpec.step_over`): each row also says whether the other
+# end is one (``m.chatter``, stored on write), and for one, the row is repeated for each of its own
+# edges to a memory that is not one, with that edge's far end, type, strength, order and direction
+# (nulls for an other end that is not one): the step over costs no request of its own
+WALK_HOP_THROUGH = ("UNWIND $ids AS id MATCH (n:Memory {id: id})-[r]-(m:Memory) WHERE m <> n "
+                    "WITH DISTINCT id, r, m, startNode(r) = n AS out "
+                    "OPTIONAL MATCH (m)-[r2]-(far:Memory) WHERE m.chatter AND far <> m "
+                    "AND NOT coalesce(far.chatter, false) "
+                    "RETURN id, m.id, type(r), r.strength, r.seq, out, m.chatter, far.id, type(r2), r2.strength, "
+                    "r2.seq, startNode(r2) = m")
+# the backchannel flag of memories (rows [id, flag]; `GraphStore.mark_chatter`), one memory's, and
+# the memories of a graph written before the flag (backfilled when it is opened)
+SET_CHATTER = "UNWIND $rows AS row MATCH (n:Memory {id: row[0]}) SET n.chatter = row[1]"
+GET_CHATTER = "MATCH (n:Memory {id: $id}) RETURN n.chatter"
+CHATTER_MISSING = "MATCH (n:Memory) WHERE n.chatter IS NULL RETURN n.id, n.content, n.metadata"
 
 
-def _walk_hop_nodes(typed: bool, pattern: str = "") -> str:
+def _walk_hop_nodes(typed: bool, pattern: str = "", *, through: bool = False) -> str:
     where = " AND type(r) IN $types" if typed else ""
-    return (f"UNWIND $ids AS id MATCH (n:Memory {{id: id}})-[r{pattern}]-(m:Memory) WHERE m <> n{where} "
-            "WITH DISTINCT id, r, m, startNode(r) = n AS out "
-            f"RETURN id, type(r), r.strength, r.seq, out, {_columns('m', NODE_FIELDS, TIME_FIELDS)}, "
-            "m.superseded")
+    if not through:
+        return (f"UNWIND $ids AS id MATCH (n:Memory {{id: id}})-[r{pattern}]-(m:Memory) WHERE m <> n{where} "
+                "WITH DISTINCT id, r, m, startNode(r) = n AS out "
+                f"RETURN id, type(r), r.strength, r.seq, out, {_columns('m', NODE_FIELDS, TIME_FIELDS)}, "
+                "m.superseded")
+    where2 = " AND type(r2) IN $types" if typed else ""
+    return (f"UNWIND $ids AS hop MATCH (n:Memory {{id: hop}})-[r{pattern}]-(m:Memory) WHERE m <> n{where} "
+            "WITH DISTINCT hop, r, m, startNode(r) = n AS out "
+            f"OPTIONAL MATCH (m)-[r2{pattern}]-(far:Memory) WHERE m.chatter AND far <> m "
+            f"AND NOT coalesce(far.chatter, false){where2} "
+            f"RETURN hop, type(r), r.strength, r.seq, out, {_columns('m', NODE_FIELDS, TIME_FIELDS)}, "
+            f"m.superseded, m.chatter, type(r2), r2.strength, r2.seq, startNode(r2) = m, "
+            f"{_columns('far', NODE_FIELDS, TIME_FIELDS)}, far.superseded")
 
 
 #: `WALK_HOP`'s columns but the other end's id, then the other end's (`NODE_COLUMNS` of ``m``, its
@@ -414,20 +438,31 @@ WALK_HOP_NODES = _walk_hop_nodes(False)
 WALK_HOP_NODES_TYPED = _walk_hop_nodes(True)
 #: how every `walk_hop_nodes_of` statement begins
 WALK_HOP_NODES_OF = "UNWIND $ids AS id MATCH (n:Memory {id: id})-[r:`"
+#: `WALK_HOP_NODES` and `WALK_HOP_NODES_TYPED` stepping over backchannels (`WalkSpec.step_over`, as
+#: `WALK_HOP_THROUGH`): after the other end's node, its flag, and for a backchannel the row repeated
+#: for each of its own edges (of the same types) to a memory that is not one: that edge's type,
+#: strength, order and direction, and the node at its far end (`NODE_COLUMNS` of ``far``)
+WALK_HOP_NODES_THROUGH = _walk_hop_nodes(False, through=True)
+WALK_HOP_NODES_TYPED_THROUGH = _walk_hop_nodes(True, through=True)
+#: how every `walk_hop_nodes_of` statement stepping over backchannels begins
+WALK_HOP_NODES_THROUGH_OF = "UNWIND $ids AS hop MATCH (n:Memory {id: hop})-[r:`"
 
 
 @functools.lru_cache(maxsize=64)
-def walk_hop_nodes_of(kind: str) -> str:
-    """`WALK_HOP_NODES` over the edges of one relationship type (`rel_type`, a fixed identifier):
-    the traversal reads that type's edges alone, where `WALK_HOP_NODES_TYPED` reads every edge and
-    filters (the same rows, in the same order). The type is in the text (a pattern's type cannot be
-    a parameter): one cached plan per type. For several types the filter stays (a pattern of
-    several types reads their union, which cost the server more than the filter).
+def walk_hop_nodes_of(kind: str, *, through: bool = False) -> str:
+    """`WALK_HOP_NODES` (`WALK_HOP_NODES_THROUGH` with ``through``) over the edges of one
+    relationship type (`rel_type`, a fixed identifier): the traversal reads that type's edges
+    alone, where `WALK_HOP_NODES_TYPED` reads every edge and filters (the same rows, in the same
+    order). The type is in the text (a pattern's type cannot be a parameter): one cached plan per
+    type. For several types the filter stays (a pattern of several types reads their union, which
+    cost the server more than the filter).
 
     >>> walk_hop_nodes_of("BEFORE").startswith(WALK_HOP_NODES_OF + "BEFORE`]-(m:Memory)")
     True
+    >>> walk_hop_nodes_of("BEFORE", through=True).startswith(WALK_HOP_NODES_THROUGH_OF + "BEFORE`]-(m:Memory)")
+    True
     """
-    return _walk_hop_nodes(False, f":`{kind}`")
+    return _walk_hop_nodes(False, f":`{kind}`", through=through)
 
 
 # `VECTOR_SEARCH` with the node of each of the first $heads hits (null after them)

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+from ...formulas.chatter import contentless
 from ...values.errors import NamespaceViolationError
 from ...values.model import AnyRelation, MemoryEdge, MemoryNode
 from ...values.relations import relation_of
@@ -256,6 +257,24 @@ class FalkorGraphStore(GraphStoreBase):
         self.cache.bounded = None
         self._g.write(q.PUT_NODE, {"id": node.id, "props": node_props(node)})
         self.cache.nodes[node.id] = node
+
+    def mark_chatter(self, flags: Iterable[tuple[str, bool]]) -> None:
+        rows = [[node_id, bool(flag)] for node_id, flag in flags]
+        if rows:
+            self._g.write(q.SET_CHATTER, {"rows": rows})
+
+    def is_chatter(self, node_id: str) -> bool:
+        rows = self._g.read(q.GET_CHATTER, {"id": node_id})
+        return bool(rows and rows[0][0])
+
+    def backfill_chatter(self) -> None:
+        """Flag each memory stored without the backchannel flag (a graph written before it, a
+        memory put without a batch write), computed from its content: one read, and one write
+        when any lacks it."""
+        missing = self._g.read(q.CHATTER_MISSING)
+        if missing:
+            self.mark_chatter([(str(i), contentless(str(content), _metadata(metadata)))
+                               for i, content, metadata in missing])
 
     def get_node(self, node_id: str) -> MemoryNode | None:
         cache = self.cache.nodes

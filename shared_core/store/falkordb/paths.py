@@ -37,7 +37,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ...formulas.scoring import spread_max
+from ...formulas.scoring import spread_max, step_over
 from ...values.model import MemoryNode, Relation
 from ...values.relations import RELATION_CODES, RELATIONS
 from ..contract import CandidateQuery, Candidates, Predicate, Vector, WalkSpec
@@ -84,6 +84,7 @@ _CHUNK = 32  # nodes read at once when admission runs past what was read ahead
 # wider recall (`build_context`'s) visits more of them (about five per seed over the two hops)
 _AHEAD_PER_SEED = 2.5
 _HEADS = 8  # nodes read with a path's hits beyond the k it keeps (room for inadmissible ones)
+_NODE_WIDTH = len(q.NODE_FIELDS) + len(q.TIME_FIELDS) + 1  # columns of `cypher.NODE_COLUMNS`
 
 
 def _sim(distance: Any) -> float:
@@ -243,11 +244,29 @@ def _keep(part: FalkorPartition, pairs: Sequence[tuple[str, float]], limit: int,
 # -- the graph walk ---------------------------------------------------------------------------
 def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkable: Predicate | None
          ) -> dict[str, float]:
-    """`Partition.expand`: `spread_max` with each hop's edges read for the whole frontier."""
+    """`Partition.expand`: `spread_max` with each hop's edges read for the whole frontier; with
+    ``spec.step_over``, each backchannel's own edges read in the same statement
+    (`cypher.WALK_HOP_THROUGH`) and stepped over (`scoring.step_over`)."""
     factors = spec.factors
     links: dict[str, list[tuple[str, float]]] = {}
+    through: dict[str, list[tuple[str, float]]] = {}  # a backchannel's edges to memories that are not
+    chatter: set[str] = set()  # the backchannels the hops have met
     cache = part.graph.cache
     present = cache.present
+    codes: dict[str, int] = {}  # each edge type's `_code`
+
+    def weigh(edges: list[tuple[bool, int, int, str, str, float]]) -> list[tuple[str, float]]:
+        """The edges, sorted in `order_edges`'s order, as (other end, weight) of the walked types."""
+        edges.sort()
+        weighted = []
+        for _, _, _, other, kind, strength in edges:
+            code = codes.get(kind)
+            if code is None:
+                code = codes[kind] = _code(kind, len(factors))
+            factor = factors[code]
+            if factor is not None:
+                weighted.append((other, (strength if strength < 1.0 else 1.0) * factor))  # min(1.0, strength) * factor
+        return weighted
 
     hops = [0]
     room = max(AHEAD, math.ceil(_AHEAD_PER_SEED * len(seeds)))  # nodes each hop's request reads
@@ -264,7 +283,8 @@ def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkabl
         # candidates), with a later one the hop's own frontier (the best the walk reached), each
         # followed by the head of the read-ahead list (one round trip, not two)
         ahead = part.graph.next_ahead(list(seeds) if hops[0] == 1 else wanted, room)
-        statements: list[tuple[str, dict[str, Any]]] = [(q.WALK_HOP, {"ids": wanted})]
+        statements: list[tuple[str, dict[str, Any]]] = [
+            (q.WALK_HOP_THROUGH if spec.step_over else q.WALK_HOP, {"ids": wanted})]
         if ahead:
             statements.append((q.NODES_AMONG, {"ids": ahead}))
         if cosines is not None:
@@ -277,38 +297,57 @@ def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkabl
             part.vectors.keep_cosines(cosines[0], results[-1])
         # each node's edges in `order_edges`'s order: sorted on (in-edge, seq, place in the reply)
         grouped: dict[str, list[tuple[bool, int, int, str, str, float]]] = {i: [] for i in wanted}
-        for n, (node_id, other, kind, strength, seq, out) in enumerate(rows):
-            grouped[str(node_id)].append((not out, int(seq or 0), n, str(other), str(kind), float(strength)))
+        if spec.step_over:
+            seen: set[tuple[str, str, str, bool]] = set()
+            beyond: dict[str, dict[tuple[str, str, bool], tuple[bool, int, int, str, str, float]]] = {}
+            for n, row in enumerate(rows):
+                node_id, other, kind, strength, seq, out, flag = row[:7]
+                if not flag:  # one row per edge
+                    grouped[str(node_id)].append((not out, int(seq or 0), n, str(other), str(kind), float(strength)))
+                    continue
+                # a backchannel's row comes once per edge of its own: each edge kept once
+                node_id, other = str(node_id), str(other)
+                if (node_id, other, kind, out) not in seen:
+                    seen.add((node_id, other, kind, out))
+                    grouped[node_id].append((not out, int(seq or 0), n, other, str(kind), float(strength)))
+                chatter.add(other)
+                own = beyond.setdefault(other, {})
+                far, kind2, strength2, seq2, out2 = row[7:]
+                if far is not None and (str(far), kind2, out2) not in own:
+                    own[(str(far), kind2, out2)] = (not out2, int(seq2 or 0), n, str(far), str(kind2), float(strength2))
+                    present.add(str(far))
+            for other, own in beyond.items():
+                if other not in through:
+                    through[other] = weigh(list(own.values()))
+        else:
+            for n, (node_id, other, kind, strength, seq, out) in enumerate(rows):
+                grouped[str(node_id)].append((not out, int(seq or 0), n, str(other), str(kind), float(strength)))
         present.update(str(r[1]) for r in rows)  # each other end is a memory on the server: `has` need not read it
-        reach: dict[str, float] = {}  # what each other end may receive: the order its node is read in
-        codes: dict[str, int] = {}  # each edge type's `_code`
-        nodes = cache.nodes
         for node_id, edges in grouped.items():
-            edges.sort()
-            weighted = []
+            links[node_id] = weigh(edges)
+        reach: dict[str, float] = {}  # what each other end may receive: the order its node is read in
+        nodes = cache.nodes
+        edges_of = step if chatter else links.__getitem__  # past a backchannel when there is one
+        for node_id in wanted:
             act = seeds.get(node_id, 1.0)
-            for _, _, _, other, kind, strength in edges:
-                code = codes.get(kind)
-                if code is None:
-                    code = codes[kind] = _code(kind, len(factors))
-                factor = factors[code]
-                if factor is not None:
-                    w = (strength if strength < 1.0 else 1.0) * factor  # min(1.0, strength) * factor
-                    weighted.append((other, w))
-                    if other not in nodes:
-                        passed, held = act * w, reach.get(other)  # reach[other] = max(held or 0.0, passed)
-                        reach[other] = (passed if passed > 0.0 else 0.0) if held is None else \
-                            (passed if passed > held else held)
-            links[node_id] = weighted
+            for other, w in edges_of(node_id):
+                if other not in nodes:
+                    passed, held = act * w, reach.get(other)  # reach[other] = max(held or 0.0, passed)
+                    reach[other] = (passed if passed > 0.0 else 0.0) if held is None else \
+                        (passed if passed > held else held)
         part.graph.read_ahead(sorted(reach, key=lambda i: -reach[i]))
 
     frontier: list[str] = [i for i, s in seeds.items() if s > spec.min_activation]
     admitted: list[str] = []
 
     def neighbours(node_id: str) -> list[tuple[str, float]]:
-        if node_id not in links:  # the first node of a hop: read the hop's frontier at once
-            fetch([node_id, *frontier, *admitted])
+        if node_id not in links:
+            if node_id in through:  # a backchannel stepped over: its edges came with the hop that met it
+                return through[node_id]
+            fetch([node_id, *frontier, *admitted])  # the first node of a hop: read the hop's frontier at once
         return links[node_id]
+
+    step = step_over(neighbours, chatter.__contains__) if spec.step_over else neighbours
 
     def walks_on(node_id: str) -> bool:
         ok = walkable is None or walkable(node_id)
@@ -316,7 +355,7 @@ def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkabl
             admitted.append(node_id)
         return ok
 
-    return spread_max(seeds, neighbours, hops=spec.hops, decay=spec.decay, fanout=spec.fanout,
+    return spread_max(seeds, step, hops=spec.hops, decay=spec.decay, fanout=spec.fanout,
                       min_activation=spec.min_activation, beam=spec.beam,
                       walkable=None if walkable is None and spec.beam is None else walks_on)
 
@@ -336,40 +375,68 @@ def _walked_types(factors: Sequence[float | None]) -> list[str] | None:
 
 def neighbour_nodes(part: FalkorPartition, ids: Sequence[str], spec: WalkSpec) -> list[MemoryNode]:
     """`Partition.neighbour_nodes` of a one-hop ``spec``: the seeds' edges of the walked types and
-    the node at each other end in one statement, then `spread_max` over them as `walk` runs it
-    (each node's edges in `order_edges`'s order, weighted alike). A node this call has read
-    already keeps its first view."""
+    the node at each other end in one statement (with ``spec.step_over``, each backchannel's own
+    edges of those types and their far ends' nodes too: `cypher.WALK_HOP_NODES_THROUGH`), then
+    `spread_max` over them as `walk` runs it (each node's edges in `order_edges`'s order, weighted
+    alike, backchannels stepped over). A node this call has read already keeps its first view."""
     seeds = dict.fromkeys(ids, 1.0)
     factors = spec.factors
     types = _walked_types(factors)
     if not seeds or types == []:
         return []
+    through = spec.step_over
     params: dict[str, Any] = {"ids": list(seeds)}
-    statement = q.WALK_HOP_NODES
+    statement = q.WALK_HOP_NODES_THROUGH if through else q.WALK_HOP_NODES
     if types is not None and len(types) == 1:  # that type's edges alone
-        statement = q.walk_hop_nodes_of(types[0])
+        statement = q.walk_hop_nodes_of(types[0], through=through)
     elif types is not None:
-        statement, params["types"] = q.WALK_HOP_NODES_TYPED, types
+        statement = q.WALK_HOP_NODES_TYPED_THROUGH if through else q.WALK_HOP_NODES_TYPED
+        params["types"] = types
     rows = part.graph_key.read(statement, params)
     grouped: dict[str, list[tuple[bool, int, int, str, str, float]]] = {i: [] for i in seeds}
+    beyond: dict[str, dict[tuple[str, str, bool], tuple[bool, int, int, str, str, float]]] = {}
+    chatter: set[str] = set()
+    seen: set[tuple[str, str, str, bool]] = set()
     nodes = part.graph.cache.nodes
     fresh: dict[str, Sequence[Any]] = {}
+    width = _NODE_WIDTH
     for n, row in enumerate(rows):
         node_id, kind, strength, seq, out = row[:5]
-        other = str(row[5])  # the other end's node: its id first
-        grouped[str(node_id)].append((not out, int(seq or 0), n, other, str(kind), float(strength)))
+        node_id, other = str(node_id), str(row[5])  # the other end's node: its id first
+        flag = through and row[5 + width]
+        if not flag:  # one row per edge
+            grouped[node_id].append((not out, int(seq or 0), n, other, str(kind), float(strength)))
+        elif (node_id, other, kind, out) not in seen:  # a backchannel's row comes once per edge of its own
+            seen.add((node_id, other, kind, out))
+            grouped[node_id].append((not out, int(seq or 0), n, other, str(kind), float(strength)))
         if other not in nodes:
-            fresh[other] = row[5:]
+            fresh[other] = row[5:5 + width]
+        if flag:
+            chatter.add(other)
+            own = beyond.setdefault(other, {})
+            kind2, strength2, seq2, out2 = row[6 + width:10 + width]
+            if kind2 is not None:
+                far = str(row[10 + width])
+                own.setdefault(
+                    (far, str(kind2), bool(out2)), (not out2, int(seq2 or 0), n, far, str(kind2), float(strength2)))
+                if far not in nodes:
+                    fresh[far] = row[10 + width:]
     part.graph.remember(list(fresh.values()))
-    links: dict[str, list[tuple[str, float]]] = {}
-    for node_id, edges in grouped.items():
+
+    def weigh(edges: list[tuple[bool, int, int, str, str, float]]) -> list[tuple[str, float]]:
         edges.sort()
-        weighted = links[node_id] = []
+        weighted = []
         for _, _, _, other, kind, strength in edges:
             factor = factors[_code(kind, len(factors))]
             if factor is not None:
                 weighted.append((other, (strength if strength < 1.0 else 1.0) * factor))
-    reached = spread_max(seeds, links.__getitem__, hops=1, decay=spec.decay, fanout=spec.fanout,
-                         min_activation=spec.min_activation, beam=spec.beam)
+        return weighted
+
+    links = {node_id: weigh(edges) for node_id, edges in grouped.items()}
+    for other, own in beyond.items():
+        links.setdefault(other, weigh(list(own.values())))
+    reached = spread_max(seeds, step_over(links.__getitem__, chatter.__contains__) if through else links.__getitem__,
+                         hops=1, decay=spec.decay, fanout=spec.fanout, min_activation=spec.min_activation,
+                         beam=spec.beam)
     get_node = part.graph.get_node
     return [node for node_id in sorted(reached) if node_id not in seeds and (node := get_node(node_id)) is not None]

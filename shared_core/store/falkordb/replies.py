@@ -185,10 +185,18 @@ SCALAR_COLUMNS: dict[str, Scalars] = {
     q.WALK_HOP: Scalars("---f-b"),  # id, other, type, strength, seq, outgoing
     q.WALK_HOP_NODES: Scalars("--f-b" + _node_kinds()),  # id, type, strength, seq, outgoing, the other's node
     q.WALK_HOP_NODES_TYPED: Scalars("--f-b" + _node_kinds()),
+    # ..., whether the other end is a backchannel, then one of its own edges: far end, type, strength, seq, outgoing
+    q.WALK_HOP_THROUGH: Scalars("---f-bb--f-b"),
+    # ..., the other's flag, one of its own edges (type, strength, seq, outgoing) and the far end's node
+    q.WALK_HOP_NODES_THROUGH: Scalars("--f-b" + _node_kinds() + "b-f-b" + _node_kinds()),
+    q.WALK_HOP_NODES_TYPED_THROUGH: Scalars("--f-b" + _node_kinds() + "b-f-b" + _node_kinds()),
 }
 #: Statements made per relationship type, read in the verbose format too: each one's beginning
 #: (checked in ``tests/falkordb/test_replies.py`` as `SCALAR_COLUMNS`).
-SCALAR_PREFIXES: tuple[tuple[str, Scalars], ...] = ((q.WALK_HOP_NODES_OF, SCALAR_COLUMNS[q.WALK_HOP_NODES_TYPED]),)
+SCALAR_PREFIXES: tuple[tuple[str, Scalars], ...] = (
+    (q.WALK_HOP_NODES_OF, SCALAR_COLUMNS[q.WALK_HOP_NODES_TYPED]),
+    (q.WALK_HOP_NODES_THROUGH_OF, SCALAR_COLUMNS[q.WALK_HOP_NODES_TYPED_THROUGH]),
+)
 
 
 def scalars(query: str) -> Scalars | None:

@@ -7,10 +7,10 @@ order), with the server asked twice instead of several times per memory:
 1. one read: each new vector's nearest stored memories (with their superseded flag, so
    superseded ones are dropped without asking again); in an atlas call whose partition was
    handed out without a request (`FalkorDBBackend.partition`), ``EXISTS`` rides along;
-2. one write: `cypher.WRITE_NODES` of the nodes with their tracking (session order and time
-   index), BM25 terms and vector nodes, the counters once, the turns' reservation
-   (`cypher.RESERVE_TURNS`: the statement takes the next turns from the counter and answers the
-   first), each session's newest memory before the batch (the source of the ``before`` edge to
+2. one write: `cypher.WRITE_NODES` of the nodes (their backchannel flag a property) with their
+   tracking (session order and time index), BM25 terms and vector nodes, the counters once, the
+   turns' reservation (`cypher.RESERVE_TURNS`: the statement takes the next turns from the
+   counter and answers the first), each session's newest memory before the batch (the source of the ``before`` edge to
    the batch's first memory of the session: `cypher.write_reserving`'s heads) and the edges
    (`cypher.write_edges`), each numbered as `put_edge` would number it (a head's number is
    taken whether or not the session had a memory: numbers only order edges).
@@ -168,7 +168,7 @@ def _write(part: Target, batch: WriteBatch, first: int, whole: bool) -> list[Mem
         if extra:
             links.extend((node_id, target, relation, strength) for target, relation, strength in extra)
     # -- 2. the write -------------------------------------------------------------------------
-    writes = node_statements(nodes, encoded, terms)
+    writes = node_statements(nodes, encoded, terms, [flag for _, flag in batch.chatter_flags(nodes)])
     head_seq: dict[str, int] = {}  # the first memory of a session -> the number of its `before` edge
     edges: list[list[Any]] = []
     for row in _edge_rows(links):
@@ -217,19 +217,21 @@ def _write(part: Target, batch: WriteBatch, first: int, whole: bool) -> list[Mem
 
 
 def node_statements(nodes: Sequence[MemoryNode], vectors: Sequence[tuple[str, str]],
-                    terms: Sequence[Sequence[str]]) -> list[Statement]:
+                    terms: Sequence[Sequence[str]], chatter: Sequence[bool]) -> list[Statement]:
     """`cypher.WRITE_NODES` of the nodes, `_ROWS` a statement: what `GraphStore.put_node`,
-    tracking, `FalkorVectorIndex.add` and `FalkorKeywordIndex.add_many` write, in one statement per chunk.
+    `GraphStore.mark_chatter` (``chatter``: each node's flag, a property of its node), tracking,
+    `FalkorVectorIndex.add` and `FalkorKeywordIndex.add_many` write, in one statement per chunk.
     ``vectors`` and ``terms`` are each node's, as those two give them (``rows=``, ``terms=``); the
     rows are one Cypher literal."""
     from falkordb.helpers import stringify_param_value
 
     out: list[Statement] = []
     for start in range(0, len(nodes), _ROWS):
-        chunk = zip(nodes[start:start + _ROWS], vectors[start:start + _ROWS], terms[start:start + _ROWS], strict=True)
-        rows = ", ".join(f"[{quote(n.id)}, {stringify_param_value(node_props(n))}, "
+        chunk = zip(nodes[start:start + _ROWS], vectors[start:start + _ROWS], terms[start:start + _ROWS],
+                    chatter[start:start + _ROWS], strict=True)
+        rows = ", ".join(f"[{quote(n.id)}, {stringify_param_value(node_props(n) | {'chatter': bool(flag)})}, "
                          f"{stringify_param_value(list(words))}, {text}, '{raw}']"
-                         for n, (text, raw), words in chunk)
+                         for n, (text, raw), words, flag in chunk)
         out.append((q.WRITE_NODES, {"rows": Literal(f"[{rows}]")}))
     return out
 

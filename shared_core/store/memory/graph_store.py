@@ -78,8 +78,8 @@ class DictGraphStore(GraphStoreBase):
     #: off on a batch's thousands. Both ways leave identical stores.
     bulk_links = 64
 
-    __slots__ = ("_bounded", "_edges", "_ends", "_free_rows", "_free_slots", "_ids", "_in", "_meta", "_node", "_nodes",
-                 "_out", "_rel", "_slot", "_strength", "_times", "_used", "_when")
+    __slots__ = ("_bounded", "_chatter", "_edges", "_ends", "_free_rows", "_free_slots", "_ids", "_in", "_meta",
+                 "_node", "_nodes", "_out", "_rel", "_slot", "_strength", "_times", "_used", "_when")
 
     def __init__(self) -> None:
         # a slot per id that is a node or an end of an edge
@@ -92,6 +92,7 @@ class DictGraphStore(GraphStoreBase):
         self._used = 0  # slots handed out (the lists above have room for a few more)
         self._nodes = 0
         self._bounded = 0  # nodes with an expiry or an end of validity (`bounded_nodes`)
+        self._chatter: set[str] = set()  # the nodes flagged backchannels (`mark_chatter`)
         # an edge per row
         self._ends: array[int] = array("i")  # source slot ^ target slot
         self._rel: array[int] = array("b")  # index in _RELATIONS; -1: a free row
@@ -148,8 +149,20 @@ class DictGraphStore(GraphStoreBase):
             self._bounded -= 1
         self._node[s] = None
         self._nodes -= 1
+        self._chatter.discard(node_id)
         self._release(s)
         return removed
+
+    def mark_chatter(self, flags: Iterable[tuple[str, bool]]) -> None:
+        chatter, has = self._chatter, self.has
+        for node_id, flag in flags:
+            if flag and has(node_id):
+                chatter.add(node_id)
+            else:
+                chatter.discard(node_id)
+
+    def is_chatter(self, node_id: str) -> bool:
+        return node_id in self._chatter
 
     def nodes(self) -> Iterator[MemoryNode]:
         node = self._node  # a snapshot in insertion order: callers may remove while iterating
@@ -431,12 +444,13 @@ class DictGraphStore(GraphStoreBase):
 class NetworkXGraphStore(GraphStoreBase):
     """A `networkx.MultiDiGraph` keyed by relation: at most one edge per (source, target, relation)."""
 
-    __slots__ = ("graph",)
+    __slots__ = ("chatter", "graph")
 
     def __init__(self) -> None:
         import networkx as nx  # imported on use: the default store does not need it
 
         self.graph: nx.MultiDiGraph = nx.MultiDiGraph()
+        self.chatter: set[str] = set()  # the nodes flagged backchannels (`mark_chatter`)
 
     def put_node(self, node: MemoryNode) -> None:
         if node.id in self.graph:
@@ -456,7 +470,18 @@ class NetworkXGraphStore(GraphStoreBase):
             return []
         removed = self.edges(node_id)
         self.graph.remove_node(node_id)
+        self.chatter.discard(node_id)
         return removed
+
+    def mark_chatter(self, flags: Iterable[tuple[str, bool]]) -> None:
+        for node_id, flag in flags:
+            if flag and node_id in self.graph:
+                self.chatter.add(node_id)
+            else:
+                self.chatter.discard(node_id)
+
+    def is_chatter(self, node_id: str) -> bool:
+        return node_id in self.chatter
 
     def put_edge(self, edge: MemoryEdge) -> None:
         self.graph.add_edge(edge.source, edge.target, key=edge.relation.value, e=edge)
