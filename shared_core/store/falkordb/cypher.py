@@ -237,8 +237,10 @@ WRITE_NODES = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0
                "CREATE (:Embedding {id: row[0], embedding: vecf32(row[3]), raw: row[4]}) "
                "WITH c, seq, base, toInteger(sum(replaced)) AS gone, "
                "toInteger(sum(CASE WHEN old IS NULL THEN 1 ELSE 0 END)) AS docs, "
-               "toInteger(sum(size(row[2]) - coalesce(size(old), 0))) AS tokens "
+               "toInteger(sum(size(row[2]) - coalesce(size(old), 0))) AS tokens, "
+               "max(CASE WHEN row[1].chatter THEN 1 ELSE 0 END) AS chats "
                "SET c.seq = seq + size($rows), c.stale = coalesce(c.stale, 0) + gone, "
+               "c.chatter = coalesce(c.chatter, false) OR chats = 1, "
                "c.docs = coalesce(c.docs, 0) + docs, c.tokens = coalesce(c.tokens, 0) + tokens, "
                "c.kwseq = base + size($rows)")
 
@@ -385,10 +387,11 @@ def batch_rescale(decay_unit: str, weight_model: str, *, reinforce: bool) -> str
 _COSINE = "vec.cosineDistance(e.embedding, vecf32($vector))"
 SUPERSEDED_COUNT = "MATCH (n:Memory) WHERE n.superseded = true RETURN count(n)"
 BOUNDED_COUNT = "MATCH (n:Memory) WHERE n.bounded = true RETURN count(n)"
-# `GET_TURN`, `SUPERSEDED_COUNT` and `BOUNDED_COUNT` in one statement (one row)
-COUNTERS = ("OPTIONAL MATCH (c:Atlas) WITH c.turn AS turn, c.docs AS docs "
-            "OPTIONAL MATCH (n:Memory) WHERE n.superseded = true WITH turn, docs, count(n) AS superseded "
-            "OPTIONAL MATCH (m:Memory) WHERE m.bounded = true RETURN turn, superseded, count(m), docs")
+# `GET_TURN`, `SUPERSEDED_COUNT`, `BOUNDED_COUNT`, BM25's documents and whether the graph has ever
+# held a backchannel (``c.chatter``, set by `WRITE_NODES` and `SET_CHATTER`) in one statement (one row)
+COUNTERS = ("OPTIONAL MATCH (c:Atlas) WITH c.turn AS turn, c.docs AS docs, c.chatter AS chatter "
+            "OPTIONAL MATCH (n:Memory) WHERE n.superseded = true WITH turn, docs, chatter, count(n) AS superseded "
+            "OPTIONAL MATCH (m:Memory) WHERE m.bounded = true RETURN turn, superseded, count(m), docs, chatter")
 VECTORS_AMONG = f"UNWIND $ids AS id MATCH (e:Embedding {{id: id}}) RETURN e.id, {_VECTOR}"
 BETWEEN_COSINE = ("MATCH (n:Memory) WHERE n.tracked AND n.timestamp >= $start AND n.timestamp < $end "
                   f"OPTIONAL MATCH (e:Embedding {{id: n.id}}) RETURN n.id, {_COSINE} ORDER BY n.timestamp, n.id")
@@ -407,9 +410,12 @@ WALK_HOP_THROUGH = ("UNWIND $ids AS id MATCH (n:Memory {id: id})-[r]-(m:Memory) 
                     "AND NOT coalesce(far.chatter, false) "
                     "RETURN id, m.id, type(r), r.strength, r.seq, out, m.chatter, far.id, type(r2), r2.strength, "
                     "r2.seq, startNode(r2) = m")
-# the backchannel flag of memories (rows [id, flag]; `GraphStore.mark_chatter`), one memory's, and
-# the memories of a graph written before the flag (backfilled when it is opened)
-SET_CHATTER = "UNWIND $rows AS row MATCH (n:Memory {id: row[0]}) SET n.chatter = row[1]"
+# the backchannel flag of memories (rows [id, flag]; `GraphStore.mark_chatter`; a true flag also sets
+# the graph's ``c.chatter``, as `WRITE_NODES` does), one memory's, and the memories of a graph
+# written before the flag (backfilled when it is opened)
+SET_CHATTER = ("UNWIND $rows AS row MATCH (n:Memory {id: row[0]}) SET n.chatter = row[1] "
+               "WITH max(CASE WHEN row[1] THEN 1 ELSE 0 END) AS chats MATCH (c:Atlas) "
+               "SET c.chatter = coalesce(c.chatter, false) OR chats = 1")
 GET_CHATTER = "MATCH (n:Memory {id: $id}) RETURN n.chatter"
 CHATTER_MISSING = "MATCH (n:Memory) WHERE n.chatter IS NULL RETURN n.id, n.content, n.metadata"
 

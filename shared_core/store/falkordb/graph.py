@@ -198,8 +198,8 @@ class Nodes(dict[str, MemoryNode | None]):
 class ReadCache:
     """What the current atlas call has read from one graph (see the module docstring)."""
 
-    __slots__ = ("ahead", "bounded", "documents", "edges", "nodes", "present", "superseded", "superseded_count",
-                 "turn")
+    __slots__ = ("ahead", "bounded", "chatter", "documents", "edges", "nodes", "present", "superseded",
+                 "superseded_count", "turn")
 
     def __init__(self) -> None:
         self.nodes = Nodes()
@@ -209,6 +209,9 @@ class ReadCache:
         self.superseded_count: int | None = None
         self.bounded: int | None = None
         self.documents: int | None = None  # BM25's documents (`FalkorKeywordIndex.one_statement`)
+        # whether the graph has held a backchannel (None: not read this call); False lets a walk
+        # read each hop without the step over's `OPTIONAL MATCH` (`paths.walk`)
+        self.chatter: bool | None = None
         self.ahead: dict[str, None] = {}
         self.present: set[str] = set()  # ids seen on the server this call without their nodes read
 
@@ -217,6 +220,7 @@ class ReadCache:
         self.superseded_count = None
         self.bounded = None
         self.documents = None
+        self.chatter = None
         self.ahead.clear()
         self.nodes.clear()
         self.superseded.clear()
@@ -262,6 +266,8 @@ class FalkorGraphStore(GraphStoreBase):
         rows = [[node_id, bool(flag)] for node_id, flag in flags]
         if rows:
             self._g.write(q.SET_CHATTER, {"rows": rows})
+            if any(flag for _, flag in rows):
+                self.cache.chatter = True
 
     def is_chatter(self, node_id: str) -> bool:
         rows = self._g.read(q.GET_CHATTER, {"id": node_id})

@@ -372,17 +372,18 @@ class FalkorPartition(PartitionBase):
     SNAPSHOT: tuple[tuple[str, dict[str, Any]], ...] = ((q.COUNTERS, {}),)
 
     def _snapshot(self) -> None:
-        """The write counter, the superseded count, `bounded_nodes` and BM25's documents, in one statement (a recall
-        asks for all three)."""
+        """The write counter, the superseded count, `bounded_nodes`, BM25's documents and whether the graph has
+        held a backchannel, in one statement (a recall asks for all of them)."""
         self._take_snapshot(self._g.read_many(self.SNAPSHOT))
 
     def _take_snapshot(self, results: Sequence[Sequence[Sequence[Any]]]) -> None:
         rows = results[0]
-        turn, superseded, bounded, documents = rows[0] if rows else (None, 0, 0, 0)
+        turn, superseded, bounded, documents, chatter = rows[0] if rows else (None, 0, 0, 0, False)
         self._last_turn = self._cache.turn = 0 if turn is None else int(turn)
         self._cache.superseded_count = int(superseded or 0)
         self._cache.bounded = int(bounded or 0)
         self._cache.documents = int(documents or 0)
+        self._cache.chatter = bool(chatter)
         self._seen = (self._cache.superseded_count, self._cache.bounded, self._cache.documents)
 
     @property

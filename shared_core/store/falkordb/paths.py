@@ -246,8 +246,10 @@ def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkabl
          ) -> dict[str, float]:
     """`Partition.expand`: `spread_max` with each hop's edges read for the whole frontier; with
     ``spec.step_over``, each backchannel's own edges read in the same statement
-    (`cypher.WALK_HOP_THROUGH`) and stepped over (`scoring.step_over`)."""
+    (`cypher.WALK_HOP_THROUGH`) and stepped over (`scoring.step_over`), unless the call's view
+    says the graph has never held one (`ReadCache.chatter`: plain `cypher.WALK_HOP` then)."""
     factors = spec.factors
+    through_hop = spec.step_over and part.graph.cache.chatter is not False
     links: dict[str, list[tuple[str, float]]] = {}
     through: dict[str, list[tuple[str, float]]] = {}  # a backchannel's edges to memories that are not
     chatter: set[str] = set()  # the backchannels the hops have met
@@ -284,7 +286,7 @@ def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkabl
         # followed by the head of the read-ahead list (one round trip, not two)
         ahead = part.graph.next_ahead(list(seeds) if hops[0] == 1 else wanted, room)
         statements: list[tuple[str, dict[str, Any]]] = [
-            (q.WALK_HOP_THROUGH if spec.step_over else q.WALK_HOP, {"ids": wanted})]
+            (q.WALK_HOP_THROUGH if through_hop else q.WALK_HOP, {"ids": wanted})]
         if ahead:
             statements.append((q.NODES_AMONG, {"ids": ahead}))
         if cosines is not None:
@@ -297,7 +299,7 @@ def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkabl
             part.vectors.keep_cosines(cosines[0], results[-1])
         # each node's edges in `order_edges`'s order: sorted on (in-edge, seq, place in the reply)
         grouped: dict[str, list[tuple[bool, int, int, str, str, float]]] = {i: [] for i in wanted}
-        if spec.step_over:
+        if through_hop:
             seen: set[tuple[str, str, str, bool]] = set()
             beyond: dict[str, dict[tuple[str, str, bool], tuple[bool, int, int, str, str, float]]] = {}
             for n, row in enumerate(rows):
@@ -347,7 +349,7 @@ def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkabl
             fetch([node_id, *frontier, *admitted])  # the first node of a hop: read the hop's frontier at once
         return links[node_id]
 
-    step = step_over(neighbours, chatter.__contains__) if spec.step_over else neighbours
+    step = step_over(neighbours, chatter.__contains__) if through_hop else neighbours
 
     def walks_on(node_id: str) -> bool:
         ok = walkable is None or walkable(node_id)
@@ -376,7 +378,8 @@ def _walked_types(factors: Sequence[float | None]) -> list[str] | None:
 def neighbour_nodes(part: FalkorPartition, ids: Sequence[str], spec: WalkSpec) -> list[MemoryNode]:
     """`Partition.neighbour_nodes` of a one-hop ``spec``: the seeds' edges of the walked types and
     the node at each other end in one statement (with ``spec.step_over``, each backchannel's own
-    edges of those types and their far ends' nodes too: `cypher.WALK_HOP_NODES_THROUGH`), then
+    edges of those types and their far ends' nodes too: `cypher.WALK_HOP_NODES_THROUGH`, unless
+    the graph has never held a backchannel, `ReadCache.chatter`), then
     `spread_max` over them as `walk` runs it (each node's edges in `order_edges`'s order, weighted
     alike, backchannels stepped over). A node this call has read already keeps its first view."""
     seeds = dict.fromkeys(ids, 1.0)
@@ -384,7 +387,7 @@ def neighbour_nodes(part: FalkorPartition, ids: Sequence[str], spec: WalkSpec) -
     types = _walked_types(factors)
     if not seeds or types == []:
         return []
-    through = spec.step_over
+    through = spec.step_over and part.graph.cache.chatter is not False  # none ever held: plain hops
     params: dict[str, Any] = {"ids": list(seeds)}
     statement = q.WALK_HOP_NODES_THROUGH if through else q.WALK_HOP_NODES
     if types is not None and len(types) == 1:  # that type's edges alone

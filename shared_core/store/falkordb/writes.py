@@ -168,7 +168,8 @@ def _write(part: Target, batch: WriteBatch, first: int, whole: bool) -> list[Mem
         if extra:
             links.extend((node_id, target, relation, strength) for target, relation, strength in extra)
     # -- 2. the write -------------------------------------------------------------------------
-    writes = node_statements(nodes, encoded, terms, [flag for _, flag in batch.chatter_flags(nodes)])
+    flags = [flag for _, flag in batch.chatter_flags(nodes)]
+    writes = node_statements(nodes, encoded, terms, flags)
     head_seq: dict[str, int] = {}  # the first memory of a session -> the number of its `before` edge
     edges: list[list[Any]] = []
     for row in _edge_rows(links):
@@ -211,6 +212,8 @@ def _write(part: Target, batch: WriteBatch, first: int, whole: bool) -> list[Mem
         writes[-1] = (q.write_edges(kinds, after=query) if edges else f"{query} RETURN size(before)",
                       {**node_params, **params})
         part.graph_key.write_many(writes)
+    if any(flags):  # the graph holds a backchannel now (`cypher.WRITE_NODES` set its flag): walks step over
+        part.graph.cache.chatter = True
     part.written(nodes, None if unknown else
                  touched | {i for source, target, _, _ in links for i in (source, target) if i is not _HEAD})
     return nodes
