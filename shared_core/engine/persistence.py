@@ -326,7 +326,7 @@ def _build_partition(state: EngineState, record: Mapping[str, Any], nodes: list[
         state.where[node.id] = node.namespace
     part.vectors.add([n.id for n in nodes], matrix)
     part.keywords.add_many([(n.id, keyword_text(n.content, n.metadata), n.session_id) for n in nodes])
-    part.graph.mark_chatter([(n.id, contentless(n.content, n.metadata)) for n in nodes])  # derived: again
+    part.graph.mark_chatter([(n.id, contentless(n.content, n.metadata, cached=False)) for n in nodes])  # derived: again
     for edge in edges:
         part.graph.put_edge(edge)
     for session, members in record["sessions"]:

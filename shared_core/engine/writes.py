@@ -220,7 +220,8 @@ def _insert_chunk(part: Partition, specs: Sequence[MemorySpec], vecs: npt.NDArra
                                             links=[spec.links for spec in specs], created_at=now,
                                             keyword_texts=[keyword_text(spec.content, spec.metadata)
                                                            for spec in specs],
-                                            chatter=[contentless(spec.content, spec.metadata) for spec in specs]))
+                                            chatter=[contentless(spec.content, spec.metadata, cached=False)
+                                                     for spec in specs]))
     except BaseException:
         done.extend(build(0))  # the ids the failed write may have stored part of
         raise

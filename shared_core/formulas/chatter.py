@@ -62,24 +62,34 @@ def _known(word: str) -> bool:
     return False
 
 
-@functools.lru_cache(maxsize=65536)
-def _contentless(body: str) -> bool:
+def _wordless(body: str) -> bool:
     return all(_known(m.group(0)) for m in _WORD.finditer(body.lower()))
 
 
-def contentless(content: str, metadata: Mapping[str, object] | None = None) -> bool:
+#: `_wordless` for recall, which asks about the same candidates call after call
+_wordless_cached = functools.lru_cache(maxsize=8192)(_wordless)
+
+
+def contentless(content: str, metadata: Mapping[str, object] | None = None, *, cached: bool = True) -> bool:
     """Whether ``content`` (a chat message, its ``"Name: "`` label or its metadata's
-    ``speaker`` aside) carries no fact: no word, or only backchannel words (see the module)."""
+    ``speaker`` aside) carries no fact: no word, or only backchannel words (see the module).
+    ``cached=False`` for a text seen once (a write's flag, a backfill): it would only crowd
+    recall's cache of the bodies it asks about.
+
+    >>> contentless("Kate: lol"), contentless("Kate: I went hiking", cached=False)
+    (True, False)
+    """
     if len(content) > 200:  # nobody types that much to say "ok"
         return False
+    test = _wordless_cached if cached else _wordless
     head, colon, rest = content.partition(":")
     if not colon:
-        return _contentless(content)
+        return test(content)
     # the whole message has the words of ``rest`` and more: when ``rest`` states something, so
     # does the message, and its label need not be read (the common case, and a cached one)
-    if not _contentless(rest):
+    if not test(rest):
         return False
-    if _contentless(content):
+    if test(content):
         return True
     # the label of the metadata's speaker (any case), or a chat label ("Kate: ok")
     labels = {who.lower() for who in (speaker_of(content, metadata), speaker_of(content)) if who}

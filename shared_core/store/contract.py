@@ -314,7 +314,7 @@ class WriteBatch:
         """The (id, backchannel?) rows of `GraphStore.mark_chatter` for the built ``nodes``."""
         flags = self.chatter
         if flags is None:
-            return [(n.id, contentless(n.content, n.metadata)) for n in nodes]
+            return [(n.id, contentless(n.content, n.metadata, cached=False)) for n in nodes]
         return [(n.id, bool(flag)) for n, flag in zip(nodes, flags, strict=True)]
 
 

@@ -144,7 +144,9 @@ def build_partition(part: ChromaPartition, state: NamespaceState) -> None:
             if isinstance(raw.get("_kw"), str):
                 texts[node_id] = raw["_kw"]
             flag = raw.get("_chat")  # a record written before the flag: computed here (backfilled)
-            chatter.append((node_id, flag if isinstance(flag, bool) else contentless(node.content, metadata)))
+            if not isinstance(flag, bool):
+                flag = contentless(node.content, metadata, cached=False)
+            chatter.append((node_id, flag))
             keys = raw.get("_ent")
             if keys:
                 if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):

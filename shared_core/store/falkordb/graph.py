@@ -279,7 +279,7 @@ class FalkorGraphStore(GraphStoreBase):
         when any lacks it."""
         missing = self._g.read(q.CHATTER_MISSING)
         if missing:
-            self.mark_chatter([(str(i), contentless(str(content), _metadata(metadata)))
+            self.mark_chatter([(str(i), contentless(str(content), _metadata(metadata), cached=False))
                                for i, content, metadata in missing])
 
     def get_node(self, node_id: str) -> MemoryNode | None:
