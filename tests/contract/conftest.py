@@ -15,11 +15,13 @@ from typing import Any
 
 import pytest
 
-from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, ManualClock
+from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, InProcessBackend, ManualClock, Partition
 
 from ..falkordb._server import drop_all, fresh_prefix, session_cluster, session_server
 
 Make = Callable[..., ElasticMemoryAtlas]
+#: the vector dimension of the ``part`` fixture's backend
+PART_DIM = 8
 
 
 @pytest.fixture(scope="session")
@@ -84,3 +86,13 @@ def atlas(make_atlas: Make) -> ElasticMemoryAtlas:
 @pytest.fixture
 def data_dir(tmp_path: Path) -> Path:
     return tmp_path
+
+
+@pytest.fixture
+def part(make_backend: Callable[[int], Any]) -> Partition:
+    """Namespace "ns" of a fresh backend of the test's kind (`PART_DIM`-dimensional vectors),
+    its graph created."""
+    backend = make_backend(PART_DIM) or InProcessBackend(dim=PART_DIM)
+    made = backend.partition("ns", create=True)
+    assert made is not None and isinstance(made, Partition)
+    return made  # type: ignore[no-any-return]

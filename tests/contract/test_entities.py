@@ -9,19 +9,13 @@ from typing import Any
 
 import pytest
 
-from shared_core import ElasticMemoryAtlas, InProcessBackend, MemoryNode, Partition
+from shared_core import ElasticMemoryAtlas, MemoryNode, Partition
 from shared_core.store.contract import EntityIndex
 
-DIM = 8
+from .conftest import PART_DIM
+
+DIM = PART_DIM  # the `part` fixture's (conftest)
 Make = Callable[..., ElasticMemoryAtlas]
-
-
-@pytest.fixture
-def part(make_backend: Callable[[int], Any]) -> Partition:
-    backend = make_backend(DIM) or InProcessBackend(dim=DIM)
-    made = backend.partition("ns", create=True)
-    assert made is not None
-    return made  # type: ignore[no-any-return]
 
 
 def _store(part: Partition, node_id: str) -> None:

@@ -4,25 +4,18 @@ set, and reinforce/fade against the pure formulas of `shared_core.formulas.decay
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 
-from shared_core import AtlasConfig, InProcessBackend, MemoryNode, Partition
+from shared_core import AtlasConfig, MemoryNode, Partition
 from shared_core.formulas.decay import decayed_weight, reinforced_weight, rich_weight
 from shared_core.store.contract import WriteBatch
 
-DIM = 8
+from .conftest import PART_DIM
 
-
-@pytest.fixture
-def part(make_backend: Callable[[int], Any]) -> Partition:
-    backend = make_backend(DIM) or InProcessBackend(dim=DIM)
-    made = backend.partition("ns", create=True)
-    assert made is not None and isinstance(made, Partition)
-    return made  # type: ignore[no-any-return]
+DIM = PART_DIM  # the `part` fixture's (conftest)
 
 
 def _store(part: Partition, node_id: str, session: str | None, timestamp: float, **fields: Any) -> MemoryNode:

@@ -6,7 +6,6 @@ no hop spent; every backend walks to the same activations as the in-process stor
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 import pytest
@@ -16,7 +15,9 @@ from shared_core.store.contract import WalkSpec, WriteBatch
 from shared_core.values.model import Relation
 from shared_core.values.relations import RELATIONS
 
-DIM = 8
+from .conftest import PART_DIM
+
+DIM = PART_DIM  # the `part` fixture's (conftest)
 # one session: a fact, a backchannel, the fact's follow-up, two backchannels in a row, another fact
 TURNS = ["Kate: I went hiking on Sunday", "Sam: lol", "Kate: the view from the top was great",
          "Sam: haha nice", "Kate: ok", "Kate: next week I am going to Lisbon"]
@@ -24,14 +25,6 @@ IDS = ["t0", "t1", "t2", "t3", "t4", "t5"]
 # extra edges: a related_to from the second backchannel's neighbour, a weak one into a backchannel
 EXTRA: list[Sequence[tuple[str, Relation, float]]] = [(), (), (("t5", Relation.RELATED_TO, 0.5),), (),
                                                       (("t0", Relation.SIMILAR_TO, 0.8),), ()]
-
-
-@pytest.fixture
-def part(make_backend: Callable[[int], Any]) -> Partition:
-    backend = make_backend(DIM) or InProcessBackend(dim=DIM)
-    made = backend.partition("ns", create=True)
-    assert made is not None and isinstance(made, Partition)
-    return made  # type: ignore[no-any-return]
 
 
 def _write(part: Partition, chatter: Sequence[bool] | None = None) -> list[MemoryNode]:
