@@ -98,9 +98,7 @@ def test_a_graph_with_full_text_gets_its_terms_on_opening(prefixed_url: str, clo
     g = part.graph_key
     g.write("DROP INDEX ON :Memory(terms)")  # the old layout: text, a full-text index, no terms nor counts
     g.write("MATCH (n:Memory) SET n.text = n.content, n.terms = null, n.kwseq = null")
-    g.write("MATCH (c:Atlas) SET c.docs = null, c.tokens = null, c.kwseq = null, c.dfs = null")
-    g.write("DROP INDEX ON :Term(t)")
-    g.write("MATCH (w:Term) DELETE w")
+    g.write("MATCH (c:Atlas) SET c.docs = null, c.tokens = null, c.kwseq = null")
     g.write("CALL db.idx.fulltext.createNodeIndex({label: 'Memory', language: 'english'}, 'text')")
     reopened = _atlas(prefixed_url, clock)
     for query in QUERIES:

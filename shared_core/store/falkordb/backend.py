@@ -156,7 +156,7 @@ class FalkorDBBackend(BackendBase):
         the indexes (`until_built`); another process creating them at once is fine."""
         graph = GraphKey(self.conn, key)
         for statement in (q.RANGE_INDEX, q.EMBEDDING_INDEX, q.FLAGS_INDEX, q.vector_index(self.dim), q.TERMS_INDEX,
-                          q.SESSION_INDEX, q.TERM_INDEX):
+                          q.SESSION_INDEX):
             _created(graph, statement)
         graph.write(q.COUNTER)
         self.until_built(key)
@@ -198,16 +198,9 @@ class FalkorDBBackend(BackendBase):
         - Before the backchannel flag (`GraphStore.mark_chatter`): each memory without it gets it,
           computed from its content (`formulas.chatter.contentless`); a memory put without a batch
           write (a summary) gets it at the next open.
-        - Before the per-term document counts (`cypher.TERM_INDEX`): their index, built before any
-          count is written (a node written while its label's index is built is indexed twice),
-          then every stem counted once (`cypher.BACKFILL_COUNTS`, last, after the terms of any
-          migration below; one statement, a no-op once the graph is flagged).
         """
         part.graph.backfill_chatter()
         graph = GraphKey(self.conn, part.key)
-        counts = _created(graph, q.TERM_INDEX)
-        if counts:
-            self.until_built(part.key)
         sessions = _created(graph, q.SESSION_INDEX)
         flags = _created(graph, q.FLAGS_INDEX)
         if flags:
@@ -220,8 +213,7 @@ class FalkorDBBackend(BackendBase):
             graph.write(q.DROP_OLD_TEXTS)
             with contextlib.suppress(BackendError):  # none there
                 graph.write(q.DROP_FULLTEXT_INDEX)
-        graph.write(q.BACKFILL_COUNTS)
-        return sessions or flags or terms or counts
+        return sessions or flags or terms
 
     def _check_dimension(self, part: FalkorPartition) -> None:
         """Refuse a graph whose vectors have another dimension than this atlas's (read once its

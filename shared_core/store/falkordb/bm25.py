@@ -3,9 +3,7 @@ and `paths.gather` run them; `cypher` re-exports them with every other statement
 
 A document is its terms (`shared_core.store.terms.index_terms`) in ``n.terms`` under a range
 index; the (:Atlas) node counts the documents and their tokens and numbers them in the order they
-were indexed (``kwseq``: equal scores rank the earlier first), and a (:Term {t, df}) node a stem
-counts the documents holding it (``df``), changed by the same statement that changes a document's
-terms, so a search reads a stem's count with one index lookup. A search scores as the in-process
+were indexed (``kwseq``: equal scores rank the earlier first). A search scores as the in-process
 `InvertedKeywordIndex` does, to the same floats: in one statement for a small namespace
 (`bm25_counted`), else the counts (`BM25_COUNTS`) then the exact, pruned top k (`bm25`) or every
 match (`bm25_all`). Each statement's ``short`` variant sums a query of fewer than 9 terms the
@@ -21,75 +19,21 @@ True
 
 from __future__ import annotations
 
-__all__ = ["BACKFILL_COUNTS", "BM25_COUNTS", "HEAVY", "REMOVE_TERMS", "SET_TERMS", "TERMS_COUNT", "TERM_COUNTS",
-           "TERM_INDEX", "TERM_RECOUNT", "add_counts", "bm25", "bm25_all", "bm25_counted", "bm25_scan", "distinct",
-           "drop_counts", "term_counts"]
+__all__ = ["BM25_COUNTS", "HEAVY", "REMOVE_TERMS", "SET_TERMS", "TERMS_COUNT", "bm25", "bm25_all", "bm25_counted",
+           "bm25_scan"]
 
-# the per-term document counts: one (:Term {t, df}) node a stem (``df`` documents hold it; a node
-# may stay at 0), kept by every statement that changes a memory's terms in the same statement
-# (`SET_TERMS`, `REMOVE_TERMS`, `cypher.DELETE_NODE`, `cypher.WRITE_NODES`), so a search reads a
-# stem's count with one index lookup instead of counting its postings
-TERM_INDEX = "CREATE INDEX FOR (w:Term) ON (w.t)"
-
-
-def distinct(terms: str) -> str:
-    """The distinct elements of the list ``terms`` in first-seen order (Cypher has no function)."""
-    return f"reduce(acc = [], u IN {terms} | CASE WHEN u IN acc THEN acc ELSE acc + u END)"
-
-
-def drop_counts(olds: str) -> str:
-    """Each stem of each list of ``olds`` (terms a document no longer holds) counted once a
-    document less."""
-    return (f"FOREACH (o IN {olds} | FOREACH (t IN {distinct('o')} | "
-            "MERGE (w:Term {t: t}) SET w.df = coalesce(w.df, 0) - 1)) ")
-
-
-def add_counts(adds: str) -> str:
-    """The stems of ``adds`` ([stem, documents]: `term_counts`) counted."""
-    return f"FOREACH (a IN {adds} | MERGE (w:Term {{t: a[0]}}) SET w.df = coalesce(w.df, 0) + a[1]) "
-
-
-# rows are [id, terms, distinct terms]
+# rows are [id, terms]
 SET_TERMS = ("MATCH (c:Atlas) WITH c, coalesce(c.kwseq, 0) AS base "
              "UNWIND range(0, size($rows) - 1) AS j WITH c, base, j, $rows[j] AS row "
              "MATCH (n:Memory {id: row[0]}) WITH c, base, j, row, n, n.terms AS old "
              "SET n.terms = row[1], n.kwseq = base + j + 1 "
              "WITH c, base, toInteger(sum(CASE WHEN old IS NULL THEN 1 ELSE 0 END)) AS docs, "
-             "toInteger(sum(size(row[1]) - coalesce(size(old), 0))) AS tokens, collect(old) AS olds, "
-             "collect(row[2]) AS news "
+             "toInteger(sum(size(row[1]) - coalesce(size(old), 0))) AS tokens "
              "SET c.docs = coalesce(c.docs, 0) + docs, c.tokens = coalesce(c.tokens, 0) + tokens, "
-             "c.kwseq = base + size($rows) "
-             f"{drop_counts('olds')}"
-             "FOREACH (d IN news | FOREACH (t IN d | MERGE (w:Term {t: t}) SET w.df = coalesce(w.df, 0) + 1))")
-REMOVE_TERMS = ("MATCH (n:Memory {id: $id}) WHERE n.terms IS NOT NULL WITH n, n.terms AS terms "
-                "SET n.terms = null, n.kwseq = null WITH terms MATCH (c:Atlas) "
-                f"SET c.docs = c.docs - 1, c.tokens = c.tokens - size(terms) {drop_counts('[terms]')}")
-# a graph written before the counts (its (:Atlas) without ``dfs``): every stem counted again, in
-# one statement (idempotent: the counts set, not added), then flagged; nothing for a flagged graph
-BACKFILL_COUNTS = ("MATCH (c:Atlas) WHERE c.dfs IS NULL SET c.dfs = true "
-                   "WITH c OPTIONAL MATCH (w:Term) SET w.df = 0 "
-                   "WITH DISTINCT c MATCH (n:Memory) WHERE n.terms IS NOT NULL "
-                   f"UNWIND {distinct('n.terms')} AS t WITH t, count(*) AS df "
-                   "MERGE (w:Term {t: t}) SET w.df = df")
-# each stem's count as the statements above keep it, and as its postings give it (tests)
-TERM_COUNTS = "MATCH (w:Term) WHERE w.df <> 0 RETURN w.t, w.df ORDER BY w.t"
-TERM_RECOUNT = ("MATCH (n:Memory) WHERE n.terms IS NOT NULL UNWIND " + distinct("n.terms") + " AS t "
-                "RETURN t, count(*) ORDER BY t")
-
-
-def term_counts(terms: list[list[str]]) -> list[list[object]]:
-    """`add_counts`'s rows for documents of these terms: each stem and how many hold it.
-
-    >>> term_counts([["tea", "milk", "tea"], ["tea"]])
-    [['tea', 2], ['milk', 1]]
-    """
-    counts: dict[str, int] = {}
-    for words in terms:
-        for t in dict.fromkeys(words):
-            counts[t] = counts.get(t, 0) + 1
-    return [[t, n] for t, n in counts.items()]
-
-
+             "c.kwseq = base + size($rows)")
+REMOVE_TERMS = ("MATCH (n:Memory {id: $id}) WHERE n.terms IS NOT NULL WITH n, size(n.terms) AS size "
+                "SET n.terms = null, n.kwseq = null WITH size MATCH (c:Atlas) "
+                "SET c.docs = c.docs - 1, c.tokens = c.tokens - size")
 TERMS_COUNT = "MATCH (c:Atlas) RETURN coalesce(c.docs, 0)"
 
 
@@ -115,9 +59,9 @@ def _sum_after_first(parts: str) -> str:
             "0.0)")
 
 
-# each query stem's document count (its (:Term) node), with the namespace's counts (no row: no document holds any)
+# each query stem's document count, with the namespace's counts (no row: no document holds any)
 BM25_COUNTS = ("MATCH (c:Atlas) WITH coalesce(c.docs, 0) AS docs, coalesce(c.tokens, 0) AS tokens "
-               "UNWIND $stems AS t MATCH (w:Term {t: t}) WHERE w.df > 0 RETURN docs, tokens, t, w.df")
+               "UNWIND $stems AS t MATCH (m:Memory) WHERE t IN m.terms RETURN docs, tokens, t, count(m)")
 
 
 def _sum(short: bool) -> str:
@@ -167,8 +111,7 @@ def _rows_of_terms(session: bool, among: bool) -> str:
 
 
 def bm25_counted(*, session: bool, among: bool, tail: str = "RETURN n.id, score", short: bool = False) -> str:
-    """`bm25_all` in one statement: the query stems' document counts (``$stems``, distinct; each
-    stem's (:Term) node), the
+    """`bm25_all` in one statement: the query stems' document counts (``$stems``, distinct), the
     weights and the norm computed from them on the server with the in-process expressions
     (``idf * (k1 + 1)``, the same floats: `FalkorKeywordIndex.plan` computes them in Python for
     the two-statement search), then every document holding a query term scored. The search of a
@@ -177,8 +120,8 @@ def bm25_counted(*, session: bool, among: bool, tail: str = "RETURN n.id, score"
     idf = "log((docs - d + 0.5) / (d + 0.5))"
     return ("MATCH (c:Atlas) WITH coalesce(c.docs, 0) AS docs, toFloat(coalesce(c.tokens, 0)) AS tokens "
             "WHERE docs > 0 AND tokens > 0.0 "
-            "UNWIND $stems AS t OPTIONAL MATCH (w:Term {t: t}) "
-            "WITH docs, tokens, collect([t, coalesce(w.df, 0)]) AS dfs "
+            "UNWIND $stems AS t OPTIONAL MATCH (m:Memory) WHERE t IN m.terms "
+            "WITH docs, tokens, t, count(m) AS df WITH docs, tokens, collect([t, df]) AS dfs "
             "WITH docs, dfs, $k1 * $b * docs / tokens AS lw, "
             "[t IN $terms | [p IN dfs WHERE p[0] = t | p[1]][0]] AS ds "
             f"WITH lw, [d IN ds | ($k1 + 1.0) * (CASE WHEN {idf} > 0.0 THEN {idf} ELSE 0.000001 END)] AS ws "

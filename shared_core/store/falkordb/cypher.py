@@ -32,26 +32,10 @@ import functools
 from collections.abc import Callable, Sequence
 
 from ...values.model import AnyRelation
-from .bm25 import (
-    BACKFILL_COUNTS,
-    BM25_COUNTS,
-    HEAVY,
-    REMOVE_TERMS,
-    SET_TERMS,
-    TERM_INDEX,
-    TERMS_COUNT,
-    add_counts,
-    bm25,
-    bm25_all,
-    bm25_counted,
-    bm25_scan,
-    drop_counts,
-    term_counts,
-)
+from .bm25 import BM25_COUNTS, HEAVY, REMOVE_TERMS, SET_TERMS, TERMS_COUNT, bm25, bm25_all, bm25_counted, bm25_scan
 
-__all__ = ["BACKFILL_COUNTS", "BM25_COUNTS", "EDGE_COLUMNS", "HEAVY", "NODE_COLUMNS", "NODE_FIELDS", "REMOVE_TERMS",
-           "SET_TERMS", "TERMS_COUNT", "TERM_INDEX", "TIME_FIELDS", "bm25", "bm25_all",
-           "bm25_counted", "bm25_scan", "term_counts"]
+__all__ = ["BM25_COUNTS", "EDGE_COLUMNS", "HEAVY", "NODE_COLUMNS", "NODE_FIELDS", "REMOVE_TERMS", "SET_TERMS",
+           "TERMS_COUNT", "TIME_FIELDS", "bm25", "bm25_all", "bm25_counted", "bm25_scan"]
 
 TIME_FIELDS = ("timestamp", "created_at", "last_accessed_at", "expires_at", "valid_from", "valid_to")
 #: The stored properties of a memory, in the order `NODE_COLUMNS` returns them.
@@ -93,8 +77,7 @@ def vector_index(dim: int) -> str:  # FalkorDB; Neo4j: CREATE VECTOR INDEX ... O
 
 # BM25's terms: each element of the list is indexed, so `t IN n.terms` is an index lookup
 TERMS_INDEX = "CREATE INDEX FOR (n:Memory) ON (n.terms)"
-COUNTER = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0, c.docs = 0, c.tokens = 0, c.kwseq = 0, "
-           "c.dfs = true")
+COUNTER = "MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0, c.docs = 0, c.tokens = 0, c.kwseq = 0"
 # a graph written before the terms' index kept its text under a full-text index (RediSearch TF-IDF)
 OLD_TEXTS = "MATCH (n:Memory) WHERE n.text IS NOT NULL RETURN n.id, n.text ORDER BY n.turn, n.id"
 DROP_OLD_TEXTS = "MATCH (n:Memory) WHERE n.text IS NOT NULL SET n.text = null"
@@ -119,7 +102,7 @@ HAS_NODE = "MATCH (n:Memory {id: $id}) RETURN n.id LIMIT 1"
 # a memory indexed for BM25 leaves the namespace's document and token counts with it
 DELETE_NODE = ("MATCH (n:Memory {id: $id}) WITH n, n.terms AS terms DETACH DELETE n "
                "WITH terms WHERE terms IS NOT NULL MATCH (c:Atlas) "
-               f"SET c.docs = c.docs - 1, c.tokens = c.tokens - size(terms) {drop_counts('[terms]')}")
+               "SET c.docs = c.docs - 1, c.tokens = c.tokens - size(terms)")
 
 # -- edges --------------------------------------------------------------------------------------
 EDGES = f"MATCH (n:Memory {{id: $id}})-[r]-(:Memory) RETURN DISTINCT {EDGE_COLUMNS}"
@@ -242,7 +225,7 @@ VECTOR_AMONG = ("UNWIND $ids AS id MATCH (e:Embedding {id: id}) "
 # rows [id, props, terms, vector, raw]: `PUT_NODE`, `TRACK`, `SET_VECTORS` and `SET_TERMS` of each, in
 # order, in one statement (each memory's node, tracking, BM25 terms and vector node; the counters once)
 WRITE_NODES = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0, c.docs = 0, c.tokens = 0, "
-               "c.kwseq = 0, c.dfs = true "
+               "c.kwseq = 0 "
                "WITH c, coalesce(c.seq, 0) AS seq, coalesce(c.kwseq, 0) AS base "
                "UNWIND range(0, size($rows) - 1) AS j WITH c, seq, base, j, $rows[j] AS row "
                "MERGE (n:Memory {id: row[0]}) WITH c, seq, base, j, row, n, n.terms AS old "
@@ -255,16 +238,16 @@ WRITE_NODES = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0
                "WITH c, seq, base, toInteger(sum(replaced)) AS gone, "
                "toInteger(sum(CASE WHEN old IS NULL THEN 1 ELSE 0 END)) AS docs, "
                "toInteger(sum(size(row[2]) - coalesce(size(old), 0))) AS tokens, "
-               "max(CASE WHEN row[1].chatter THEN 1 ELSE 0 END) AS chats, collect(old) AS olds "
+               "max(CASE WHEN row[1].chatter THEN 1 ELSE 0 END) AS chats "
                "SET c.seq = seq + size($rows), c.stale = coalesce(c.stale, 0) + gone, "
                "c.chatter = coalesce(c.chatter, false) OR chats = 1, "
                "c.docs = coalesce(c.docs, 0) + docs, c.tokens = coalesce(c.tokens, 0) + tokens, "
-               f"c.kwseq = base + size($rows) {drop_counts('olds')}{add_counts('$adds')}")
+               "c.kwseq = base + size($rows)")
 
 # `WRITE_NODES` only when the first memory of $rows is not stored yet (see `write_reserving`); the counter
 # matched, not merged (a MERGE after the filter ran on the row it dropped, FalkorDB 4.16)
 _MERGE_COUNTER = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0, c.docs = 0, c.tokens = 0, "
-                  "c.kwseq = 0, c.dfs = true ")
+                  "c.kwseq = 0 ")
 assert WRITE_NODES.startswith(_MERGE_COUNTER)
 _NEW_NODES = ("MATCH (c:Atlas) OPTIONAL MATCH (x0:Memory {id: $rows[0][0]}) WITH c, x0 WHERE x0 IS NULL "
               + WRITE_NODES.removeprefix(_MERGE_COUNTER))

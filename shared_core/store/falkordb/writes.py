@@ -225,8 +225,7 @@ def node_statements(nodes: Sequence[MemoryNode], vectors: Sequence[tuple[str, st
     `GraphStore.mark_chatter` (``chatter``: each node's flag, a property of its node), tracking,
     `FalkorVectorIndex.add` and `FalkorKeywordIndex.add_many` write, in one statement per chunk.
     ``vectors`` and ``terms`` are each node's, as those two give them (``rows=``, ``terms=``); the
-    rows are one Cypher literal, and ``adds`` their stems' documents (`cypher.term_counts`: the
-    per-term counts the statement adds, after taking off those of the terms it replaces)."""
+    rows are one Cypher literal."""
     from falkordb.helpers import stringify_param_value
 
     out: list[Statement] = []
@@ -236,8 +235,7 @@ def node_statements(nodes: Sequence[MemoryNode], vectors: Sequence[tuple[str, st
         rows = ", ".join(f"[{quote(n.id)}, {stringify_param_value(node_props(n) | {'chatter': bool(flag)})}, "
                          f"{stringify_param_value(list(words))}, {text}, '{raw}']"
                          for n, (text, raw), words, flag in chunk)
-        adds = q.term_counts([list(words) for words in terms[start:start + _ROWS]])
-        out.append((q.WRITE_NODES, {"rows": Literal(f"[{rows}]"), "adds": adds}))
+        out.append((q.WRITE_NODES, {"rows": Literal(f"[{rows}]")}))
     return out
 
 
