@@ -15,11 +15,11 @@ holding a vector is updated or deleted, and those entries still count towards th
 (which then returns fewer than k nodes). Memory nodes change on every recall (reinforcement), so
 their vectors sit on nodes that never change, and a search asks for ``k + stale`` neighbours.
 
-Bookkeeping properties besides the memory's own fields: ``terms`` and ``kwseq`` (BM25), ``tracked``
-and ``pos`` (in its session's order and the time index; ``pos`` orders a session),
-``superseded`` (in ``Partition.inactive``) and ``bounded`` (it has an ``expires_at`` or a
-``valid_to``: `GraphStore.bounded_nodes`); the two flags are indexed, so recall counts them
-without scanning the namespace.
+Bookkeeping properties besides the memory's own fields: ``terms``, ``tlen``, ``reps`` and
+``kwseq`` (BM25: `shared_core.store.falkordb.bm25`), ``tracked`` and ``pos`` (in its session's
+order and the time index; ``pos`` orders a session), ``superseded`` (in ``Partition.inactive``)
+and ``bounded`` (it has an ``expires_at`` or a ``valid_to``: `GraphStore.bounded_nodes`); the two
+flags are indexed, so recall counts them without scanning the namespace.
 
 Result-set doubles come back with 15 significant digits, which would round POSIX times to
 10 microseconds, so times are returned as two columns, ``floor(t)`` and ``t - floor(t)``, whose
