@@ -40,17 +40,20 @@ def _contents(atlas: ElasticMemoryAtlas) -> dict[str, str]:
 
 
 def _same_search(here: ElasticMemoryAtlas, there: ElasticMemoryAtlas) -> None:
-    """The one-statement search (`bm25_counted`, chosen by a small document count) gives the
-    in-process index's hits (their contents), scores and order."""
+    """The one-statement search (`bm25_counted`, chosen by a small document count) and the
+    counts then the top k (`bm25_all`, `bm25`: the document count unknown) give the in-process
+    index's hits (their contents), scores and order."""
     mine = here.backend.partition("p")
     assert mine is not None
-    theirs = FalkorKeywordIndex(_part(there).graph_key, documents=lambda: 10)
+    graph = _part(there).graph_key
     here_text, there_text = _contents(here), _contents(there)
-    for query in QUERIES:
-        want = mine.keywords.search(query, 20)
-        got = theirs.search(query, 20)
-        assert [there_text[i] for i, _ in got] == [here_text[i] for i, _ in want], query
-        assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-12)
+    for theirs in (FalkorKeywordIndex(graph, documents=lambda: 10), FalkorKeywordIndex(graph)):
+        for query in QUERIES:
+            for k in (2, 20):
+                want = mine.keywords.search(query, k)
+                got = theirs.search(query, k)
+                assert [there_text[i] for i, _ in got] == [here_text[i] for i, _ in want], query
+                assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-12)
 
 
 def test_every_write_keeps_them_and_search_ranks_as_in_process(prefixed_url: str, clock: ManualClock) -> None:

@@ -104,14 +104,15 @@ def _sum(short: bool) -> str:
 def _score(*, short: bool = False) -> str:
     """``score``: the BM25 of each row's document ``n`` from its own terms, the weights ``$ws`` of
     the query terms ``$terms`` and the norm's ``$lw`` (per token) and ``$n0``, summed in query
-    order (`_sum`, with ``short``).
+    order (`_sum`, with ``short``). The terms' list is only tested for each query term; a held
+    term's count is one more than its count in ``n.reps``, the length ``n.tlen``.
 
     >>> "reduce(s = 0.0, x IN parts[1..]" in _score(short=True)
     True
     """
-    return ("WITH n, n.terms AS ts WITH n, ts, toFloat(size(ts)) * $lw + $n0 AS norm "
+    return ("WITH n, n.terms AS ts WITH n, ts, toFloat(n.tlen) * $lw + $n0 AS norm "
             "WITH n, [i IN range(0, size($terms) - 1) WHERE $terms[i] IN ts | "
-            "[tf IN [toFloat(size([x IN ts WHERE x = $terms[i]]))] | $ws[i] * tf / (tf + norm)][0]] AS parts "
+            "[tf IN [toFloat(1 + size([x IN n.reps WHERE x = $terms[i]]))] | $ws[i] * tf / (tf + norm)][0]] AS parts "
             f"WITH n, {_sum(short)} AS score ")
 
 
