@@ -198,6 +198,10 @@ class FalkorDBBackend(BackendBase):
         - Before the backchannel flag (`GraphStore.mark_chatter`): each memory without it gets it,
           computed from its content (`formulas.chatter.contentless`); a memory put without a batch
           write (a summary) gets it at the next open.
+        - Before each document's length and repeated terms (``n.tlen``, ``n.reps``, which BM25's
+          one-statement search reads instead of the terms): both, from the terms
+          (`cypher.BACKFILL_REPEATS`, last, after the terms of any migration below; one
+          statement, nothing once the graph is flagged).
         """
         part.graph.backfill_chatter()
         graph = GraphKey(self.conn, part.key)
@@ -213,6 +217,7 @@ class FalkorDBBackend(BackendBase):
             graph.write(q.DROP_OLD_TEXTS)
             with contextlib.suppress(BackendError):  # none there
                 graph.write(q.DROP_FULLTEXT_INDEX)
+        graph.write(q.BACKFILL_REPEATS)
         return sessions or flags or terms
 
     def _check_dimension(self, part: FalkorPartition) -> None:

@@ -1,13 +1,15 @@
 """BM25's Cypher statements for the FalkorDB backend (`shared_core.store.falkordb.indexes.FalkorKeywordIndex`
 and `paths.gather` run them; `cypher` re-exports them with every other statement).
 
-A document is its terms (`shared_core.store.terms.index_terms`) in ``n.terms`` under a range
-index; the (:Atlas) node counts the documents and their tokens and numbers them in the order they
-were indexed (``kwseq``: equal scores rank the earlier first). A search scores as the in-process
-`InvertedKeywordIndex` does, to the same floats: in one statement for a small namespace
-(`bm25_counted`), else the counts (`BM25_COUNTS`) then the exact, pruned top k (`bm25`) or every
-match (`bm25_all`). Each statement's ``short`` variant sums a query of fewer than 9 terms the
-plain way (`indexes.short`).
+A document is its terms (`shared_core.store.terms.index_terms`) in ``n.terms`` under a range index,
+with their number (``n.tlen``) and their repeats (``n.reps``: each term again for each occurrence
+after its first, `repeats`), written with the terms, so that scoring a (term, document) row reads
+neither the list nor counts in it; the (:Atlas) node counts the documents and their tokens and
+numbers them in the order they were indexed (``kwseq``: equal scores rank the earlier first). A
+search scores as the in-process `InvertedKeywordIndex` does, to the same floats: in one statement
+for a small namespace (`bm25_counted`), else the counts (`BM25_COUNTS`) then the exact, pruned top
+k (`bm25`) or every match (`bm25_all`). Each statement's ``short`` variant sums a query of fewer
+than 9 terms the plain way (`indexes.short`).
 
 What a statement costs the server grows with the rows it carries: a list carried along a row
 (the top k so far, the weights) is copied at each ``WITH`` of each row, so the pruned search reads
@@ -19,22 +21,50 @@ True
 
 from __future__ import annotations
 
-__all__ = ["BM25_COUNTS", "HEAVY", "REMOVE_TERMS", "SET_TERMS", "TERMS_COUNT", "bm25", "bm25_all", "bm25_counted",
-           "bm25_scan"]
+__all__ = ["BACKFILL_REPEATS", "BM25_COUNTS", "HEAVY", "REMOVE_TERMS", "SET_TERMS", "TERMS_COUNT", "bm25", "bm25_all",
+           "bm25_counted", "bm25_scan", "repeats"]
 
-# rows are [id, terms]
+
+def repeats(terms: list[str]) -> list[str]:
+    """A document's repeated terms: each term once more for each occurrence after its first, in
+    order (a term's count in the document is one more than its count here; `_scored`).
+
+    >>> repeats(["tea", "milk", "tea", "tea", "cup"])
+    ['tea', 'tea']
+    """
+    seen: set[str] = set()
+    out: list[str] = []
+    for t in terms:
+        if t in seen:
+            out.append(t)
+        seen.add(t)
+    return out
+
+
+#: `repeats` of ``terms`` in Cypher (the backfill's)
+def _repeats(terms: str) -> str:
+    return f"[i IN range(0, size({terms}) - 1) WHERE {terms}[i] IN {terms}[0..i] | {terms}[i]]"
+
+
+# rows are [id, terms, repeats]
 SET_TERMS = ("MATCH (c:Atlas) WITH c, coalesce(c.kwseq, 0) AS base "
              "UNWIND range(0, size($rows) - 1) AS j WITH c, base, j, $rows[j] AS row "
              "MATCH (n:Memory {id: row[0]}) WITH c, base, j, row, n, n.terms AS old "
-             "SET n.terms = row[1], n.kwseq = base + j + 1 "
+             "SET n.terms = row[1], n.tlen = size(row[1]), n.reps = row[2], n.kwseq = base + j + 1 "
              "WITH c, base, toInteger(sum(CASE WHEN old IS NULL THEN 1 ELSE 0 END)) AS docs, "
              "toInteger(sum(size(row[1]) - coalesce(size(old), 0))) AS tokens "
              "SET c.docs = coalesce(c.docs, 0) + docs, c.tokens = coalesce(c.tokens, 0) + tokens, "
              "c.kwseq = base + size($rows)")
 REMOVE_TERMS = ("MATCH (n:Memory {id: $id}) WHERE n.terms IS NOT NULL WITH n, size(n.terms) AS size "
-                "SET n.terms = null, n.kwseq = null WITH size MATCH (c:Atlas) "
+                "SET n.terms = null, n.tlen = null, n.reps = null, n.kwseq = null WITH size MATCH (c:Atlas) "
                 "SET c.docs = c.docs - 1, c.tokens = c.tokens - size")
 TERMS_COUNT = "MATCH (c:Atlas) RETURN coalesce(c.docs, 0)"
+# a graph written before ``n.tlen`` and ``n.reps`` (its (:Atlas) node without ``reps``): each
+# document's, from its terms, in one statement, then the flag (nothing for a flagged graph; a new
+# graph's (:Atlas) node is made with it: `cypher.COUNTER`, `cypher.WRITE_NODES`)
+BACKFILL_REPEATS = ("MATCH (c:Atlas) WHERE c.reps IS NULL SET c.reps = true "
+                    "WITH c MATCH (n:Memory) WHERE n.terms IS NOT NULL "
+                    f"SET n.tlen = size(n.terms), n.reps = {_repeats('n.terms')}")
 
 
 def _keep(session: bool, among: bool) -> str:
@@ -74,32 +104,34 @@ def _sum(short: bool) -> str:
 def _score(*, short: bool = False) -> str:
     """``score``: the BM25 of each row's document ``n`` from its own terms, the weights ``$ws`` of
     the query terms ``$terms`` and the norm's ``$lw`` (per token) and ``$n0``, summed in query
-    order (`_sum`, with ``short``).
+    order (`_sum`, with ``short``). The terms' list is only tested for each query term; a held
+    term's count is one more than its count in ``n.reps``, the length ``n.tlen``.
 
     >>> "reduce(s = 0.0, x IN parts[1..]" in _score(short=True)
     True
     """
-    return ("WITH n, n.terms AS ts WITH n, ts, toFloat(size(ts)) * $lw + $n0 AS norm "
+    return ("WITH n, n.terms AS ts WITH n, ts, toFloat(n.tlen) * $lw + $n0 AS norm "
             "WITH n, [i IN range(0, size($terms) - 1) WHERE $terms[i] IN ts | "
-            "[tf IN [toFloat(size([x IN ts WHERE x = $terms[i]]))] | $ws[i] * tf / (tf + norm)][0]] AS parts "
+            "[tf IN [toFloat(1 + size([x IN n.reps WHERE x = $terms[i]]))] | $ws[i] * tf / (tf + norm)][0]] AS parts "
             f"WITH n, {_sum(short)} AS score ")
 
 
 def _scored(*, ws: str, lw: str, short: bool = False) -> str:
-    """`_score` of rows ``(i, n)``, one per document ``n`` holding the query term ``$terms[i]``
-    (each occurrence in the query its own rows, in query order): each row's share is computed
-    from that term alone, then the shares of each document are collected, in the order the rows
-    came (the query's), and summed as `_score` sums them, to the same floats. ``ws`` and ``lw``
-    are variables of the rows (`bm25_counted` computes them on the server), which this form does
-    not carry through a ``DISTINCT``; the term's count in the document is read once a (document,
-    term) pair. Cheaper than `_score` over the few hundred postings of a small namespace, dearer
-    over thousands (`bm25_all` keeps `_score`).
+    """`_score` of rows ``(i, n)``, one per document ``n`` holding the query term ``$terms[i]`` (each
+    occurrence in the query its own rows, in query order): each row's share is computed from that
+    term alone, then the shares of each document are collected, in the order the rows came (the
+    query's), and summed as `_score` sums them, to the same floats. ``ws`` and ``lw`` are variables
+    of the rows (`bm25_counted` computes them on the server), which this form does not carry through
+    a ``DISTINCT``; the term's count in the document is read once a (document, term) pair, one more
+    than its count in the document's repeats (``n.reps``), and the document's length is ``n.tlen``:
+    the terms' list is not read. Cheaper than `_score` over the few hundred postings of a small
+    namespace, dearer over thousands (`bm25_all` keeps `_score`).
 
     >>> "collect(w * tf / (tf + norm)) AS parts" in _scored(ws="ws", lw="lw", short=True)
     True
     """
-    return (f"WITH n, {ws}[i] AS w, $terms[i] AS t, {lw} AS lw, n.terms AS ts "
-            "WITH n, w, toFloat(size([x IN ts WHERE x = t])) AS tf, toFloat(size(ts)) * lw + $n0 AS norm "
+    return (f"WITH n, {ws}[i] AS w, $terms[i] AS t, {lw} AS lw, n.reps AS rs, n.tlen AS len "
+            "WITH n, w, toFloat(1 + size([x IN rs WHERE x = t])) AS tf, toFloat(len) * lw + $n0 AS norm "
             f"WITH n, collect(w * tf / (tf + norm)) AS parts WITH n, {_sum(short)} AS score ")
 
 

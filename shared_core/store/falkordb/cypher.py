@@ -15,11 +15,11 @@ holding a vector is updated or deleted, and those entries still count towards th
 (which then returns fewer than k nodes). Memory nodes change on every recall (reinforcement), so
 their vectors sit on nodes that never change, and a search asks for ``k + stale`` neighbours.
 
-Bookkeeping properties besides the memory's own fields: ``terms`` and ``kwseq`` (BM25), ``tracked``
-and ``pos`` (in its session's order and the time index; ``pos`` orders a session),
-``superseded`` (in ``Partition.inactive``) and ``bounded`` (it has an ``expires_at`` or a
-``valid_to``: `GraphStore.bounded_nodes`); the two flags are indexed, so recall counts them
-without scanning the namespace.
+Bookkeeping properties besides the memory's own fields: ``terms``, ``tlen``, ``reps`` and
+``kwseq`` (BM25: `shared_core.store.falkordb.bm25`), ``tracked`` and ``pos`` (in its session's
+order and the time index; ``pos`` orders a session), ``superseded`` (in ``Partition.inactive``)
+and ``bounded`` (it has an ``expires_at`` or a ``valid_to``: `GraphStore.bounded_nodes`); the two
+flags are indexed, so recall counts them without scanning the namespace.
 
 Result-set doubles come back with 15 significant digits, which would round POSIX times to
 10 microseconds, so times are returned as two columns, ``floor(t)`` and ``t - floor(t)``, whose
@@ -32,10 +32,22 @@ import functools
 from collections.abc import Callable, Sequence
 
 from ...values.model import AnyRelation
-from .bm25 import BM25_COUNTS, HEAVY, REMOVE_TERMS, SET_TERMS, TERMS_COUNT, bm25, bm25_all, bm25_counted, bm25_scan
+from .bm25 import (
+    BACKFILL_REPEATS,
+    BM25_COUNTS,
+    HEAVY,
+    REMOVE_TERMS,
+    SET_TERMS,
+    TERMS_COUNT,
+    bm25,
+    bm25_all,
+    bm25_counted,
+    bm25_scan,
+    repeats,
+)
 
-__all__ = ["BM25_COUNTS", "EDGE_COLUMNS", "HEAVY", "NODE_COLUMNS", "NODE_FIELDS", "REMOVE_TERMS", "SET_TERMS",
-           "TERMS_COUNT", "TIME_FIELDS", "bm25", "bm25_all", "bm25_counted", "bm25_scan"]
+__all__ = ["BACKFILL_REPEATS", "BM25_COUNTS", "EDGE_COLUMNS", "HEAVY", "NODE_COLUMNS", "NODE_FIELDS", "REMOVE_TERMS",
+           "SET_TERMS", "TERMS_COUNT", "TIME_FIELDS", "bm25", "bm25_all", "bm25_counted", "bm25_scan", "repeats"]
 
 TIME_FIELDS = ("timestamp", "created_at", "last_accessed_at", "expires_at", "valid_from", "valid_to")
 #: The stored properties of a memory, in the order `NODE_COLUMNS` returns them.
@@ -77,7 +89,8 @@ def vector_index(dim: int) -> str:  # FalkorDB; Neo4j: CREATE VECTOR INDEX ... O
 
 # BM25's terms: each element of the list is indexed, so `t IN n.terms` is an index lookup
 TERMS_INDEX = "CREATE INDEX FOR (n:Memory) ON (n.terms)"
-COUNTER = "MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0, c.docs = 0, c.tokens = 0, c.kwseq = 0"
+COUNTER = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0, c.docs = 0, c.tokens = 0, c.kwseq = 0, "
+           "c.reps = true")
 # a graph written before the terms' index kept its text under a full-text index (RediSearch TF-IDF)
 OLD_TEXTS = "MATCH (n:Memory) WHERE n.text IS NOT NULL RETURN n.id, n.text ORDER BY n.turn, n.id"
 DROP_OLD_TEXTS = "MATCH (n:Memory) WHERE n.text IS NOT NULL SET n.text = null"
@@ -222,15 +235,15 @@ VECTOR_AMONG = ("UNWIND $ids AS id MATCH (e:Embedding {id: id}) "
 # -- BM25: `shared_core.store.falkordb.bm25` (imported above) -----------------------------------
 
 # -- a batch write in one round trip (`shared_core.store.falkordb.writes`) -----------------------
-# rows [id, props, terms, vector, raw]: `PUT_NODE`, `TRACK`, `SET_VECTORS` and `SET_TERMS` of each, in
+# rows [id, props, terms, vector, raw, repeats]: `PUT_NODE`, `TRACK`, `SET_VECTORS` and `SET_TERMS` of each, in
 # order, in one statement (each memory's node, tracking, BM25 terms and vector node; the counters once)
 WRITE_NODES = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0, c.docs = 0, c.tokens = 0, "
-               "c.kwseq = 0 "
+               "c.kwseq = 0, c.reps = true "
                "WITH c, coalesce(c.seq, 0) AS seq, coalesce(c.kwseq, 0) AS base "
                "UNWIND range(0, size($rows) - 1) AS j WITH c, seq, base, j, $rows[j] AS row "
                "MERGE (n:Memory {id: row[0]}) WITH c, seq, base, j, row, n, n.terms AS old "
                "SET n += row[1], n.tracked = true, n.pos = coalesce(n.pos, seq + j + 1), "
-               "n.terms = row[2], n.kwseq = base + j + 1 "
+               "n.terms = row[2], n.tlen = size(row[2]), n.reps = row[5], n.kwseq = base + j + 1 "
                "WITH c, seq, base, row, old OPTIONAL MATCH (e:Embedding {id: row[0]}) "
                "WITH c, seq, base, row, old, e, CASE WHEN e IS NULL THEN 0 ELSE 1 END AS replaced DELETE e "
                "WITH c, seq, base, row, old, replaced "
@@ -247,7 +260,7 @@ WRITE_NODES = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0
 # `WRITE_NODES` only when the first memory of $rows is not stored yet (see `write_reserving`); the counter
 # matched, not merged (a MERGE after the filter ran on the row it dropped, FalkorDB 4.16)
 _MERGE_COUNTER = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0, c.docs = 0, c.tokens = 0, "
-                  "c.kwseq = 0 ")
+                  "c.kwseq = 0, c.reps = true ")
 assert WRITE_NODES.startswith(_MERGE_COUNTER)
 _NEW_NODES = ("MATCH (c:Atlas) OPTIONAL MATCH (x0:Memory {id: $rows[0][0]}) WITH c, x0 WHERE x0 IS NULL "
               + WRITE_NODES.removeprefix(_MERGE_COUNTER))

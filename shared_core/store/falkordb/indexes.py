@@ -283,7 +283,8 @@ def term_statements(rows: Sequence[tuple[str, str]]) -> list[tuple[str, dict[str
     for node_id, text in last.items():
         if not isinstance(text, str):
             raise InvalidInputError(f"keyword text must be a string, got {type(text).__name__} for {node_id!r}")
-    items = [[node_id, index_terms(text)] for node_id, text in last.items()]
+    items = [[node_id, terms, q.repeats(terms)]
+             for node_id, terms in ((node_id, index_terms(text)) for node_id, text in last.items())]
     return [(q.SET_TERMS, {"rows": items[start:start + _ROWS_PER_WRITE]})
             for start in range(0, len(items), _ROWS_PER_WRITE)]
 

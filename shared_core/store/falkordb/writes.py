@@ -233,7 +233,8 @@ def node_statements(nodes: Sequence[MemoryNode], vectors: Sequence[tuple[str, st
         chunk = zip(nodes[start:start + _ROWS], vectors[start:start + _ROWS], terms[start:start + _ROWS],
                     chatter[start:start + _ROWS], strict=True)
         rows = ", ".join(f"[{quote(n.id)}, {stringify_param_value(node_props(n) | {'chatter': bool(flag)})}, "
-                         f"{stringify_param_value(list(words))}, {text}, '{raw}']"
+                         f"{stringify_param_value(list(words))}, {text}, '{raw}', "
+                         f"{stringify_param_value(q.repeats(list(words)))}]"
                          for n, (text, raw), words, flag in chunk)
         out.append((q.WRITE_NODES, {"rows": Literal(f"[{rows}]")}))
     return out
