@@ -33,8 +33,8 @@ from _locomo import CATEGORIES, Conversation, recall_fraction
 from shared_core import AtlasConfig, ElasticMemoryAtlas, ManualClock, TiktokenCounter
 from shared_core.engine.context import context_breadth
 
-__all__ = ["GRID", "GRIDS", "LEVERS", "NEIGHBOUR_GRID", "OBJECTIVE", "SPEAKER_GRID", "SPEAKER_LEVERS", "CVScores",
-           "ablations", "cv_tables", "run_grid"]
+__all__ = ["GRID", "GRIDS", "LEVERS", "NEIGHBOUR_GRID", "OBJECTIVE", "SEED_GRID", "SPEAKER_GRID", "SPEAKER_LEVERS",
+           "CVScores", "ablations", "cv_tables", "run_grid"]
 
 #: field -> the values tried, the shipped preset first (it wins ties)
 GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
@@ -57,9 +57,15 @@ SPEAKER_GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
 SPEAKER_LIST_GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
     ("speaker_list_factor", (3.0, 1.0, 2.0)),
 )
+#: the walk's seeds (`shared_core.engine.recall.breadth`): ``min(graph_seeds, ceil(seed_ratio * wanted))``;
+#: ``graph_seeds`` binds only where ``seed_ratio * wanted`` reaches it (``--grid seeds``)
+SEED_GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
+    ("seed_ratio", (2.0, 1.0, 4.0)),
+    ("graph_seeds", (100, 200)),
+)
 #: the fields that change the ranking itself (the rest change only the context's packing)
 RETRIEVAL_FIELDS = ("relevance_floor", "feedback_weight", "feedback_docs", "speaker_weight", "speaker_docs",
-                    "speaker_list_factor")
+                    "speaker_list_factor", "seed_ratio", "graph_seeds")
 #: packing fields that a context's cache key must hold (the list levers' are in `context_breadth`)
 CONTEXT_FIELDS = ("context_neighbours",)
 #: field -> (the field that switches it off, that field's off value): answers are cached alike
@@ -87,13 +93,18 @@ SPEAKER_LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
 SPEAKER_LIST_LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
     "the speaker path's list factor (speaker_list_factor=1)": {"speaker_list_factor": (1.0,)},
 }
+SEED_LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
+    "more seeds than asked for (seed_ratio=1)": {"seed_ratio": (1.0,)},
+    "up to 200 seeds (graph_seeds=100)": {"graph_seeds": (100,)},
+}
 #: ``--grid`` name -> (grid, levers)
 GRIDS = {"full": (GRID, LEVERS), "speaker": (SPEAKER_GRID, SPEAKER_LEVERS),
-         "neighbours": (NEIGHBOUR_GRID, NEIGHBOUR_LEVERS), "speaker_lists": (SPEAKER_LIST_GRID, SPEAKER_LIST_LEVERS)}
+         "neighbours": (NEIGHBOUR_GRID, NEIGHBOUR_LEVERS), "speaker_lists": (SPEAKER_LIST_GRID, SPEAKER_LIST_LEVERS),
+         "seeds": (SEED_GRID, SEED_LEVERS)}
 #: a lever's off value, for the "every lever off" row
 _OFF = {"feedback_weight": (0.0,), "feedback_docs": (5,), "list_diversity": (0.0,), "list_candidates": (1.0,),
         "relevance_floor": (0.1,), "speaker_weight": (0.0,), "context_neighbours": (0,),
-        "speaker_list_factor": (1.0,)}
+        "speaker_list_factor": (1.0,), "seed_ratio": (1.0,), "graph_seeds": (100,)}
 METRICS = ("R@5", "R@10", "R@20", "R@1000tok", "R@2000tok")
 BUDGETS = (1000, 2000)
 KS = (5, 10, 20)

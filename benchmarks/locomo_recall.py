@@ -323,9 +323,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="override an AtlasConfig field for an ablation, e.g. --set graph_hops=0")
     parser.add_argument("--cv", action="store_true", help="leave-one-conversation-out over the grid of "
                         "_cv.GRID: the fitted and the cross-validated tables, and the ablations (timeline style)")
-    parser.add_argument("--grid", default="full", choices=["full", "speaker", "neighbours", "speaker_lists"],
+    parser.add_argument("--grid", default="full", choices=["full", "speaker", "neighbours", "speaker_lists", "seeds"],
                         help="--cv's grid: _cv.GRIDS (full: 48 points; speaker: the speaker path's; "
-                        "neighbours: context windows)")
+                        "neighbours: context windows; seeds: the walk's seeds)")
     parser.add_argument("--json", metavar="FILE", help="also write every mean to a JSON file")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument("--compute", default="int8", choices=["fp32", "int8"],

@@ -136,20 +136,24 @@ def breadth(top_k: int, config: AtlasConfig, candidate_k: int | None = None) -> 
 
     With ``wanted = max(top_k, candidate_min / candidate_ratio)``:
     ``candidates = min(candidate_k, ceil(candidate_ratio * wanted))`` and
-    ``seeds = min(graph_seeds, ceil(wanted))``. The work follows what was asked: a top-10 lookup
-    scores a few dozen memories while a 2,000-token context (top 200) looks as wide as the
-    config allows. Every ``top_k`` up to ``candidate_min / candidate_ratio`` (10 by default)
-    looks alike, so their answers are prefixes of one another. An explicit ``candidate_k``
-    (per request) raises the candidates to it.
+    ``seeds = min(graph_seeds, ceil(ratio * wanted))``, ``ratio`` being ``seed_ratio`` in a recall
+    of at least ``seed_min_k`` memories and 1 below. The work follows what was asked: a top-10
+    lookup scores a few dozen memories and walks from 10 seeds, while a 2,000-token context
+    (top 100) looks as wide as the config allows. A wide recall walks from more seeds than it
+    asked hits for: a memory beside the 60th best candidate may belong in a 1,000-token context
+    (top 50); ``graph_seeds`` binds only where ``ratio * wanted`` reaches it. Every ``top_k`` up
+    to ``candidate_min / candidate_ratio`` (10 by default) looks alike, so their answers are
+    prefixes of one another. An explicit ``candidate_k`` (per request) raises the candidates to it.
 
-    >>> breadth(3, AtlasConfig()), breadth(10, AtlasConfig())
-    ((40, 10), (40, 10))
-    >>> breadth(200, AtlasConfig())
-    (200, 100)
+    >>> breadth(3, AtlasConfig()), breadth(10, AtlasConfig()), breadth(20, AtlasConfig())
+    ((40, 10), (40, 10), (80, 20))
+    >>> breadth(40, AtlasConfig()), breadth(50, AtlasConfig()), breadth(200, AtlasConfig())
+    ((160, 80), (200, 100), (200, 100))
     """
     wanted = max(float(top_k), config.candidate_min / config.candidate_ratio)
     pool = max(min(config.candidate_k, math.ceil(config.candidate_ratio * wanted)), top_k, candidate_k or 0)
-    return pool, min(config.graph_seeds, math.ceil(wanted))
+    ratio = config.seed_ratio if top_k >= config.seed_min_k else 1.0
+    return pool, min(config.graph_seeds, math.ceil(ratio * wanted))
 
 
 def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[ScoredMemory]:

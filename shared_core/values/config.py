@@ -90,7 +90,8 @@ class AtlasConfig:
     the cosine of the ``candidate_k``-th best memory is the floor of the similarity scale);
     ``fusion="convex"`` sums their scaled scores with ``vector_weight``, ``keyword_weight``,
     ``time_weight`` and ``recent_weight`` (``"rrf"``: reciprocal rank fusion with ``rrf_k``); then
-    the best ``top_k`` candidates (at most ``graph_seeds``) pass relevance along their edges for
+    the best ``top_k`` candidates (``seed_ratio * top_k`` in a recall of at least ``seed_min_k``;
+    at most ``graph_seeds``) pass relevance along their edges for
     ``graph_hops`` hops, times ``graph_hop_decay`` per hop and ``relation_weights`` per edge
     kind, scaled by ``graph_weight``; after each hop only the ``graph_beam`` x seeds most
     activated nodes walk on (None: every node reached). ``time_reference`` is what relative cues ("last week")
@@ -216,6 +217,8 @@ class AtlasConfig:
     graph_hops: int = 2
     graph_hop_decay: float = 0.45
     graph_seeds: int = 100
+    seed_ratio: float = 2.0
+    seed_min_k: int = 40
     graph_fanout: int = 8
     graph_beam: float | None = 1.0
     relation_weights: tuple[tuple[str, float], ...] = RELATION_WEIGHTS
@@ -295,7 +298,8 @@ class AtlasConfig:
         _check_fields(self, ("max_query_chars",), _int_from_1, "an int >= 1")
         counts = ("similar_top", "candidate_k", "candidate_min", "graph_hops", "graph_seeds", "graph_fanout",
                   "recency_window", "working_memory", "entity_phrases", "entity_max_mentions", "feedback_docs",
-                  "feedback_terms", "feedback_min_k", "context_neighbours", "speaker_docs", "speaker_min_k")
+                  "feedback_terms", "feedback_min_k", "context_neighbours", "speaker_docs", "speaker_min_k",
+                  "seed_min_k")
         _check_fields(self, counts, _count, "an int >= 0")
         if self.ann_threshold is not None and (not isinstance(self.ann_threshold, int)
                                                or isinstance(self.ann_threshold, bool) or self.ann_threshold < 64):
@@ -322,9 +326,10 @@ class AtlasConfig:
         if isinstance(self.list_candidates, bool) or not isinstance(self.list_candidates, (int, float)) \
                 or not 1 <= self.list_candidates <= 20:
             raise InvalidInputError(f"list_candidates must be a number in [1, 20], got {self.list_candidates!r}")
-        if isinstance(self.candidate_ratio, bool) or not isinstance(self.candidate_ratio, (int, float)) \
-                or not 0 < self.candidate_ratio < math.inf:
-            raise InvalidInputError(f"candidate_ratio must be a positive number, got {self.candidate_ratio!r}")
+        for name in ("candidate_ratio", "seed_ratio"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+                raise InvalidInputError(f"{name} must be a positive number, got {value!r}")
         if self.weight_floor >= self.weight_cap:
             raise InvalidInputError(
                 f"weight_floor ({self.weight_floor}) must be below weight_cap ({self.weight_cap})")

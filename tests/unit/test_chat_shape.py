@@ -167,3 +167,42 @@ def test_a_timeline_shows_a_run_of_one_speaker_with_one_label_and_stays_within_b
         small = atlas.build_context("trip aurora twice photos tomorrow amazing pics", namespace="c",
                                     token_budget=budget, reinforce=False)
         assert small.tokens <= budget and counter.count(small.text) == small.tokens
+
+
+def test_long_diagnosis_finds_the_evidence_beside_an_added_turn() -> None:
+    from long_diagnosis import _added_beside
+
+    out = long(HOST, DONOR, factor=1.6)
+    turns = out.turns
+    beside = _added_beside(turns)
+    assert _added_beside(HOST.turns) == set()  # nothing added, nothing beside
+    expected = {t.dia_id for i, t in enumerate(turns) if t.dia_id and any(
+        0 <= j < len(turns) and turns[j].dia_id == "" and turns[j].session == t.session for j in (i - 1, i + 1))}
+    assert beside == expected and beside < _ids(HOST)
+
+
+def test_long_diagnosis_tells_shown_packed_out_ranked_out_and_missing_evidence(make_atlas: Make) -> None:
+    from collections import Counter
+
+    from long_diagnosis import _question_rows, summary
+
+    lines = [f"Kate: I baked a lemon cake number {i} for the party" for i in range(30)] + [
+        "Kate: the weather was grey", "Ann: the parking garage closes at nine"]
+    atlas = make_atlas(graph_hops=0, similar_top=0, context_neighbours=0, relevance_floor=None)
+    nodes = atlas.add_memories([{"content": c, "session_id": "s1"} for c in lines], namespace="c")
+    dia_of = {n.id: f"D1:{i}" for i, n in enumerate(nodes)}
+    cakes = {f"D1:{i}" for i in range(30)}
+    q = Question("What cake did Kate bake?", 1, frozenset(cakes | {"D1:30", "D1:99"}))
+    row = _question_rows(atlas, "c", q, dia_of, 31, atlas.config, {"D1:0"}, budget=100)
+    fates = {e["dia_id"]: e["fate"] for e in row["evidence"]}
+    # 20 recalled for 100 tokens (the least), of which the first few fit; 30 cakes rank above the weather
+    assert row["breadth"] == 20 and row["tokens"] <= 100 and 2 <= row["lines"] < 20
+    assert Counter(fates[e] for e in cakes) == {"shown": row["lines"], "packed out": 20 - row["lines"],
+                                                "ranked out": 10}
+    assert fates["D1:30"] == "ranked out" and fates["D1:99"] == "no candidate"
+    assert {e["dia_id"]: e["added_beside"] for e in row["evidence"]}["D1:0"] is True
+    row["conversation"] = "c"
+    shown = sorted(e for e, f in fates.items() if f == "shown")
+    lost = {**row, "evidence": [{**e, "fate": "packed out"} if e["dia_id"] in shown else e for e in row["evidence"]]}
+    text = summary({"none": [row], "long": [lost]})
+    assert f"long: {len(shown)} evidence turns shown under none and lost here ({{'packed out': {len(shown)}}})" in text

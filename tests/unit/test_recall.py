@@ -255,12 +255,68 @@ def test_recall_looks_as_wide_as_top_k_asks(make_atlas: Make) -> None:
     does not pay for a 200-candidate search; a request's candidate_k widens it."""
     from shared_core.engine.recall import breadth
 
-    config = AtlasConfig()
+    config = AtlasConfig(seed_ratio=1.0)
     assert breadth(1, config) == breadth(10, config) == (40, 10)
     assert breadth(25, config) == (100, 25)
     assert breadth(1000, config) == (1000, 100)  # never fewer candidates than asked for
     assert breadth(10, config, candidate_k=60) == (60, 10)
-    assert breadth(10, AtlasConfig(candidate_min=8, candidate_ratio=2.0)) == (20, 10)
+    assert breadth(10, AtlasConfig(candidate_min=8, candidate_ratio=2.0, seed_ratio=1.0)) == (20, 10)
+    assert breadth(10, AtlasConfig()) == (40, 10)  # a small lookup walks from as many seeds as hits
+    assert breadth(25, AtlasConfig()) == (100, 25)
+    assert breadth(40, AtlasConfig()) == (160, 80)  # a wide one (seed_min_k) from twice as many
+
+
+def test_seed_ratio_sets_the_walks_seeds_apart_from_top_k() -> None:
+    """seeds = min(graph_seeds, ceil(ratio * wanted)), ratio = seed_ratio from seed_min_k on, else 1:
+    graph_seeds binds only past it."""
+    from shared_core.engine.recall import breadth
+
+    assert breadth(10, AtlasConfig(seed_ratio=4.0, seed_min_k=0)) == (40, 40)
+    assert breadth(3, AtlasConfig(seed_ratio=2.5, seed_min_k=0)) == (40, 25)  # wanted is 10 up to candidate_min / ratio
+    assert breadth(39, AtlasConfig(seed_ratio=4.0)) == (156, 39)  # below seed_min_k: as many seeds as hits
+    assert breadth(40, AtlasConfig(seed_ratio=4.0)) == (160, 100)  # graph_seeds caps it
+    assert breadth(50, AtlasConfig(seed_ratio=4.0, graph_seeds=200)) == (200, 200)
+    assert breadth(100, AtlasConfig(seed_ratio=1.0, graph_seeds=200)) == (200, 100)  # top_k caps it
+    assert breadth(100, AtlasConfig(seed_ratio=1.5, graph_seeds=200)) == (200, 150)
+    with pytest.raises(InvalidInputError, match="seed_min_k"):
+        AtlasConfig(seed_min_k=-1)
+    for bad in (0, 0.0, -1.0, math.inf, True, "2"):
+        with pytest.raises(InvalidInputError, match="seed_ratio"):
+            AtlasConfig(seed_ratio=bad)  # type: ignore[arg-type]
+
+
+def test_the_walk_starts_from_seed_ratio_times_the_wanted_candidates(make_atlas: Make,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The recall hands `Partition.expand` the best ceil(seed_ratio * wanted) candidates, best
+    first, so a larger ratio walks from the same seeds and more after them; below seed_min_k the
+    ratio is 1."""
+    atlas = make_atlas()
+    atlas.add_memories([f"Note {i}: {text}" for i, text in enumerate(FILLER * 10)], namespace="u",
+                       session_id="s")
+    part = atlas.backend.partition("u")
+    assert part is not None
+    seen: list[list[str]] = []
+    expand = type(part).expand
+
+    def spy(self, seeds, walk, allowed):  # type: ignore[no-untyped-def]
+        seen.append(list(seeds))
+        return expand(self, seeds, walk, allowed)
+
+    monkeypatch.setattr(type(part), "expand", spy)
+    walked = {}
+    for ratio in (1.0, 3.0):
+        view = ElasticMemoryAtlas(config=atlas.config.replace(seed_ratio=ratio, seed_min_k=10), embedder=atlas.embedder,
+                                  clock=atlas.clock, backend=atlas.backend)
+        seen.clear()
+        assert len(view.retrieve("train kitchen walls weather", namespace="u", top_k=10, reinforce=False)) == 10
+        walked[ratio] = seen[-1]
+    assert len(walked[1.0]) == 10 and len(walked[3.0]) == 30
+    assert walked[3.0][:10] == walked[1.0]
+    narrow = ElasticMemoryAtlas(config=atlas.config.replace(seed_ratio=3.0, seed_min_k=11), embedder=atlas.embedder,
+                                clock=atlas.clock, backend=atlas.backend)
+    seen.clear()
+    narrow.retrieve("train kitchen walls weather", namespace="u", top_k=10, reinforce=False)
+    assert seen[-1] == walked[1.0]
 
 
 def test_reinforce_on_and_off(make_atlas: Make) -> None:
