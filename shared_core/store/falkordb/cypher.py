@@ -89,8 +89,11 @@ def vector_index(dim: int) -> str:  # FalkorDB; Neo4j: CREATE VECTOR INDEX ... O
 
 # BM25's terms: each element of the list is indexed, so `t IN n.terms` is an index lookup
 TERMS_INDEX = "CREATE INDEX FOR (n:Memory) ON (n.terms)"
-COUNTER = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0, c.docs = 0, c.tokens = 0, c.kwseq = 0, "
-           "c.reps = true")
+# the graph's (:Atlas) node, made with its counters and the flag that its memories carry BM25's
+# ``tlen`` and ``reps`` (`bm25.BACKFILL_REPEATS`); `WRITE_NODES` begins with it
+_MERGE_COUNTER = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0, c.docs = 0, c.tokens = 0, "
+                  "c.kwseq = 0, c.reps = true ")
+COUNTER = _MERGE_COUNTER.rstrip()
 # a graph written before the terms' index kept its text under a full-text index (RediSearch TF-IDF)
 OLD_TEXTS = "MATCH (n:Memory) WHERE n.text IS NOT NULL RETURN n.id, n.text ORDER BY n.turn, n.id"
 DROP_OLD_TEXTS = "MATCH (n:Memory) WHERE n.text IS NOT NULL SET n.text = null"
@@ -237,9 +240,8 @@ VECTOR_AMONG = ("UNWIND $ids AS id MATCH (e:Embedding {id: id}) "
 # -- a batch write in one round trip (`shared_core.store.falkordb.writes`) -----------------------
 # rows [id, props, terms, vector, raw, repeats]: `PUT_NODE`, `TRACK`, `SET_VECTORS` and `SET_TERMS` of each, in
 # order, in one statement (each memory's node, tracking, BM25 terms and vector node; the counters once)
-WRITE_NODES = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0, c.docs = 0, c.tokens = 0, "
-               "c.kwseq = 0, c.reps = true "
-               "WITH c, coalesce(c.seq, 0) AS seq, coalesce(c.kwseq, 0) AS base "
+WRITE_NODES = (_MERGE_COUNTER
+               + "WITH c, coalesce(c.seq, 0) AS seq, coalesce(c.kwseq, 0) AS base "
                "UNWIND range(0, size($rows) - 1) AS j WITH c, seq, base, j, $rows[j] AS row "
                "MERGE (n:Memory {id: row[0]}) WITH c, seq, base, j, row, n, n.terms AS old "
                "SET n += row[1], n.tracked = true, n.pos = coalesce(n.pos, seq + j + 1), "
@@ -259,9 +261,6 @@ WRITE_NODES = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0
 
 # `WRITE_NODES` only when the first memory of $rows is not stored yet (see `write_reserving`); the counter
 # matched, not merged (a MERGE after the filter ran on the row it dropped, FalkorDB 4.16)
-_MERGE_COUNTER = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0, c.stale = 0, c.docs = 0, c.tokens = 0, "
-                  "c.kwseq = 0, c.reps = true ")
-assert WRITE_NODES.startswith(_MERGE_COUNTER)
 _NEW_NODES = ("MATCH (c:Atlas) OPTIONAL MATCH (x0:Memory {id: $rows[0][0]}) WITH c, x0 WHERE x0 IS NULL "
               + WRITE_NODES.removeprefix(_MERGE_COUNTER))
 

@@ -242,6 +242,12 @@ def _keep(part: FalkorPartition, pairs: Sequence[tuple[str, float]], limit: int,
 
 
 # -- the graph walk ---------------------------------------------------------------------------
+def _steps_over(part: FalkorPartition, spec: WalkSpec) -> bool:
+    """Whether a walk reads backchannels' own edges to step over them: ``spec.step_over``, unless
+    this call's view says the graph has never held a backchannel (`ReadCache.chatter` False)."""
+    return spec.step_over and part.graph.cache.chatter is not False
+
+
 def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkable: Predicate | None
          ) -> dict[str, float]:
     """`Partition.expand`: `spread_max` with each hop's edges read for the whole frontier; with
@@ -249,7 +255,7 @@ def walk(part: FalkorPartition, seeds: dict[str, float], spec: WalkSpec, walkabl
     (`cypher.WALK_HOP_THROUGH`) and stepped over (`scoring.step_over`), unless the call's view
     says the graph has never held one (`ReadCache.chatter`: plain `cypher.WALK_HOP` then)."""
     factors = spec.factors
-    through_hop = spec.step_over and part.graph.cache.chatter is not False
+    through_hop = _steps_over(part, spec)
     links: dict[str, list[tuple[str, float]]] = {}
     through: dict[str, list[tuple[str, float]]] = {}  # a backchannel's edges to memories that are not
     chatter: set[str] = set()  # the backchannels the hops have met
@@ -387,7 +393,7 @@ def neighbour_nodes(part: FalkorPartition, ids: Sequence[str], spec: WalkSpec) -
     types = _walked_types(factors)
     if not seeds or types == []:
         return []
-    through = spec.step_over and part.graph.cache.chatter is not False  # none ever held: plain hops
+    through = _steps_over(part, spec)
     params: dict[str, Any] = {"ids": list(seeds)}
     statement = q.WALK_HOP_NODES_THROUGH if through else q.WALK_HOP_NODES
     if types is not None and len(types) == 1:  # that type's edges alone
