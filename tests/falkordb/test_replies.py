@@ -58,8 +58,10 @@ def test_verbose_statements_read_as_the_compact_format(shared_atlas: Callable[..
         q.WALK_HOP_NODES: {"ids": ids}, q.WALK_HOP_NODES_TYPED: {"ids": ids, "types": ["BEFORE", "CAUSED_BY"]},
         q.WALK_HOP_THROUGH: {"ids": ids}, q.WALK_HOP_NODES_THROUGH: {"ids": ids},
         q.WALK_HOP_NODES_TYPED_THROUGH: {"ids": ids, "types": ["BEFORE", "CAUSED_BY"]},
+        q.VECTOR_AMONG: {"ids": [*ids, "missing"], "query": query_literal(atlas.embedder.embed(["coffee"])[0])},
     }
-    assert set(params) == set(SCALAR_COLUMNS)  # a statement added to SCALAR_COLUMNS is checked here too
+    # a statement added to SCALAR_COLUMNS is checked here too (the weight's writes: below)
+    assert set(params) | set(_RESCALES) == set(SCALAR_COLUMNS)
     typed = {q.walk_hop_nodes_of("CAUSED_BY"): {"ids": ids},  # one of each of SCALAR_PREFIXES
              q.walk_hop_nodes_of("BEFORE", through=True): {"ids": ids}}
     assert [head for head, _ in SCALAR_PREFIXES] == [q.WALK_HOP_NODES_OF, q.WALK_HOP_NODES_THROUGH_OF]
@@ -76,6 +78,48 @@ def test_verbose_statements_read_as_the_compact_format(shared_atlas: Callable[..
     kinds = {type(v) for row in rows(conn.command("GRAPH.RO_QUERY", key, params_header(params[q.NODES]) + q.NODES,
                                                   "--compact")) for v in row}
     assert {bool, float, int, str, type(None)} <= kinds  # the graph has every kind the columns hold
+
+
+_RESCALES = {q.rescale(unit, model, reinforce=r): False for unit in q.DECAY_UNITS for model in q.WEIGHT_MODELS
+             for r in (True, False)} | {q.batch_rescale(unit, model, reinforce=r): True for unit in q.DECAY_UNITS
+                                         for model in q.WEIGHT_MODELS for r in (True, False)}
+
+
+def test_the_weight_writes_read_verbose_as_the_compact_format(shared_atlas: Callable[..., ElasticMemoryAtlas],
+                                                              clock: ManualClock) -> None:
+    """`cypher.rescale` and `cypher.batch_rescale` (a recall's reinforcement, a fade) are writes:
+    each is run on two copies of one graph (`GRAPH.COPY`), compact on one and verbose on the
+    other, which must give the same values and types (the new weights' digits included)."""
+    atlas = shared_atlas(weight_model="rich")
+    for i in range(6):
+        clock.advance(93.7)
+        atlas.add_memory(f"note {i} about {TOPICS[i % 3]}", namespace="w", session_id=None if i % 2 else "s",
+                         metadata={"k": i} if i % 2 else None, pinned=i == 3, ttl=3600.5 if i == 4 else None)
+    atlas.retrieve("coffee", namespace="w", top_k=3)
+    part = atlas.backend.partition("w")
+    assert isinstance(part, FalkorPartition)
+    conn, key = part.graph_key.conn, part.graph_key.key
+    ids = [n.id for n in part.graph.nodes()]
+    clock.advance(1234.5)
+    common = {"now": clock.now(), "factor": 1.3, "ln2": 0.6931471805599453, "half_life": 86400.0, "floor": 0.05,
+              "cap": 3.0, "recency_gain": 0.5}
+    for n, (query, batch) in enumerate(_RESCALES.items()):
+        values = common | ({"ids": [*ids, "missing"]} if batch else {"id": ids[n % len(ids)]})
+        header = params_header(values)
+        copies = [f"{key}:compact{n}", f"{key}:verbose{n}"]
+        for copy in copies:
+            conn.command("GRAPH.COPY", key, copy)
+        try:
+            compact = rows(conn.command("GRAPH.QUERY", copies[0], header + query, "--compact"))
+            kinds = scalars(query)
+            assert kinds is not None
+            verbose = kinds.rows(conn.command("GRAPH.QUERY", copies[1], header + query))
+        finally:
+            for copy in copies:
+                conn.command("DEL", copy)
+        assert compact and len(compact) == (len(ids) if batch else 1), query
+        assert _typed(verbose) == _typed(compact), query
+        assert {type(v) for row in compact for v in row} >= {float, int, str}
 
 
 def test_a_refused_statement_leaves_the_connection_usable(shared_atlas: Callable[..., ElasticMemoryAtlas]) -> None:

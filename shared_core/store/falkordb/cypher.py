@@ -140,6 +140,11 @@ def remove_edge(relation: AnyRelation) -> str:
 
 
 # -- weights: decay to now, then scale, in one statement ---------------------------------------
+#: the values of ``AtlasConfig.decay_unit`` and ``weight_model`` (`rescale`'s statements, one of each)
+DECAY_UNITS = ("seconds", "turns")
+WEIGHT_MODELS = ("simple", "rich")
+
+
 def _current_weight(decay_unit: str, weight_model: str) -> str:
     """`shared_core.engine.recall.effective_weight` (association 0) as Cypher over ``n`` and ``turn``."""
     elapsed = "toFloat(turn - n.accessed_turn)" if decay_unit == "turns" else "($now - n.last_accessed_at)"
@@ -155,6 +160,7 @@ def _current_weight(decay_unit: str, weight_model: str) -> str:
             f"ELSE (CASE WHEN $floor >= {decayed} THEN $floor ELSE {decayed} END) END)")
 
 
+@functools.lru_cache(maxsize=16)
 def rescale(decay_unit: str, weight_model: str, *, reinforce: bool) -> str:
     """Reinforce (``min(cap, w * factor)``, one more access) or fade (``max(floor, w * factor)``)
     a memory's weight decayed to ``$now``; the turn is read from the counter in the same
@@ -387,6 +393,7 @@ def write_edges(kinds: Sequence[str], *, after: str = "", rows: str = "$edges", 
 
 
 # -- one-round-trip forms of recall (`shared_core.store.falkordb.paths`) ----------------------
+@functools.lru_cache(maxsize=16)
 def batch_rescale(decay_unit: str, weight_model: str, *, reinforce: bool) -> str:
     """`rescale` of every id of ``$ids`` in one statement (one row per memory still there), each
     row followed by the memory's raw vector (see `SET_VECTORS`)."""

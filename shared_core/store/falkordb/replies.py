@@ -3,7 +3,8 @@ command that sends it (`query_command`) and the rows of its reply (`rows`).
 
 All run for every statement of a recall (a dozen statements, thousands of cells), so they avoid
 a Python call per value where they can: a list of plain ids is written with two string joins,
-and the statements that read many rows of scalars (nodes, edges, a walk's hop: `SCALAR_COLUMNS`)
+and the statements that read many rows of scalars (nodes, edges, a walk's hop, the cosines of
+given memories, the weight's writes with their nodes: `SCALAR_COLUMNS`)
 are read in FalkorDB's verbose format rather than its compact one. A compact reply gives each
 value as a ``[type, value]`` pair, which costs the reply parser (hiredis) about eight times the
 plain value of the verbose format; a verbose reply gives strings, integers and nulls as they
@@ -190,6 +191,12 @@ SCALAR_COLUMNS: dict[str, Scalars] = {
     # ..., the other's flag, one of its own edges (type, strength, seq, outgoing) and the far end's node
     q.WALK_HOP_NODES_THROUGH: Scalars("--f-b" + _node_kinds() + "b-f-b" + _node_kinds()),
     q.WALK_HOP_NODES_TYPED_THROUGH: Scalars("--f-b" + _node_kinds() + "b-f-b" + _node_kinds()),
+    q.VECTOR_AMONG: Scalars("-f"),  # id, cosine distance
+    # the weight's writes (a recall's reinforcement, a fade): the node, and for a batch its raw vector
+    **{q.rescale(unit, model, reinforce=r): Scalars(_node_kinds())
+       for unit in q.DECAY_UNITS for model in q.WEIGHT_MODELS for r in (True, False)},
+    **{q.batch_rescale(unit, model, reinforce=r): Scalars(_node_kinds() + "-")
+       for unit in q.DECAY_UNITS for model in q.WEIGHT_MODELS for r in (True, False)},
 }
 #: Statements made per relationship type, read in the verbose format too: each one's beginning
 #: (checked in ``tests/falkordb/test_replies.py`` as `SCALAR_COLUMNS`).
