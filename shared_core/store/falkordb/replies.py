@@ -127,22 +127,25 @@ def rows(response: list[Any]) -> list[list[Any]]:
 
 class Scalars:
     """The columns of a statement that returns only scalars: which are doubles, which booleans
-    (the others are strings, integers or null, which the verbose format gives as they are).
+    (the others are strings, integers or null, which the verbose format gives as they are), and
+    which are doubles left as their text (``F``): a node's, which `graph.node_from_row` reads with
+    `float` when the node is made (most nodes a recall reads ahead never are).
 
-    >>> Scalars("-fb").doubles, Scalars("-fb").flags
-    ((1,), (2,))
+    >>> Scalars("-fbF").doubles, Scalars("-fbF").flags, Scalars("-fbF").texts
+    ((1,), (2,), (3,))
     """
 
-    __slots__ = ("doubles", "flags", "kinds")
+    __slots__ = ("doubles", "flags", "kinds", "texts")
 
     def __init__(self, kinds: str) -> None:
-        self.kinds = kinds  # one letter a column: f a double, b a boolean, - anything else
+        self.kinds = kinds  # one letter a column: f a double, F a double as text, b a boolean, - anything else
         self.doubles = tuple(i for i, k in enumerate(kinds) if k == "f")
         self.flags = tuple(i for i, k in enumerate(kinds) if k == "b")
+        self.texts = tuple(i for i, k in enumerate(kinds) if k == "F")
 
     def rows(self, response: list[Any]) -> list[list[Any]]:
         """The rows of a verbose reply (``[header, rows, stats]``, or ``[stats]``), each double
-        and boolean read back from its text as the compact format gives it.
+        (but ``F`` columns) and boolean read back from its text as the compact format gives it.
 
         >>> Scalars("-fb-").rows([["a", "b", "c", "d"], [["x", "0.5", "true", 3], [None, None, "false", None]], []])
         [['x', 0.5, True, 3], [None, None, False, None]]
@@ -167,10 +170,12 @@ class Scalars:
 
 
 def _node_kinds() -> str:
-    """`cypher.NODE_COLUMNS`: the plain fields, each time field as two doubles, the superseded flag."""
-    kinds = {"weight": "f", "importance": "f", "pinned": "b"}
+    """`cypher.NODE_COLUMNS`: the plain fields, each time field as two doubles, the superseded
+    flag; the doubles left as text (``F``), which `graph.node_from_row` reads (`float` of the
+    text gives the double the compact format would)."""
+    kinds = {"weight": "F", "importance": "F", "pinned": "b"}
     plain = [kinds.get(f, "-") for f in q.NODE_FIELDS if f not in q.TIME_FIELDS]
-    return "".join(plain) + "ff" * len(q.TIME_FIELDS) + "b"
+    return "".join(plain) + "FF" * len(q.TIME_FIELDS) + "b"
 
 
 _EDGE = "---f--ff"  # `cypher.EDGE_COLUMNS`: source, target, type, strength, metadata, seq, created_at (two)
