@@ -33,8 +33,8 @@ from _locomo import CATEGORIES, Conversation, recall_fraction
 from shared_core import AtlasConfig, ElasticMemoryAtlas, ManualClock, TiktokenCounter
 from shared_core.engine.context import context_breadth
 
-__all__ = ["GRID", "GRIDS", "LEVERS", "NEIGHBOUR_GRID", "OBJECTIVE", "SEED_GRID", "SPEAKER_GRID", "SPEAKER_LEVERS",
-           "CVScores", "ablations", "cv_tables", "run_grid"]
+__all__ = ["FUSION_GRID", "GRID", "GRIDS", "LEVERS", "NEIGHBOUR_GRID", "OBJECTIVE", "SEED_GRID", "SPEAKER_GRID",
+           "SPEAKER_LEVERS", "CVScores", "ablations", "cv_tables", "run_grid"]
 
 #: field -> the values tried, the shipped preset first (it wins ties)
 GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
@@ -63,9 +63,21 @@ SEED_GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
     ("seed_ratio", (2.0, 1.0, 4.0)),
     ("graph_seeds", (100, 200)),
 )
+#: the convex fusion's weights (`shared_core.formulas._fusion.fuse`, `shared_core.engine.recall`; ``--grid
+#: fusion``): fusion divides by the sum of the weights, so only ratios count and ``vector_weight`` stays at 0.5;
+#: ``keyword_weight`` sets the keyword:vector ratio, ``time_weight`` the time path's share, ``graph_weight`` the
+#: walk's boost against the fused relevance. ``recent_weight``, ``weight_exponent`` and ``recency_exponent`` are
+#: 0 in `AtlasConfig.archive` and the recent path needs a ``session_id`` that no LoCoMo query has: not here
+FUSION_GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
+    ("keyword_weight", (0.5, 0.35, 0.7)),
+    ("graph_weight", (1.0, 0.7, 1.4)),
+    ("time_weight", (0.5, 0.25, 1.0)),
+)
 #: the fields that change the ranking itself (the rest change only the context's packing)
 RETRIEVAL_FIELDS = ("relevance_floor", "feedback_weight", "feedback_docs", "speaker_weight", "speaker_docs",
-                    "speaker_list_factor", "seed_ratio", "graph_seeds")
+                    "speaker_list_factor", "seed_ratio", "graph_seeds", "vector_weight", "keyword_weight",
+                    "graph_weight", "time_weight", "recent_weight", "graph_hop_decay", "weight_exponent",
+                    "recency_exponent")
 #: packing fields that a context's cache key must hold (the list levers' are in `context_breadth`)
 CONTEXT_FIELDS = ("context_neighbours",)
 #: field -> (the field that switches it off, that field's off value): answers are cached alike
@@ -97,14 +109,20 @@ SEED_LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
     "more seeds than asked for (seed_ratio=1)": {"seed_ratio": (1.0,)},
     "up to 200 seeds (graph_seeds=100)": {"graph_seeds": (100,)},
 }
+FUSION_LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
+    "a keyword weight chosen per fold (keyword_weight held at 0.5)": {"keyword_weight": (0.5,)},
+    "a graph weight chosen per fold (graph_weight held at 1.0)": {"graph_weight": (1.0,)},
+    "a time weight chosen per fold (time_weight held at 0.5)": {"time_weight": (0.5,)},
+}
 #: ``--grid`` name -> (grid, levers)
 GRIDS = {"full": (GRID, LEVERS), "speaker": (SPEAKER_GRID, SPEAKER_LEVERS),
          "neighbours": (NEIGHBOUR_GRID, NEIGHBOUR_LEVERS), "speaker_lists": (SPEAKER_LIST_GRID, SPEAKER_LIST_LEVERS),
-         "seeds": (SEED_GRID, SEED_LEVERS)}
-#: a lever's off value, for the "every lever off" row
+         "seeds": (SEED_GRID, SEED_LEVERS), "fusion": (FUSION_GRID, FUSION_LEVERS)}
+#: a lever's off value, for the "every lever off" row (a fusion weight's: the preset's, so the row is the presets')
 _OFF = {"feedback_weight": (0.0,), "feedback_docs": (5,), "list_diversity": (0.0,), "list_candidates": (1.0,),
         "relevance_floor": (0.1,), "speaker_weight": (0.0,), "context_neighbours": (0,),
-        "speaker_list_factor": (1.0,), "seed_ratio": (1.0,), "graph_seeds": (100,)}
+        "speaker_list_factor": (1.0,), "seed_ratio": (1.0,), "graph_seeds": (100,),
+        "keyword_weight": (0.5,), "graph_weight": (1.0,), "time_weight": (0.5,)}
 METRICS = ("R@5", "R@10", "R@20", "R@1000tok", "R@2000tok")
 BUDGETS = (1000, 2000)
 KS = (5, 10, 20)
@@ -263,7 +281,7 @@ def cv_tables(scores: CVScores) -> str:
     for name, by_conv in scores.baselines.items():
         out.append(_row(name, [r for c in convs for r in by_conv[c]]))
     out.append(f"\nContexts over budget: {scores.over_budget}.")
-    if len(scores.points) <= 12:  # a small grid: every point on all conversations (fitted, not held out)
+    if len(scores.points) <= 30:  # a small grid: every point on all conversations (fitted, not held out)
         out += ["", "### Every point on all conversations (fitted)", "", *_head()]
         out += [_row(_point(p), [r for c in convs for r in scores.atlas[i][c]]) for i, p in enumerate(scores.points)]
     return "\n".join(out)
