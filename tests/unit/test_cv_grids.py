@@ -1,0 +1,57 @@
+"""The cross-validation grids of ``benchmarks/_cv.py`` (``locomo_recall.py --cv --grid NAME``): each
+grid starts at the shipped preset, every field it varies is part of the answers' cache key (else two
+points would share one point's answers), its levers hold values it has, and ``--grid`` offers
+exactly `_cv.GRIDS`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from shared_core import AtlasConfig
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+import _cv  # noqa: E402
+import locomo_recall  # noqa: E402
+
+#: fields a context's cache key holds through `shared_core.engine.context.context_breadth`
+_BREADTH_FIELDS = {"list_diversity", "list_candidates"}
+
+
+@pytest.mark.parametrize("name", list(_cv.GRIDS))
+def test_a_grid_starts_at_the_presets_and_varies_query_time_fields(name: str) -> None:
+    grid, levers = _cv.GRIDS[name]
+    preset = AtlasConfig.archive()
+    assert _cv.grid_points(grid)[0] == {field: getattr(preset, field) for field, _ in grid}
+    for field, values in grid:
+        assert len(set(values)) == len(values), field
+        assert field in set(_cv.RETRIEVAL_FIELDS) | set(_cv.CONTEXT_FIELDS) | _BREADTH_FIELDS, field
+        preset.replace(**{field: values[-1]})  # every value is a valid config
+        if field in _cv._OFF:
+            assert set(_cv._OFF[field]) <= set(values), field
+    fields = dict(grid)
+    for lever, hold in levers.items():
+        assert hold and all(field in fields and set(v) <= set(fields[field]) for field, v in hold.items()), lever
+
+
+def test_the_fusion_grid_keys_each_point_apart() -> None:
+    points = _cv.grid_points(_cv.FUSION_GRID)
+    assert [name for name, _ in _cv.FUSION_GRID] == ["keyword_weight", "graph_weight", "time_weight"]
+    assert len({_cv._cache_key(p) for p in points}) == len(points) == 27
+
+
+@pytest.mark.parametrize("name", list(_cv.GRIDS))
+def test_the_command_line_offers_every_grid(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        locomo_recall.main(["--cv", "--grid", name, "--data", str(BENCH / "no-such-file.json")])
+    assert "no data at" in capsys.readouterr().err  # the grid was accepted; the data was not found
+
+
+def test_the_command_line_refuses_an_unknown_grid(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        locomo_recall.main(["--cv", "--grid", "nope"])
+    assert "invalid choice" in capsys.readouterr().err
