@@ -34,14 +34,18 @@ def test_a_grid_starts_at_the_presets_and_varies_query_time_fields(name: str) ->
         if field in _cv._OFF:
             assert set(_cv._OFF[field]) <= set(values), field
     fields = dict(grid)
-    for lever, hold in levers.items():
-        assert hold and all(field in fields and set(v) <= set(fields[field]) for field, v in hold.items()), lever
+    applied = {lever: hold for lever, hold in levers.items() if set(hold) <= set(fields)}  # as `_cv.ablations`
+    assert applied
+    for lever, hold in applied.items():
+        assert all(set(v) <= set(fields[field]) for field, v in hold.items()), lever
 
 
-def test_the_fusion_grid_keys_each_point_apart() -> None:
+def test_the_fusion_grids_key_each_point_apart() -> None:
     points = _cv.grid_points(_cv.FUSION_GRID)
     assert [name for name, _ in _cv.FUSION_GRID] == ["keyword_weight", "graph_weight", "time_weight"]
     assert len({_cv._cache_key(p) for p in points}) == len(points) == 27
+    fine = _cv.grid_points(_cv.FUSION_FINE_GRID)
+    assert len({_cv._cache_key(p) for p in fine}) == len(fine) == 27
 
 
 @pytest.mark.parametrize("name", list(_cv.GRIDS))
