@@ -159,7 +159,7 @@ def grid_points(grid: Sequence[tuple[str, tuple[Any, ...]]] | None = None) -> li
 def run_grid(conversations: Sequence[Conversation], *, base: AtlasConfig, cache: VectorCache, embedder: Any,
              now: float, progress: Any = None, grid: tuple[tuple[str, tuple[Any, ...]], ...] = GRID) -> CVScores:
     """Score every grid point (and the baselines) on every question of every conversation."""
-    from locomo_recall import _CachedEmbedder, ingest
+    from locomo_recall import _CachedEmbedder, in_full, ingest
 
     points = grid_points(grid)
     scores = CVScores(points, grid)
@@ -169,7 +169,6 @@ def run_grid(conversations: Sequence[Conversation], *, base: AtlasConfig, cache:
         atlas = ElasticMemoryAtlas(config=base, embedder=_CachedEmbedder(cache), token_counter=counter,
                                    clock=ManualClock(now))
         dia_of = ingest(atlas, conv, cache)
-        text_of = {t.dia_id: " ".join(t.content.split()) for t in conv.turns}
         vectors = cache.embed([t.content for t in conv.turns])
         rankers = make_rankers(conv, vectors, cache, names=BASELINES)
         lines = [t.dated for t in conv.turns]
@@ -206,7 +205,9 @@ def run_grid(conversations: Sequence[Conversation], *, base: AtlasConfig, cache:
                         ctx = view.build_context(q.question, namespace=conv.sample_id, token_budget=b,
                                                  style="timeline", reinforce=False)
                         scores.over_budget += ctx.tokens > b
-                        contexts[ckey] = sum(text_of[d] in ctx.text for d in q.evidence) / len(q.evidence)
+                        # shown whole, as `locomo_recall.py` counts it (a message after one of its
+                        # speaker is shown without the label)
+                        contexts[ckey] = recall_fraction(q.evidence, in_full(ctx, dia_of))
                     row[f"R@{b}tok"] = contexts[ckey]
                 rows.append((q.category, row))
             scores.atlas[index][conv.sample_id] = rows
