@@ -1,7 +1,7 @@
 """The cross-validation grids of ``benchmarks/_cv.py`` (``locomo_recall.py --cv --grid NAME``): each
 grid starts at the shipped preset, every field it varies is part of the answers' cache key (else two
-points would share one point's answers), its levers hold values it has, and ``--grid`` offers
-exactly `_cv.GRIDS`."""
+points would share one point's answers), its levers hold values it has, ``--grid`` offers
+exactly `_cv.GRIDS`, and a context's evidence is counted as ``locomo_recall.py`` counts it."""
 
 from __future__ import annotations
 
@@ -59,3 +59,28 @@ def test_the_command_line_refuses_an_unknown_grid(capsys: pytest.CaptureFixture[
     with pytest.raises(SystemExit):
         locomo_recall.main(["--cv", "--grid", "nope"])
     assert "invalid choice" in capsys.readouterr().err
+
+
+def test_a_context_counts_a_message_shown_without_its_label() -> None:
+    """A turn cut into messages (``--split-messages``): the timeline shows the messages after the
+    first without the speaker's label again; each is still counted as in the context."""
+    from _baselines import VectorCache
+    from _locomo import Conversation, Question, Turn, split_messages
+
+    from shared_core import HashingEmbedder
+
+    texts = ("I went swimming in the lake. The water was cold. We saw a heron there.",
+             "That sounds lovely! Herons are shy birds.", "We also had a picnic with sandwiches.",
+             "Nice, what kind of sandwiches did you bring?")
+    turns = tuple(Turn(f"D1:{i + 1}", 1, ("Ann", "Bob")[i % 2], text, None, "8 May 2023", 1.68e9 + 60 * i)
+                  for i, text in enumerate(texts))
+    question = Question("Where did Ann go swimming, was the water cold, and what bird did she see?", 1,
+                        frozenset({"D1:1"}))
+    conv = split_messages(Conversation("tiny", turns, (question,), 0))
+    assert len(conv.questions[0].evidence) == 3  # D1:1.0, D1:1.1, D1:1.2: two shown without a label
+    embedder = HashingEmbedder()
+    scores = _cv.run_grid([conv], base=AtlasConfig.archive(), cache=VectorCache(embedder), embedder=embedder,
+                          now=locomo_recall.NOW, grid=(("context_neighbours", (12,)),))
+    [(_, row)] = scores.atlas[0]["tiny"]
+    assert row["R@1000tok"] == row["R@2000tok"] == 1.0  # the whole chat fits: every message is in
+    assert scores.over_budget == 0
