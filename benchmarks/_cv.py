@@ -33,8 +33,8 @@ from _locomo import CATEGORIES, Conversation, recall_fraction
 from shared_core import AtlasConfig, ElasticMemoryAtlas, ManualClock, TiktokenCounter
 from shared_core.engine.context import context_breadth
 
-__all__ = ["FUSION_FINE_GRID", "FUSION_GRID", "GRID", "GRIDS", "LEVERS", "NEIGHBOUR_GRID", "OBJECTIVE", "SEED_GRID",
-           "SPEAKER_GRID", "SPEAKER_LEVERS", "CVScores", "ablations", "cv_tables", "run_grid"]
+__all__ = ["FUSION_FINE_GRID", "FUSION_GRID", "FUSION_SCALE_GRID", "GRID", "GRIDS", "LEVERS", "NEIGHBOUR_GRID",
+           "OBJECTIVE", "SEED_GRID", "SPEAKER_GRID", "SPEAKER_LEVERS", "CVScores", "ablations", "cv_tables", "run_grid"]
 
 #: field -> the values tried, the shipped preset first (it wins ties)
 GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
@@ -79,6 +79,12 @@ FUSION_FINE_GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
     ("graph_weight", (1.0, 0.85, 1.15)),
     ("graph_hop_decay", (0.45, 0.4, 0.5)),
 )
+#: the base paths' weights against the others' (``--grid fusion_scale``): ``vector_weight`` and ``keyword_weight``
+#: scaled together (the diagonal) move the feedback, speaker and time paths' shares the other way
+FUSION_SCALE_GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
+    ("vector_weight", (0.5, 0.35, 0.7)),
+    ("keyword_weight", (0.5, 0.35, 0.7)),
+)
 #: the fields that change the ranking itself (the rest change only the context's packing)
 RETRIEVAL_FIELDS = ("relevance_floor", "feedback_weight", "feedback_docs", "speaker_weight", "speaker_docs",
                     "speaker_list_factor", "seed_ratio", "graph_seeds", "vector_weight", "keyword_weight",
@@ -116,6 +122,7 @@ SEED_LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
     "up to 200 seeds (graph_seeds=100)": {"graph_seeds": (100,)},
 }
 FUSION_LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
+    "a vector weight chosen per fold (vector_weight held at 0.5)": {"vector_weight": (0.5,)},
     "a keyword weight chosen per fold (keyword_weight held at 0.5)": {"keyword_weight": (0.5,)},
     "a graph weight chosen per fold (graph_weight held at 1.0)": {"graph_weight": (1.0,)},
     "a time weight chosen per fold (time_weight held at 0.5)": {"time_weight": (0.5,)},
@@ -125,12 +132,13 @@ FUSION_LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
 GRIDS = {"full": (GRID, LEVERS), "speaker": (SPEAKER_GRID, SPEAKER_LEVERS),
          "neighbours": (NEIGHBOUR_GRID, NEIGHBOUR_LEVERS), "speaker_lists": (SPEAKER_LIST_GRID, SPEAKER_LIST_LEVERS),
          "seeds": (SEED_GRID, SEED_LEVERS), "fusion": (FUSION_GRID, FUSION_LEVERS),
-         "fusion_fine": (FUSION_FINE_GRID, FUSION_LEVERS)}
+         "fusion_fine": (FUSION_FINE_GRID, FUSION_LEVERS), "fusion_scale": (FUSION_SCALE_GRID, FUSION_LEVERS)}
 #: a lever's off value, for the "every lever off" row (a fusion weight's: the preset's, so the row is the presets')
 _OFF = {"feedback_weight": (0.0,), "feedback_docs": (5,), "list_diversity": (0.0,), "list_candidates": (1.0,),
         "relevance_floor": (0.1,), "speaker_weight": (0.0,), "context_neighbours": (0,),
         "speaker_list_factor": (1.0,), "seed_ratio": (1.0,), "graph_seeds": (100,),
-        "keyword_weight": (0.5,), "graph_weight": (1.0,), "time_weight": (0.5,), "graph_hop_decay": (0.45,)}
+        "vector_weight": (0.5,), "keyword_weight": (0.5,), "graph_weight": (1.0,), "time_weight": (0.5,),
+        "graph_hop_decay": (0.45,)}
 METRICS = ("R@5", "R@10", "R@20", "R@1000tok", "R@2000tok")
 BUDGETS = (1000, 2000)
 KS = (5, 10, 20)

@@ -44,8 +44,9 @@ def test_the_fusion_grids_key_each_point_apart() -> None:
     points = _cv.grid_points(_cv.FUSION_GRID)
     assert [name for name, _ in _cv.FUSION_GRID] == ["keyword_weight", "graph_weight", "time_weight"]
     assert len({_cv._cache_key(p) for p in points}) == len(points) == 27
-    fine = _cv.grid_points(_cv.FUSION_FINE_GRID)
-    assert len({_cv._cache_key(p) for p in fine}) == len(fine) == 27
+    for grid, size in ((_cv.FUSION_FINE_GRID, 27), (_cv.FUSION_SCALE_GRID, 9)):
+        others = _cv.grid_points(grid)
+        assert len({_cv._cache_key(p) for p in others}) == len(others) == size
 
 
 @pytest.mark.parametrize("name", list(_cv.GRIDS))
