@@ -33,8 +33,8 @@ from _locomo import CATEGORIES, Conversation, recall_fraction
 from shared_core import AtlasConfig, ElasticMemoryAtlas, ManualClock, TiktokenCounter
 from shared_core.engine.context import context_breadth
 
-__all__ = ["GRID", "GRIDS", "LEVERS", "NEIGHBOUR_GRID", "OBJECTIVE", "SEED_GRID", "SPEAKER_GRID", "SPEAKER_LEVERS",
-           "CVScores", "ablations", "cv_tables", "run_grid"]
+__all__ = ["FUSION_FINE_GRID", "FUSION_GRID", "FUSION_SCALE_GRID", "GRID", "GRIDS", "LEVERS", "NEIGHBOUR_GRID",
+           "OBJECTIVE", "SEED_GRID", "SPEAKER_GRID", "SPEAKER_LEVERS", "CVScores", "ablations", "cv_tables", "run_grid"]
 
 #: field -> the values tried, the shipped preset first (it wins ties)
 GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
@@ -63,9 +63,33 @@ SEED_GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
     ("seed_ratio", (2.0, 1.0, 4.0)),
     ("graph_seeds", (100, 200)),
 )
+#: the convex fusion's weights (`shared_core.formulas._fusion.fuse`, `shared_core.engine.recall`; ``--grid
+#: fusion``): fusion divides by the sum of the weights, so only ratios count and ``vector_weight`` stays at 0.5;
+#: ``keyword_weight`` sets the keyword:vector ratio, ``time_weight`` the time path's share, ``graph_weight`` the
+#: walk's boost against the fused relevance. ``recent_weight``, ``weight_exponent`` and ``recency_exponent`` are
+#: 0 in `AtlasConfig.archive` and the recent path needs a ``session_id`` that no LoCoMo query has: not here
+FUSION_GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
+    ("keyword_weight", (0.5, 0.35, 0.7)),
+    ("graph_weight", (1.0, 0.7, 1.4)),
+    ("time_weight", (0.5, 0.25, 1.0)),
+)
+#: the second pass, nearer the presets (``--grid fusion_fine``), with the walk's decay per hop
+FUSION_FINE_GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
+    ("keyword_weight", (0.5, 0.45, 0.55)),
+    ("graph_weight", (1.0, 0.85, 1.15)),
+    ("graph_hop_decay", (0.45, 0.4, 0.5)),
+)
+#: the base paths' weights against the others' (``--grid fusion_scale``): ``vector_weight`` and ``keyword_weight``
+#: scaled together (the diagonal) move the feedback, speaker and time paths' shares the other way
+FUSION_SCALE_GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
+    ("vector_weight", (0.5, 0.35, 0.7)),
+    ("keyword_weight", (0.5, 0.35, 0.7)),
+)
 #: the fields that change the ranking itself (the rest change only the context's packing)
 RETRIEVAL_FIELDS = ("relevance_floor", "feedback_weight", "feedback_docs", "speaker_weight", "speaker_docs",
-                    "speaker_list_factor", "seed_ratio", "graph_seeds")
+                    "speaker_list_factor", "seed_ratio", "graph_seeds", "vector_weight", "keyword_weight",
+                    "graph_weight", "time_weight", "recent_weight", "graph_hop_decay", "weight_exponent",
+                    "recency_exponent")
 #: packing fields that a context's cache key must hold (the list levers' are in `context_breadth`)
 CONTEXT_FIELDS = ("context_neighbours",)
 #: field -> (the field that switches it off, that field's off value): answers are cached alike
@@ -97,14 +121,24 @@ SEED_LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
     "more seeds than asked for (seed_ratio=1)": {"seed_ratio": (1.0,)},
     "up to 200 seeds (graph_seeds=100)": {"graph_seeds": (100,)},
 }
+FUSION_LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
+    "a vector weight chosen per fold (vector_weight held at 0.5)": {"vector_weight": (0.5,)},
+    "a keyword weight chosen per fold (keyword_weight held at 0.5)": {"keyword_weight": (0.5,)},
+    "a graph weight chosen per fold (graph_weight held at 1.0)": {"graph_weight": (1.0,)},
+    "a time weight chosen per fold (time_weight held at 0.5)": {"time_weight": (0.5,)},
+    "a hop decay chosen per fold (graph_hop_decay held at 0.45)": {"graph_hop_decay": (0.45,)},
+}
 #: ``--grid`` name -> (grid, levers)
 GRIDS = {"full": (GRID, LEVERS), "speaker": (SPEAKER_GRID, SPEAKER_LEVERS),
          "neighbours": (NEIGHBOUR_GRID, NEIGHBOUR_LEVERS), "speaker_lists": (SPEAKER_LIST_GRID, SPEAKER_LIST_LEVERS),
-         "seeds": (SEED_GRID, SEED_LEVERS)}
-#: a lever's off value, for the "every lever off" row
+         "seeds": (SEED_GRID, SEED_LEVERS), "fusion": (FUSION_GRID, FUSION_LEVERS),
+         "fusion_fine": (FUSION_FINE_GRID, FUSION_LEVERS), "fusion_scale": (FUSION_SCALE_GRID, FUSION_LEVERS)}
+#: a lever's off value, for the "every lever off" row (a fusion weight's: the preset's, so the row is the presets')
 _OFF = {"feedback_weight": (0.0,), "feedback_docs": (5,), "list_diversity": (0.0,), "list_candidates": (1.0,),
         "relevance_floor": (0.1,), "speaker_weight": (0.0,), "context_neighbours": (0,),
-        "speaker_list_factor": (1.0,), "seed_ratio": (1.0,), "graph_seeds": (100,)}
+        "speaker_list_factor": (1.0,), "seed_ratio": (1.0,), "graph_seeds": (100,),
+        "vector_weight": (0.5,), "keyword_weight": (0.5,), "graph_weight": (1.0,), "time_weight": (0.5,),
+        "graph_hop_decay": (0.45,)}
 METRICS = ("R@5", "R@10", "R@20", "R@1000tok", "R@2000tok")
 BUDGETS = (1000, 2000)
 KS = (5, 10, 20)
@@ -133,7 +167,7 @@ def grid_points(grid: Sequence[tuple[str, tuple[Any, ...]]] | None = None) -> li
 def run_grid(conversations: Sequence[Conversation], *, base: AtlasConfig, cache: VectorCache, embedder: Any,
              now: float, progress: Any = None, grid: tuple[tuple[str, tuple[Any, ...]], ...] = GRID) -> CVScores:
     """Score every grid point (and the baselines) on every question of every conversation."""
-    from locomo_recall import _CachedEmbedder, ingest
+    from locomo_recall import _CachedEmbedder, in_full, ingest
 
     points = grid_points(grid)
     scores = CVScores(points, grid)
@@ -143,7 +177,6 @@ def run_grid(conversations: Sequence[Conversation], *, base: AtlasConfig, cache:
         atlas = ElasticMemoryAtlas(config=base, embedder=_CachedEmbedder(cache), token_counter=counter,
                                    clock=ManualClock(now))
         dia_of = ingest(atlas, conv, cache)
-        text_of = {t.dia_id: " ".join(t.content.split()) for t in conv.turns}
         vectors = cache.embed([t.content for t in conv.turns])
         rankers = make_rankers(conv, vectors, cache, names=BASELINES)
         lines = [t.dated for t in conv.turns]
@@ -180,7 +213,9 @@ def run_grid(conversations: Sequence[Conversation], *, base: AtlasConfig, cache:
                         ctx = view.build_context(q.question, namespace=conv.sample_id, token_budget=b,
                                                  style="timeline", reinforce=False)
                         scores.over_budget += ctx.tokens > b
-                        contexts[ckey] = sum(text_of[d] in ctx.text for d in q.evidence) / len(q.evidence)
+                        # shown whole, as `locomo_recall.py` counts it (a message after one of its
+                        # speaker is shown without the label)
+                        contexts[ckey] = recall_fraction(q.evidence, in_full(ctx, dia_of))
                     row[f"R@{b}tok"] = contexts[ckey]
                 rows.append((q.category, row))
             scores.atlas[index][conv.sample_id] = rows
@@ -263,7 +298,7 @@ def cv_tables(scores: CVScores) -> str:
     for name, by_conv in scores.baselines.items():
         out.append(_row(name, [r for c in convs for r in by_conv[c]]))
     out.append(f"\nContexts over budget: {scores.over_budget}.")
-    if len(scores.points) <= 12:  # a small grid: every point on all conversations (fitted, not held out)
+    if len(scores.points) <= 30:  # a small grid: every point on all conversations (fitted, not held out)
         out += ["", "### Every point on all conversations (fitted)", "", *_head()]
         out += [_row(_point(p), [r for c in convs for r in scores.atlas[i][c]]) for i, p in enumerate(scores.points)]
     return "\n".join(out)

@@ -39,6 +39,7 @@ import numpy.typing as npt
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _baselines import BASELINES, FRAMEWORK_BASELINES, VectorCache, make_rankers, pack_lines
+from _cv import GRIDS
 from _locomo import (
     CATEGORIES,
     Conversation,
@@ -323,9 +324,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="override an AtlasConfig field for an ablation, e.g. --set graph_hops=0")
     parser.add_argument("--cv", action="store_true", help="leave-one-conversation-out over the grid of "
                         "_cv.GRID: the fitted and the cross-validated tables, and the ablations (timeline style)")
-    parser.add_argument("--grid", default="full", choices=["full", "speaker", "neighbours", "speaker_lists", "seeds"],
+    parser.add_argument("--grid", default="full", choices=list(GRIDS),
                         help="--cv's grid: _cv.GRIDS (full: 48 points; speaker: the speaker path's; "
-                        "neighbours: context windows; seeds: the walk's seeds)")
+                        "neighbours: context windows; seeds: the walk's seeds; fusion, fusion_fine, fusion_scale: the "
+                        "fusion's weights)")
     parser.add_argument("--json", metavar="FILE", help="also write every mean to a JSON file")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument("--compute", default="int8", choices=["fp32", "int8"],
@@ -375,7 +377,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _cross_validate(conversations: Sequence[Conversation], config: AtlasConfig, *, quiet: bool,
                     grid: str = "full") -> int:
-    from _cv import GRIDS, ablations, cv_tables, grid_points, run_grid
+    from _cv import ablations, cv_tables, grid_points, run_grid
 
     points, levers = GRIDS[grid]
 

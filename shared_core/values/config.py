@@ -99,7 +99,8 @@ class AtlasConfig:
     returned (and reinforced) only if its cosine with the query reaches the floor, it shares a
     query word, it lies in the time range the query names, it is one of the session's latest
     turns, or the graph reaches it from such a memory; a query unrelated to every memory returns
-    nothing (None: no floor).
+    nothing (None: no floor). The fusion weights and ``graph_hop_decay`` are kept by
+    leave-one-conversation-out on LoCoMo (`benchmarks/README.md`, "Fusion weights cross-validated").
 
     Entities (`shared_core.text.entities`; off by default: on LoCoMo they did not pay for their
     write cost): with ``entity_extraction="keyphrases"`` each new memory's names, speaker and

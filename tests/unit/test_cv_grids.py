@@ -1,0 +1,87 @@
+"""The cross-validation grids of ``benchmarks/_cv.py`` (``locomo_recall.py --cv --grid NAME``): each
+grid starts at the shipped preset, every field it varies is part of the answers' cache key (else two
+points would share one point's answers), its levers hold values it has, ``--grid`` offers
+exactly `_cv.GRIDS`, and a context's evidence is counted as ``locomo_recall.py`` counts it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from shared_core import AtlasConfig
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+import _cv  # noqa: E402
+import locomo_recall  # noqa: E402
+
+#: fields a context's cache key holds through `shared_core.engine.context.context_breadth`
+_BREADTH_FIELDS = {"list_diversity", "list_candidates"}
+
+
+@pytest.mark.parametrize("name", list(_cv.GRIDS))
+def test_a_grid_starts_at_the_presets_and_varies_query_time_fields(name: str) -> None:
+    grid, levers = _cv.GRIDS[name]
+    preset = AtlasConfig.archive()
+    assert _cv.grid_points(grid)[0] == {field: getattr(preset, field) for field, _ in grid}
+    for field, values in grid:
+        assert len(set(values)) == len(values), field
+        assert field in set(_cv.RETRIEVAL_FIELDS) | set(_cv.CONTEXT_FIELDS) | _BREADTH_FIELDS, field
+        preset.replace(**{field: values[-1]})  # every value is a valid config
+        if field in _cv._OFF:
+            assert set(_cv._OFF[field]) <= set(values), field
+    fields = dict(grid)
+    applied = {lever: hold for lever, hold in levers.items() if set(hold) <= set(fields)}  # as `_cv.ablations`
+    assert applied
+    for lever, hold in applied.items():
+        assert all(set(v) <= set(fields[field]) for field, v in hold.items()), lever
+
+
+def test_the_fusion_grids_key_each_point_apart() -> None:
+    points = _cv.grid_points(_cv.FUSION_GRID)
+    assert [name for name, _ in _cv.FUSION_GRID] == ["keyword_weight", "graph_weight", "time_weight"]
+    assert len({_cv._cache_key(p) for p in points}) == len(points) == 27
+    for grid, size in ((_cv.FUSION_FINE_GRID, 27), (_cv.FUSION_SCALE_GRID, 9)):
+        others = _cv.grid_points(grid)
+        assert len({_cv._cache_key(p) for p in others}) == len(others) == size
+
+
+@pytest.mark.parametrize("name", list(_cv.GRIDS))
+def test_the_command_line_offers_every_grid(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        locomo_recall.main(["--cv", "--grid", name, "--data", str(BENCH / "no-such-file.json")])
+    assert "no data at" in capsys.readouterr().err  # the grid was accepted; the data was not found
+
+
+def test_the_command_line_refuses_an_unknown_grid(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        locomo_recall.main(["--cv", "--grid", "nope"])
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def test_a_context_counts_a_message_shown_without_its_label() -> None:
+    """A turn cut into messages (``--split-messages``): the timeline shows the messages after the
+    first without the speaker's label again; each is still counted as in the context."""
+    from _baselines import VectorCache
+    from _locomo import Conversation, Question, Turn, split_messages
+
+    from shared_core import HashingEmbedder
+
+    texts = ("I went swimming in the lake. The water was cold. We saw a heron there.",
+             "That sounds lovely! Herons are shy birds.", "We also had a picnic with sandwiches.",
+             "Nice, what kind of sandwiches did you bring?")
+    turns = tuple(Turn(f"D1:{i + 1}", 1, ("Ann", "Bob")[i % 2], text, None, "8 May 2023", 1.68e9 + 60 * i)
+                  for i, text in enumerate(texts))
+    question = Question("Where did Ann go swimming, was the water cold, and what bird did she see?", 1,
+                        frozenset({"D1:1"}))
+    conv = split_messages(Conversation("tiny", turns, (question,), 0))
+    assert len(conv.questions[0].evidence) == 3  # D1:1.0, D1:1.1, D1:1.2: two shown without a label
+    embedder = HashingEmbedder()
+    scores = _cv.run_grid([conv], base=AtlasConfig.archive(), cache=VectorCache(embedder), embedder=embedder,
+                          now=locomo_recall.NOW, grid=(("context_neighbours", (12,)),))
+    [(_, row)] = scores.atlas[0]["tiny"]
+    assert row["R@1000tok"] == row["R@2000tok"] == 1.0  # the whole chat fits: every message is in
+    assert scores.over_budget == 0
