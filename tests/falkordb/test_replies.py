@@ -162,3 +162,16 @@ def test_parameters_are_written_as_the_falkordb_client_writes_them() -> None:
         assert cypher_literal(value) == stringify_param_value(value), value
     assert params_header({"ids": ["a"], "v": Literal("[0.5]"), "s": "q\""}) == 'CYPHER ids=["a"] v=[0.5] s="q\\"" '
     assert params_header({}) == ""
+
+
+def test_the_weight_statements_read_verbose_are_made_for_every_decay_unit_and_weight_model() -> None:
+    """`SCALAR_COLUMNS` lists `rescale`'s statements for `cypher.DECAY_UNITS` x `cypher.WEIGHT_MODELS`:
+    those must be every value `AtlasConfig` accepts, or a config's statements fall back to the
+    compact format unnoticed."""
+    from typing import get_args, get_type_hints
+
+    from shared_core.values.config import AtlasConfig
+
+    hints = get_type_hints(AtlasConfig)
+    assert set(q.DECAY_UNITS) == set(get_args(hints["decay_unit"]))
+    assert set(q.WEIGHT_MODELS) == set(get_args(hints["weight_model"]))
