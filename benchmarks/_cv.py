@@ -121,12 +121,13 @@ SEED_LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
     "more seeds than asked for (seed_ratio=1)": {"seed_ratio": (1.0,)},
     "up to 200 seeds (graph_seeds=100)": {"graph_seeds": (100,)},
 }
+#: the fusion's fields and what a lever row calls them; each is held at its preset (no "off" value)
+_FUSION_FIELDS = {"vector_weight": "a vector weight", "keyword_weight": "a keyword weight",
+                  "graph_weight": "a graph weight", "time_weight": "a time weight", "graph_hop_decay": "a hop decay"}
+_FUSION_PRESETS = {f: (getattr(AtlasConfig.archive(), f),) for f in _FUSION_FIELDS}
 FUSION_LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
-    "a vector weight chosen per fold (vector_weight held at 0.5)": {"vector_weight": (0.5,)},
-    "a keyword weight chosen per fold (keyword_weight held at 0.5)": {"keyword_weight": (0.5,)},
-    "a graph weight chosen per fold (graph_weight held at 1.0)": {"graph_weight": (1.0,)},
-    "a time weight chosen per fold (time_weight held at 0.5)": {"time_weight": (0.5,)},
-    "a hop decay chosen per fold (graph_hop_decay held at 0.45)": {"graph_hop_decay": (0.45,)},
+    f"{name} chosen per fold ({f} held at {_FUSION_PRESETS[f][0]})": {f: _FUSION_PRESETS[f]}
+    for f, name in _FUSION_FIELDS.items()
 }
 #: ``--grid`` name -> (grid, levers)
 GRIDS = {"full": (GRID, LEVERS), "speaker": (SPEAKER_GRID, SPEAKER_LEVERS),
@@ -136,9 +137,7 @@ GRIDS = {"full": (GRID, LEVERS), "speaker": (SPEAKER_GRID, SPEAKER_LEVERS),
 #: a lever's off value, for the "every lever off" row (a fusion weight's: the preset's, so the row is the presets')
 _OFF = {"feedback_weight": (0.0,), "feedback_docs": (5,), "list_diversity": (0.0,), "list_candidates": (1.0,),
         "relevance_floor": (0.1,), "speaker_weight": (0.0,), "context_neighbours": (0,),
-        "speaker_list_factor": (1.0,), "seed_ratio": (1.0,), "graph_seeds": (100,),
-        "vector_weight": (0.5,), "keyword_weight": (0.5,), "graph_weight": (1.0,), "time_weight": (0.5,),
-        "graph_hop_decay": (0.45,)}
+        "speaker_list_factor": (1.0,), "seed_ratio": (1.0,), "graph_seeds": (100,), **_FUSION_PRESETS}
 METRICS = ("R@5", "R@10", "R@20", "R@1000tok", "R@2000tok")
 BUDGETS = (1000, 2000)
 KS = (5, 10, 20)
