@@ -87,9 +87,9 @@ def test_verbose_statements_read_as_the_compact_format(shared_atlas: Callable[..
         assert compact, query
         assert _typed(verbose) == _typed(compact), query
         assert _typed(_read(query, conn.run(key, query, values))) == _typed(compact), query  # what the backend reads
-    kinds = {type(v) for row in rows(conn.command("GRAPH.RO_QUERY", key, params_header(params[q.NODES]) + q.NODES,
-                                                  "--compact")) for v in row}
-    assert {bool, float, int, str, type(None)} <= kinds  # the graph has every kind the columns hold
+    held = {type(v) for row in rows(conn.command("GRAPH.RO_QUERY", key, params_header(params[q.NODES]) + q.NODES,
+                                                 "--compact")) for v in row}
+    assert {bool, float, int, str, type(None)} <= held  # the graph has every kind the columns hold
 
 
 _RESCALES = {q.rescale(unit, model, reinforce=r): False for unit in q.DECAY_UNITS for model in q.WEIGHT_MODELS
