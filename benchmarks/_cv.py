@@ -164,11 +164,13 @@ def grid_points(grid: Sequence[tuple[str, tuple[Any, ...]]] | None = None) -> li
 
 
 def run_grid(conversations: Sequence[Conversation], *, base: AtlasConfig, cache: VectorCache, embedder: Any,
-             now: float, progress: Any = None, grid: tuple[tuple[str, tuple[Any, ...]], ...] = GRID) -> CVScores:
-    """Score every grid point (and the baselines) on every question of every conversation."""
+             now: float, progress: Any = None, grid: tuple[tuple[str, tuple[Any, ...]], ...] = GRID,
+             points: Sequence[dict[str, Any]] | None = None) -> CVScores:
+    """Score every grid point (and the baselines) on every question of every conversation;
+    ``points``: these points instead of the grid's product (a diagnosis's chosen few)."""
     from locomo_recall import _CachedEmbedder, in_full, ingest
 
-    points = grid_points(grid)
+    points = grid_points(grid) if points is None else [dict(p) for p in points]
     scores = CVScores(points, grid)
     counter = TiktokenCounter()
     count = functools.lru_cache(maxsize=None)(counter.count)
@@ -196,6 +198,10 @@ def run_grid(conversations: Sequence[Conversation], *, base: AtlasConfig, cache:
             config = base.replace(**point)
             view = ElasticMemoryAtlas(config=config, embedder=_CachedEmbedder(cache), token_counter=counter,
                                       clock=ManualClock(now), backend=atlas.backend)
+            # a new atlas over another one's in-process backend has not heard its writes: it learns
+            # the speakers the ingesting atlas knows, so that a question naming one in lower case
+            # (robustness.py's real_chat) runs the speaker path as it does in `locomo_recall.py`
+            view._state.speakers.fill(conv.sample_id, atlas._state.speakers.known(conv.sample_id))
             key = _cache_key(point)
             rows = []
             for qi, q in enumerate(conv.questions):
