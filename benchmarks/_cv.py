@@ -57,6 +57,10 @@ SPEAKER_GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
 SPEAKER_LIST_GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
     ("speaker_list_factor", (3.0, 1.0, 2.0)),
 )
+#: the same past the preset, which was the first grid's edge (``--grid speaker_lists_wide``)
+SPEAKER_LIST_WIDE_GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
+    ("speaker_list_factor", (3.0, 1.0, 2.0, 4.0, 6.0)),
+)
 #: the walk's seeds (`shared_core.engine.recall.breadth`): ``min(graph_seeds, ceil(seed_ratio * wanted))``;
 #: ``graph_seeds`` binds only where ``seed_ratio * wanted`` reaches it (``--grid seeds``)
 SEED_GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
@@ -132,6 +136,7 @@ FUSION_LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
 #: ``--grid`` name -> (grid, levers)
 GRIDS = {"full": (GRID, LEVERS), "speaker": (SPEAKER_GRID, SPEAKER_LEVERS),
          "neighbours": (NEIGHBOUR_GRID, NEIGHBOUR_LEVERS), "speaker_lists": (SPEAKER_LIST_GRID, SPEAKER_LIST_LEVERS),
+         "speaker_lists_wide": (SPEAKER_LIST_WIDE_GRID, SPEAKER_LIST_LEVERS),
          "seeds": (SEED_GRID, SEED_LEVERS), "fusion": (FUSION_GRID, FUSION_LEVERS),
          "fusion_fine": (FUSION_FINE_GRID, FUSION_LEVERS), "fusion_scale": (FUSION_SCALE_GRID, FUSION_LEVERS)}
 #: a lever's off value, for the "every lever off" row (a fusion weight's: the preset's, so the row is the presets')

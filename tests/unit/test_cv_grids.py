@@ -131,3 +131,25 @@ def test_a_grid_scores_the_points_it_is_given() -> None:
     assert scores.points == [{"speaker_weight": 0.0}]
     [(_, row)] = scores.atlas[0]["fun"]
     assert row["R@5"] < 1.0  # the point given (no speaker path), not the grid's first (2.0)
+
+
+def _row(conv: str, group: str, scores: tuple[float, float]) -> dict[str, object]:
+    return {"conv": conv, "question": "?", "category": "single-hop", "aggregate": group,
+            "metrics": [{"R@10": s, "R@1000tok": s, "R@2000tok": s} for s in scores]}
+
+
+def test_a_point_per_group_is_chosen_without_the_held_out_conversation() -> None:
+    """``graph_kind_diagnosis.by_group_cv``: each held-out conversation's questions of a group are
+    scored at the point that group's questions of the other conversations prefer, never at the
+    one its own questions prefer."""
+    from graph_kind_diagnosis import by_group_cv
+
+    rows = [_row(c, "aggregate", (0.5, 0.9)) for c in ("a", "b", "c")]  # lists want point 1
+    rows += [_row(c, "single", (0.8, 0.6)) for c in ("a", "a", "a", "b", "b", "b", "c")]  # single facts: 0
+    rows += [_row("c", "single", (0.4, 1.0))]  # c's own single facts would choose point 1
+    scored, chosen = by_group_cv(rows, "aggregate")
+    assert chosen == ["a/aggregate: 1", "a/single: 0", "b/aggregate: 1", "b/single: 0",
+                      "c/aggregate: 1", "c/single: 0"]
+    assert sorted(r["R@10"] for r in scored) == [0.4, *[0.8] * 7, 0.9, 0.9, 0.9]
+    one, picks = by_group_cv(rows, None)  # one point for all: lists and single facts alike
+    assert len(one) == len(rows) and all(p.endswith(": 0") or p.endswith(": 1") for p in picks)
