@@ -5,8 +5,11 @@ up on LoCoMo cut into sentences (``--split-messages``), down for LoCoMo's list q
 on the longer haystacks. This script asks whether a feature the atlas can read from the question
 separates the questions that want more walk from those that want less. For every set it
 ingests each conversation once (`_cv.run_grid`: a grid point is a new atlas over the same
-backend), scores every question at every point of `POINTS`, and prints, per question group, the
-mean objective of `_cv.OBJECTIVE` (R@1000 tok and R@2000 tok) and multi-hop R@2000 at each point.
+backend), scores every question at every point of `POINTS` (or of ``--point``), and prints, per
+question group, the mean objective of `_cv.OBJECTIVE` (R@1000 tok and R@2000 tok) at each point
+(``--metric`` adds a table of one metric), then the leave-one-conversation-out table of
+`cv_report`: each fold chooses one point per group on the other conversations (`by_group_cv`),
+against one point for every question (the by-group choice's ablation) and the presets.
 
 Groups: the shape `shared_core.formulas.questions.analyze_query` reads (``single``, ``list``,
 ``count``; ``aggregate`` = list or count), whether the question names a time
@@ -18,6 +21,8 @@ Sets: ``dev`` (the split as it is), ``split`` (`_locomo.split_messages`: one mes
 sentence), and the ``robustness.py`` perturbations ``real_chat`` and ``long``.
 
     nice -n 19 python benchmarks/graph_kind_diagnosis.py --sets dev,split --json /tmp/kinds.json
+    python benchmarks/graph_kind_diagnosis.py --load /tmp/kinds.json --metric R@2000tok    # the tables again
+    nice -n 19 python benchmarks/graph_kind_diagnosis.py --sets dev --point keyword_weight=0.35 --point feedback_docs=10
 """
 
 from __future__ import annotations
