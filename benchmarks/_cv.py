@@ -57,6 +57,10 @@ SPEAKER_GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
 SPEAKER_LIST_GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
     ("speaker_list_factor", (3.0, 1.0, 2.0)),
 )
+#: the same past the preset, which was the first grid's edge (``--grid speaker_lists_wide``)
+SPEAKER_LIST_WIDE_GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
+    ("speaker_list_factor", (3.0, 1.0, 2.0, 4.0, 6.0)),
+)
 #: the walk's seeds (`shared_core.engine.recall.breadth`): ``min(graph_seeds, ceil(seed_ratio * wanted))``;
 #: ``graph_seeds`` binds only where ``seed_ratio * wanted`` reaches it (``--grid seeds``)
 SEED_GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
@@ -132,6 +136,7 @@ FUSION_LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
 #: ``--grid`` name -> (grid, levers)
 GRIDS = {"full": (GRID, LEVERS), "speaker": (SPEAKER_GRID, SPEAKER_LEVERS),
          "neighbours": (NEIGHBOUR_GRID, NEIGHBOUR_LEVERS), "speaker_lists": (SPEAKER_LIST_GRID, SPEAKER_LIST_LEVERS),
+         "speaker_lists_wide": (SPEAKER_LIST_WIDE_GRID, SPEAKER_LIST_LEVERS),
          "seeds": (SEED_GRID, SEED_LEVERS), "fusion": (FUSION_GRID, FUSION_LEVERS),
          "fusion_fine": (FUSION_FINE_GRID, FUSION_LEVERS), "fusion_scale": (FUSION_SCALE_GRID, FUSION_LEVERS)}
 #: a lever's off value, for the "every lever off" row (a fusion weight's: the preset's, so the row is the presets')
@@ -164,11 +169,13 @@ def grid_points(grid: Sequence[tuple[str, tuple[Any, ...]]] | None = None) -> li
 
 
 def run_grid(conversations: Sequence[Conversation], *, base: AtlasConfig, cache: VectorCache, embedder: Any,
-             now: float, progress: Any = None, grid: tuple[tuple[str, tuple[Any, ...]], ...] = GRID) -> CVScores:
-    """Score every grid point (and the baselines) on every question of every conversation."""
+             now: float, progress: Any = None, grid: tuple[tuple[str, tuple[Any, ...]], ...] = GRID,
+             points: Sequence[dict[str, Any]] | None = None) -> CVScores:
+    """Score every grid point (and the baselines) on every question of every conversation;
+    ``points``: these points instead of the grid's product (a diagnosis's chosen few)."""
     from locomo_recall import _CachedEmbedder, in_full, ingest
 
-    points = grid_points(grid)
+    points = grid_points(grid) if points is None else [dict(p) for p in points]
     scores = CVScores(points, grid)
     counter = TiktokenCounter()
     count = functools.lru_cache(maxsize=None)(counter.count)
@@ -196,6 +203,10 @@ def run_grid(conversations: Sequence[Conversation], *, base: AtlasConfig, cache:
             config = base.replace(**point)
             view = ElasticMemoryAtlas(config=config, embedder=_CachedEmbedder(cache), token_counter=counter,
                                       clock=ManualClock(now), backend=atlas.backend)
+            # a new atlas over another one's in-process backend has not heard its writes: it learns
+            # the speakers the ingesting atlas knows, so that a question naming one in lower case
+            # (robustness.py's real_chat) runs the speaker path as it does in `locomo_recall.py`
+            view._state.speakers.fill(conv.sample_id, atlas._state.speakers.known(conv.sample_id))
             key = _cache_key(point)
             rows = []
             for qi, q in enumerate(conv.questions):

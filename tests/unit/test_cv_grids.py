@@ -85,3 +85,71 @@ def test_a_context_counts_a_message_shown_without_its_label() -> None:
     [(_, row)] = scores.atlas[0]["tiny"]
     assert row["R@1000tok"] == row["R@2000tok"] == 1.0  # the whole chat fits: every message is in
     assert scores.over_budget == 0
+
+
+def _fun_chat() -> object:
+    """A chat where a question about Jon and Gina finds their own turns only through the speaker
+    path (a third speaker's turns name them both), as in ``tests/unit/test_subqueries.py``."""
+    from _locomo import Conversation, Question, Turn
+
+    lines = [*(("Tim", f"Jon, Gina! What do Jon and Gina do for fun, Jon and Gina? day {i}") for i in range(3)),
+             ("Jon", "Gina, what do Jon and Gina do for fun?"), ("Gina", "what do Gina and Jon do for fun, Jon?"),
+             ("Jon", "dancing, so much fun"), ("Gina", "painting is fun"),
+             *(("Tim", f"said hello on day {i}") for i in range(8))]
+    turns = tuple(Turn(f"D1:{i + 1}", 1, who, text, None, "8 May 2023", 1.68e9 + 60 * i)
+                  for i, (who, text) in enumerate(lines))
+    question = Question("what do jon and gina do for fun?", 1, frozenset({"D1:6", "D1:7"}))  # typed in lower case
+    return Conversation("fun", turns, (question,), 0)
+
+
+def _fun_grid(points: list[dict[str, object]] | None = None) -> _cv.CVScores:
+    from _baselines import VectorCache
+
+    from shared_core import HashingEmbedder
+
+    embedder = HashingEmbedder(dim=256)
+    base = AtlasConfig.archive(similar_top=0, link_temporal=False, candidate_min=4, candidate_ratio=1.0,
+                               feedback_weight=0.0, speaker_min_k=0, speaker_weight=2.0)
+    return _cv.run_grid([_fun_chat()], base=base, cache=VectorCache(embedder),  # type: ignore[list-item]
+                        embedder=embedder, now=locomo_recall.NOW, grid=(("speaker_weight", (2.0, 0.0)),),
+                        points=points)
+
+
+def test_a_grid_point_knows_the_speakers_a_lower_case_question_names() -> None:
+    """Each grid point is a new atlas over the ingesting atlas's backend: it learns the speakers
+    that atlas heard, so a question typed in lower case ("jon", "gina") runs the speaker path
+    there as it does in ``locomo_recall.py`` (``robustness.py``'s ``real_chat`` asks so)."""
+    scores = _fun_grid()
+    [(_, with_path)] = scores.atlas[0]["fun"]
+    [(_, without)] = scores.atlas[1]["fun"]
+    assert with_path["R@5"] == 1.0  # both speakers' own turns, through the speaker path
+    assert without["R@5"] < 1.0
+
+
+def test_a_grid_scores_the_points_it_is_given() -> None:
+    scores = _fun_grid([{"speaker_weight": 0.0}])
+    assert scores.points == [{"speaker_weight": 0.0}]
+    [(_, row)] = scores.atlas[0]["fun"]
+    assert row["R@5"] < 1.0  # the point given (no speaker path), not the grid's first (2.0)
+
+
+def _row(conv: str, group: str, scores: tuple[float, float]) -> dict[str, object]:
+    return {"conv": conv, "question": "?", "category": "single-hop", "aggregate": group,
+            "metrics": [{"R@10": s, "R@1000tok": s, "R@2000tok": s} for s in scores]}
+
+
+def test_a_point_per_group_is_chosen_without_the_held_out_conversation() -> None:
+    """``graph_kind_diagnosis.by_group_cv``: each held-out conversation's questions of a group are
+    scored at the point that group's questions of the other conversations prefer, never at the
+    one its own questions prefer."""
+    from graph_kind_diagnosis import by_group_cv
+
+    rows = [_row(c, "aggregate", (0.5, 0.9)) for c in ("a", "b", "c")]  # lists want point 1
+    rows += [_row(c, "single", (0.8, 0.6)) for c in ("a", "a", "a", "b", "b", "b", "c")]  # single facts: 0
+    rows += [_row("c", "single", (0.4, 1.0))]  # c's own single facts would choose point 1
+    scored, chosen = by_group_cv(rows, "aggregate")
+    assert chosen == ["a/aggregate: 1", "a/single: 0", "b/aggregate: 1", "b/single: 0",
+                      "c/aggregate: 1", "c/single: 0"]
+    assert sorted(r["R@10"] for r in scored) == [0.4, *[0.8] * 7, 0.9, 0.9, 0.9]
+    one, picks = by_group_cv(rows, None)  # one point for all: lists and single facts alike
+    assert len(one) == len(rows) and all(p.endswith(": 0") or p.endswith(": 1") for p in picks)
