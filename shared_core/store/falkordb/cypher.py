@@ -32,6 +32,7 @@ import functools
 from collections.abc import Callable, Sequence
 
 from ...values.model import AnyRelation
+from . import bm25 as _terms
 from .bm25 import (
     BACKFILL_REPEATS,
     BM25_COUNTS,
@@ -116,9 +117,9 @@ NODE_COUNT = "MATCH (n:Memory) RETURN count(n)"
 NODE_IDS = "MATCH (n:Memory) RETURN n.id"
 HAS_NODE = "MATCH (n:Memory {id: $id}) RETURN n.id LIMIT 1"
 # a memory indexed for BM25 leaves the namespace's document and token counts with it
-DELETE_NODE = ("MATCH (n:Memory {id: $id}) WITH n, n.terms AS terms DETACH DELETE n "
-               "WITH terms WHERE terms IS NOT NULL MATCH (c:Atlas) "
-               "SET c.docs = c.docs - 1, c.tokens = c.tokens - size(terms)")
+DELETE_NODE = ("MATCH (n:Memory {id: $id}) WITH n, n.terms AS terms DETACH DELETE n WITH terms WHERE terms IS NOT NULL "
+               f"MATCH (c:Atlas) SET c.docs = c.docs - 1, c.tokens = c.tokens - size(terms) "
+               f"{_terms.counted(_terms.drop_counts('terms'))}")
 
 # -- edges --------------------------------------------------------------------------------------
 EDGES = f"MATCH (n:Memory {{id: $id}})-[r]-(:Memory) RETURN DISTINCT {EDGE_COLUMNS}"
@@ -245,13 +246,15 @@ VECTOR_AMONG = ("UNWIND $ids AS id MATCH (e:Embedding {id: id}) "
 
 # -- a batch write in one round trip (`shared_core.store.falkordb.writes`) -----------------------
 # rows [id, props, terms, vector, raw, repeats]: `PUT_NODE`, `TRACK`, `SET_VECTORS` and `SET_TERMS` of each, in
-# order, in one statement (each memory's node, tracking, BM25 terms and vector node; the counters once)
+# order, in one statement (each memory's node, tracking, BM25 terms and per-term counts (`bm25.counted`)
+# and vector node; the counters once)
 WRITE_NODES = (_MERGE_COUNTER
                + "WITH c, coalesce(c.seq, 0) AS seq, coalesce(c.kwseq, 0) AS base "
                "UNWIND range(0, size($rows) - 1) AS j WITH c, seq, base, j, $rows[j] AS row "
                "MERGE (n:Memory {id: row[0]}) WITH c, seq, base, j, row, n, n.terms AS old "
                "SET n += row[1], n.tracked = true, n.pos = coalesce(n.pos, seq + j + 1), "
                "n.terms = row[2], n.tlen = size(row[2]), n.reps = row[5], n.kwseq = base + j + 1 "
+               f"{_terms.counted(_terms.drop_counts('old') + ' ' + _terms.add_counts('row[2]'))}"
                "WITH c, seq, base, row, old OPTIONAL MATCH (e:Embedding {id: row[0]}) "
                "WITH c, seq, base, row, old, e, CASE WHEN e IS NULL THEN 0 ELSE 1 END AS replaced DELETE e "
                "WITH c, seq, base, row, old, replaced "
@@ -272,11 +275,12 @@ _NEW_NODES = ("MATCH (c:Atlas) OPTIONAL MATCH (x0:Memory {id: $rows[0][0]}) WITH
 
 # a batch's turns, reserved by the statement that writes it (appended to `WRITE_NODES`: one atomic
 # step, so concurrent writers never share a turn and a refused write takes none): row j of $rows
-# gets turn and accessed_turn `first + j`, the counter ends on the last; leaves `first` in scope
+# gets turn and accessed_turn `first + j`, the counter ends on the last; leaves `first` and `uncounted`
+# (`bm25.UNCOUNTED`, after the write) in scope
 RESERVE_TURNS = ("WITH DISTINCT 1 AS one MATCH (c:Atlas) WITH c, coalesce(c.turn, 0) + 1 AS first "
-                 "SET c.turn = first + size($rows) - 1 "
-                 "WITH first UNWIND range(0, size($rows) - 1) AS j MATCH (n:Memory {id: $rows[j][0]}) "
-                 "SET n.turn = first + j, n.accessed_turn = first + j WITH DISTINCT first")
+                 f"SET c.turn = first + size($rows) - 1 WITH first, {_terms.UNCOUNTED} AS uncounted "
+                 "UNWIND range(0, size($rows) - 1) AS j MATCH (n:Memory {id: $rows[j][0]}) "
+                 "SET n.turn = first + j, n.accessed_turn = first + j WITH DISTINCT first, uncounted")
 
 
 # -- each session's newest memory (the source of the next memory's `before` edge) ------------------
@@ -349,10 +353,10 @@ def write_reserving(kinds: Sequence[str], *, named: bool = False, unnamed: bool 
     looking reads the relationship matrices, which FalkorDB then synchronises with the writes
     before it, the dearest part of a write); a statement sent again after its reply was lost
     (it ran once) writes nothing and returns no row."""
-    heads = session_heads(named=named, unnamed=unnamed, carry="first") if named or unnamed else \
-        "WITH first, [] AS before"
+    heads = session_heads(named=named, unnamed=unnamed, carry="first, uncounted") if named or unnamed else \
+        "WITH first, uncounted, [] AS before"
     edges = f" CALL {{ WITH before {write_edges(kinds, rows='before + $edges', new=True)} }}" if kinds else ""
-    return f"{_NEW_NODES} {RESERVE_TURNS} {heads}{edges} RETURN first, [b IN before | b[0]]"
+    return f"{_NEW_NODES} {RESERVE_TURNS} {heads}{edges} RETURN first, [b IN before | b[0]], uncounted"
 
 
 # `VECTOR_SEARCH` of each query vector of $queries in one statement: rows [index of the query,
@@ -406,11 +410,12 @@ def batch_rescale(decay_unit: str, weight_model: str, *, reinforce: bool) -> str
 _COSINE = "vec.cosineDistance(e.embedding, vecf32($vector))"
 SUPERSEDED_COUNT = "MATCH (n:Memory) WHERE n.superseded = true RETURN count(n)"
 BOUNDED_COUNT = "MATCH (n:Memory) WHERE n.bounded = true RETURN count(n)"
-# `GET_TURN`, `SUPERSEDED_COUNT`, `BOUNDED_COUNT`, BM25's documents and whether the graph has ever
-# held a backchannel (``c.chatter``, set by `WRITE_NODES` and `SET_CHATTER`) in one statement (one row)
-COUNTERS = ("OPTIONAL MATCH (c:Atlas) WITH c.turn AS turn, c.docs AS docs, c.chatter AS chatter "
-            "OPTIONAL MATCH (n:Memory) WHERE n.superseded = true WITH turn, docs, chatter, count(n) AS superseded "
-            "OPTIONAL MATCH (m:Memory) WHERE m.bounded = true RETURN turn, superseded, count(m), docs, chatter")
+# `GET_TURN`, `SUPERSEDED_COUNT`, `BOUNDED_COUNT`, BM25's documents, whether the graph has ever
+# held a backchannel (``c.chatter``, set by `WRITE_NODES` and `SET_CHATTER`) and whether it keeps its
+# per-term counts (``c.dfs``, `bm25.BACKFILL_COUNTS`) in one statement (one row)
+COUNTERS = ("OPTIONAL MATCH (c:Atlas) WITH c.turn AS turn, c.docs AS docs, c.chatter AS chatter, c.dfs AS dfs "
+            "OPTIONAL MATCH (n:Memory) WHERE n.superseded = true WITH turn, docs, chatter, dfs, count(n) AS superseded "
+            "OPTIONAL MATCH (m:Memory) WHERE m.bounded = true RETURN turn, superseded, count(m), docs, chatter, dfs")
 VECTORS_AMONG = f"UNWIND $ids AS id MATCH (e:Embedding {{id: id}}) RETURN e.id, {_VECTOR}"
 BETWEEN_COSINE = ("MATCH (n:Memory) WHERE n.tracked AND n.timestamp >= $start AND n.timestamp < $end "
                   f"OPTIONAL MATCH (e:Embedding {{id: n.id}}) RETURN n.id, {_COSINE} ORDER BY n.timestamp, n.id")

@@ -13,7 +13,10 @@ order), with the server asked twice instead of several times per memory:
    counter and answers the first), each session's newest memory before the batch (the source of the ``before`` edge to
    the batch's first memory of the session: `cypher.write_reserving`'s heads) and the edges
    (`cypher.write_edges`), each numbered as `put_edge` would number it (a head's number is
-   taken whether or not the session had a memory: numbers only order edges).
+   taken whether or not the session had a memory: numbers only order edges). A write that
+   leaves the namespace large enough to keep BM25's per-term counts without them is followed
+   by their one-time count (`FalkorKeywordIndex.count_terms`; a larger batch sends it with
+   its statements).
 
 A statement is atomic (the server undoes one that fails part-way), so a batch of up to 512
 memories, an ``add_memory`` among them, is written whole or not at all, turns included: the
@@ -48,6 +51,7 @@ from ...values.model import AnyRelation, MemoryNode, Relation
 from ..contract import WriteBatch
 from ..vector_math import batch_pairs, merge_links
 from . import cypher as q
+from .bm25 import BACKFILL_COUNTS
 from .client import GraphKey, Literal
 from .graph import FalkorGraphStore, next_seq, node_props
 from .indexes import FalkorKeywordIndex, FalkorVectorIndex, quote
@@ -198,6 +202,7 @@ def _write(part: Target, batch: WriteBatch, first: int, whole: bool) -> list[Mem
         if answer:
             reserved = int(answer[0][0])
             touched = {str(source) for source in answer[0][1]}  # the sessions' newest: their edges changed
+            part.keywords.count_terms(answer[0][2])  # the namespace grew large enough: count its stems once
         else:  # the batch is stored already: this request ran before and its reply was lost (see `write_reserving`)
             stored = part.graph.get_node(ids[0])
             if stored is None or stored.content != nodes[0].content:
@@ -211,6 +216,8 @@ def _write(part: Target, batch: WriteBatch, first: int, whole: bool) -> list[Mem
         query = f"{query} WITH DISTINCT 1 AS one {q.session_heads(named=bool(named), unnamed=unnamed is not None)}"
         writes[-1] = (q.write_edges(kinds, after=query) if edges else f"{query} RETURN size(before)",
                       {**node_params, **params})
+        # the one-time count of the per-term counts, should the batch make the namespace large enough
+        writes.append((BACKFILL_COUNTS, {"from": part.keywords.counts_from}))
         part.graph_key.write_many(writes)
     if any(flags):  # the graph holds a backchannel now (`cypher.WRITE_NODES` set its flag): walks step over
         part.graph.cache.chatter = True
