@@ -95,6 +95,13 @@ def test_every_write_keeps_the_counts(build: Build, clock: ManualClock, tmp_path
     part.keywords.remove(nodes[4].id)
     part.keywords.remove(nodes[4].id)  # twice: nothing the second time
     _exact(atlas)
+    atlas.forget(nodes[5].id, namespace="c")
+    part = _part(atlas)
+    part.keywords.remove(nodes[6].id)
+    held = atlas.count(namespace="c")
+    atlas.forget(nodes[6].id, namespace="c")  # a memory without terms is deleted all the same
+    assert not _part(atlas).graph.has(nodes[6].id) and atlas.count(namespace="c") == held - 1
+    _exact(atlas)
     before = _counts(atlas)
     part.keywords.add(nodes[1].id, "coffee coffee and toast with honey")  # the same terms again: no change
     assert _counts(atlas) == before

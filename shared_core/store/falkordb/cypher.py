@@ -116,10 +116,11 @@ NODES_AMONG = f"UNWIND $ids AS id MATCH (n:Memory {{id: id}}) RETURN {NODE_COLUM
 NODE_COUNT = "MATCH (n:Memory) RETURN count(n)"
 NODE_IDS = "MATCH (n:Memory) RETURN n.id"
 HAS_NODE = "MATCH (n:Memory {id: $id}) RETURN n.id LIMIT 1"
-# a memory indexed for BM25 leaves the namespace's document and token counts with it
-DELETE_NODE = ("MATCH (n:Memory {id: $id}) WITH n, n.terms AS terms DETACH DELETE n WITH terms WHERE terms IS NOT NULL "
-               f"MATCH (c:Atlas) SET c.docs = c.docs - 1, c.tokens = c.tokens - size(terms) "
-               f"{_terms.counted(_terms.drop_counts('terms'))}")
+# a memory indexed for BM25 leaves the namespace's document and token counts with it (no filter
+# after the delete: FalkorDB 4.16 would drop the delete of a row filtered after it)
+DELETE_NODE = ("MATCH (n:Memory {id: $id}) WITH n, n.terms AS terms DETACH DELETE n WITH terms MATCH (c:Atlas) "
+               "SET c.docs = c.docs - CASE WHEN terms IS NULL THEN 0 ELSE 1 END, "
+               f"c.tokens = c.tokens - coalesce(size(terms), 0) {_terms.counted(_terms.drop_counts('terms'))}")
 
 # -- edges --------------------------------------------------------------------------------------
 EDGES = f"MATCH (n:Memory {{id: $id}})-[r]-(:Memory) RETURN DISTINCT {EDGE_COLUMNS}"
