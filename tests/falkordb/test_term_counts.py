@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, ManualClock
-from shared_core.store.falkordb import FalkorDBBackend, bm25, indexes
+from shared_core.store.falkordb import FalkorDBBackend, bm25, client, indexes
 from shared_core.store.falkordb.partition import FalkorPartition
 
 TEXTS = ["Alice prefers oat milk in her coffee every morning", "Bob drinks coffee, coffee and more coffee",
@@ -177,6 +177,31 @@ def test_another_process_reads_and_keeps_the_same_counts(build: Build) -> None:
     _exact(early)
     assert _counts(late) == _counts(early)
     assert _keyword_hits(late) == _keyword_hits(early) == _keyword_hits(build(counts_from=10**9))
+
+
+def test_a_write_that_guessed_no_counts_is_refused_and_sent_again(build: Build,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch of one statement goes without the counts' updates while its process has not seen
+    them kept; once they are, the server refuses it and the process sends it again with them,
+    and from then on sends them at once."""
+    late = build(counts_from=10**9)
+    late.add_memories(TEXTS, namespace="c", session_id="s")
+    build(counts_from=1).add_memory("Hana drinks oat milk", namespace="c")  # counted now
+    sent: list[bool] = []
+    real = client.query_command
+
+    def spy(key: str, query: str, params: Any, *, write: bool = False) -> list[str]:
+        if "x0:Memory" in query:
+            sent.append("c.dfs IS NULL" not in query)  # True: with the counts' updates
+        return real(key, query, params, write=write)
+
+    monkeypatch.setattr(client, "query_command", spy)
+    late.add_memory("Ivan runs to the station", namespace="c")
+    assert sent == [False, True]
+    late.add_memories(["milk and honey", "more milk"], namespace="c")
+    assert sent == [False, True, True]
+    _exact(late)
+    assert len(late.memories(namespace="c")) == len(TEXTS) + 4
 
 
 def test_an_uncounted_large_graph_is_counted_on_opening(build: Build) -> None:

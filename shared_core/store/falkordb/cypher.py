@@ -247,15 +247,16 @@ VECTOR_AMONG = ("UNWIND $ids AS id MATCH (e:Embedding {id: id}) "
 
 # -- a batch write in one round trip (`shared_core.store.falkordb.writes`) -----------------------
 # rows [id, props, terms, vector, raw, repeats]: `PUT_NODE`, `TRACK`, `SET_VECTORS` and `SET_TERMS` of each, in
-# order, in one statement (each memory's node, tracking, BM25 terms and per-term counts (`bm25.counted`)
-# and vector node; the counters once)
+# order, in one statement (each memory's node, tracking, BM25 terms, per-term counts where kept
+# (`bm25.counted`) and vector node; the counters once)
+_ROW_COUNTS = _terms.counted(_terms.drop_counts("old") + " " + _terms.add_counts("row[2]"))
 WRITE_NODES = (_MERGE_COUNTER
                + "WITH c, coalesce(c.seq, 0) AS seq, coalesce(c.kwseq, 0) AS base "
                "UNWIND range(0, size($rows) - 1) AS j WITH c, seq, base, j, $rows[j] AS row "
                "MERGE (n:Memory {id: row[0]}) WITH c, seq, base, j, row, n, n.terms AS old "
                "SET n += row[1], n.tracked = true, n.pos = coalesce(n.pos, seq + j + 1), "
                "n.terms = row[2], n.tlen = size(row[2]), n.reps = row[5], n.kwseq = base + j + 1 "
-               f"{_terms.counted(_terms.drop_counts('old') + ' ' + _terms.add_counts('row[2]'))}"
+               f"{_ROW_COUNTS}"
                "WITH c, seq, base, row, old OPTIONAL MATCH (e:Embedding {id: row[0]}) "
                "WITH c, seq, base, row, old, e, CASE WHEN e IS NULL THEN 0 ELSE 1 END AS replaced DELETE e "
                "WITH c, seq, base, row, old, replaced "
@@ -270,9 +271,13 @@ WRITE_NODES = (_MERGE_COUNTER
                "c.kwseq = base + size($rows)")
 
 # `WRITE_NODES` only when the first memory of $rows is not stored yet (see `write_reserving`); the counter
-# matched, not merged (a MERGE after the filter ran on the row it dropped, FalkorDB 4.16)
-_NEW_NODES = ("MATCH (c:Atlas) OPTIONAL MATCH (x0:Memory {id: $rows[0][0]}) WITH c, x0 WHERE x0 IS NULL "
-              + WRITE_NODES.removeprefix(_MERGE_COUNTER))
+# matched, not merged (a MERGE after the filter ran on the row it dropped, FalkorDB 4.16). Without the
+# per-term counts' updates, only where the namespace keeps none (their updates cost a statement the
+# same whether they run or not: `write_reserving`'s ``counted``)
+_NEW = "MATCH (c:Atlas) OPTIONAL MATCH (x0:Memory {id: $rows[0][0]}) WITH c, x0 WHERE x0 IS NULL "
+_NEW_NODES = _NEW + WRITE_NODES.removeprefix(_MERGE_COUNTER)
+_NEW_UNCOUNTED = _NEW + "AND c.dfs IS NULL " + WRITE_NODES.removeprefix(_MERGE_COUNTER).replace(_ROW_COUNTS, "")
+assert _ROW_COUNTS in WRITE_NODES
 
 # a batch's turns, reserved by the statement that writes it (appended to `WRITE_NODES`: one atomic
 # step, so concurrent writers never share a turn and a refused write takes none): row j of $rows
@@ -341,7 +346,7 @@ def session_heads(*, named: bool, unnamed: bool, carry: str = "") -> str:
             f"WITH {keep}named + unnamed AS before")
 
 
-def write_reserving(kinds: Sequence[str], *, named: bool = False, unnamed: bool = False) -> str:
+def write_reserving(kinds: Sequence[str], *, named: bool = False, unnamed: bool = False, counted: bool = True) -> str:
     """`WRITE_NODES` of ``$rows`` (the counter matched: a graph's schema is made before its first
     write) with their turns reserved (`RESERVE_TURNS`), the sessions' newest memories
     (`session_heads`, with ``named`` and ``unnamed``), then, when ``kinds`` is not empty, the
@@ -353,11 +358,15 @@ def write_reserving(kinds: Sequence[str], *, named: bool = False, unnamed: bool 
     are random), so none of their edges exists and none is looked for (`write_edges`' ``new``:
     looking reads the relationship matrices, which FalkorDB then synchronises with the writes
     before it, the dearest part of a write); a statement sent again after its reply was lost
-    (it ran once) writes nothing and returns no row."""
+    (it ran once) writes nothing and returns no row. ``counted=False``: without the per-term
+    counts' updates, and only where the namespace keeps no counts (else nothing written, no row:
+    the caller sends it again counted), so a small namespace's write carries none of their cost.
+    The last column is `bm25.UNCOUNTED` (the documents, while no counts are kept)."""
     heads = session_heads(named=named, unnamed=unnamed, carry="first, uncounted") if named or unnamed else \
         "WITH first, uncounted, [] AS before"
     edges = f" CALL {{ WITH before {write_edges(kinds, rows='before + $edges', new=True)} }}" if kinds else ""
-    return f"{_NEW_NODES} {RESERVE_TURNS} {heads}{edges} RETURN first, [b IN before | b[0]], uncounted"
+    new = _NEW_NODES if counted else _NEW_UNCOUNTED
+    return f"{new} {RESERVE_TURNS} {heads}{edges} RETURN first, [b IN before | b[0]], uncounted"
 
 
 # `VECTOR_SEARCH` of each query vector of $queries in one statement: rows [index of the query,

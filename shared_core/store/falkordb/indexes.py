@@ -333,6 +333,9 @@ class FalkorKeywordIndex(KeywordIndexBase):
         self._documents = documents  # the namespace's documents as this call read them (None: unknown)
         self._counted = counted  # whether the namespace keeps its per-term counts, as this call read it
         self.counts_from = counts_from  # the documents from which the namespace keeps them
+        # whether this process has seen the namespace keep them (it only turns on: a write that
+        # guesses off is refused if they are kept, `writes.write_batch`)
+        self.kept = False
 
     def __len__(self) -> int:
         rows = self._g.read(q.TERMS_COUNT)
@@ -370,6 +373,7 @@ class FalkorKeywordIndex(KeywordIndexBase):
         (`cypher.BACKFILL_COUNTS`) if the namespace has reached `counts_from` documents."""
         if uncounted is not None and int(uncounted) >= self.counts_from:
             self._g.write(BACKFILL_COUNTS, {"from": self.counts_from})
+            self.kept = True
 
     def remove(self, node_id: str) -> None:
         self._g.write(q.REMOVE_TERMS, {"id": node_id})

@@ -390,6 +390,7 @@ class FalkorPartition(PartitionBase):
         self._cache.documents = int(documents or 0)
         self._cache.chatter = bool(chatter)
         self._cache.counted = bool(counted)
+        self.keywords.kept = self.keywords.kept or self._cache.counted
         self._seen = (self._cache.superseded_count, self._cache.bounded, self._cache.documents, self._cache.counted)
 
     @property

@@ -13,10 +13,13 @@ order), with the server asked twice instead of several times per memory:
    counter and answers the first), each session's newest memory before the batch (the source of the ``before`` edge to
    the batch's first memory of the session: `cypher.write_reserving`'s heads) and the edges
    (`cypher.write_edges`), each numbered as `put_edge` would number it (a head's number is
-   taken whether or not the session had a memory: numbers only order edges). A write that
-   leaves the namespace large enough to keep BM25's per-term counts without them is followed
-   by their one-time count (`FalkorKeywordIndex.count_terms`; a larger batch sends it with
-   its statements).
+   taken whether or not the session had a memory: numbers only order edges). BM25's per-term
+   counts: a batch of one statement is sent without their updates while this process has not
+   seen the namespace keep them, on the condition that it keeps none (else it is refused, and
+   sent again with them); a larger batch's statements carry the updates, run only where the
+   counts are kept (`bm25.counted`). A write that leaves the namespace large enough to keep them
+   without them is followed by their one-time count (`FalkorKeywordIndex.count_terms`; a larger
+   batch sends it with its statements).
 
 A statement is atomic (the server undoes one that fails part-way), so a batch of up to 512
 memories, an ``add_memory`` among them, is written whole or not at all, turns included: the
@@ -197,8 +200,13 @@ def _write(part: Target, batch: WriteBatch, first: int, whole: bool) -> list[Mem
     unknown = False  # which memories' edges changed is not known (every edge of the call is read again)
     if whole:
         _, node_params = writes[0]
-        answer = part.graph_key.write(q.write_reserving(kinds, named=bool(named), unnamed=unnamed is not None),
-                                      {**node_params, **params})
+        kept = part.keywords.kept  # as this process last saw it: the write is refused if it turned on
+        answer = part.graph_key.write(q.write_reserving(kinds, named=bool(named), unnamed=unnamed is not None,
+                                                        counted=kept), {**node_params, **params})
+        if not answer and not kept and not part.graph_key.read(q.HAS_NODE, {"id": ids[0]}):
+            part.keywords.kept = True  # refused: the namespace keeps its per-term counts now
+            answer = part.graph_key.write(q.write_reserving(kinds, named=bool(named), unnamed=unnamed is not None),
+                                          {**node_params, **params})
         if answer:
             reserved = int(answer[0][0])
             touched = {str(source) for source in answer[0][1]}  # the sessions' newest: their edges changed
