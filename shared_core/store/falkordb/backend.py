@@ -23,6 +23,7 @@ from . import cypher as q
 from .bm25 import BACKFILL_COUNTS, TERM_INDEX
 from .calls import CallLock
 from .client import Connection, GraphKey, Settings, graph_key, namespace_of, paced, parse_url
+from .heads import SESSION_INDEX
 from .indexes import ONE_STATEMENT_BELOW
 from .partition import FalkorPartition
 from .replication import ConfirmingLock
@@ -166,7 +167,7 @@ class FalkorDBBackend(BackendBase):
         the indexes (`until_built`); another process creating them at once is fine."""
         graph = GraphKey(self.conn, key)
         for statement in (q.RANGE_INDEX, q.EMBEDDING_INDEX, q.FLAGS_INDEX, q.vector_index(self.dim), q.TERMS_INDEX,
-                          q.SESSION_INDEX, TERM_INDEX):
+                          SESSION_INDEX, TERM_INDEX):
             _created(graph, statement)
         graph.write(q.COUNTER)
         self.until_built(key)
@@ -203,7 +204,7 @@ class FalkorDBBackend(BackendBase):
         - Before BM25's terms: the memories' text was under a full-text index (RediSearch's TF-IDF,
           which ranked unlike the in-process BM25): index each text's terms in the order the
           memories were written, then drop the text and the full-text index.
-        - Before the sessions' nodes (`cypher.SESSION_INDEX`): their index; a session without a
+        - Before the sessions' nodes (`heads.SESSION_INDEX`): their index; a session without a
           node has its memories scanned once, by its next write, which makes the node.
         - Before the backchannel flag (`GraphStore.mark_chatter`): each memory without it gets it,
           computed from its content (`formulas.chatter.contentless`); a memory put without a batch
@@ -223,7 +224,7 @@ class FalkorDBBackend(BackendBase):
         counts = _created(graph, TERM_INDEX)
         if counts:
             self.until_built(part.key)
-        sessions = _created(graph, q.SESSION_INDEX)
+        sessions = _created(graph, SESSION_INDEX)
         flags = _created(graph, q.FLAGS_INDEX)
         if flags:
             graph.write(q.BACKFILL_BOUNDED)

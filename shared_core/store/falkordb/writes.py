@@ -57,6 +57,7 @@ from . import cypher as q
 from .bm25 import BACKFILL_COUNTS
 from .client import GraphKey, Literal
 from .graph import FalkorGraphStore, next_seq, node_props
+from .heads import session_heads
 from .indexes import FalkorKeywordIndex, FalkorVectorIndex, quote
 
 __all__ = ["node_statements", "write_batch"]
@@ -221,7 +222,7 @@ def _write(part: Target, batch: WriteBatch, first: int, whole: bool) -> list[Mem
             nodes = list(batch.build(reserved))
     else:  # the edges and the sessions' newest memories ride on the last node statement
         query, node_params = writes[-1]
-        query = f"{query} WITH DISTINCT 1 AS one {q.session_heads(named=bool(named), unnamed=unnamed is not None)}"
+        query = f"{query} WITH DISTINCT 1 AS one {session_heads(named=bool(named), unnamed=unnamed is not None)}"
         writes[-1] = (q.write_edges(kinds, after=query) if edges else f"{query} RETURN size(before)",
                       {**node_params, **params})
         # the one-time count of the per-term counts, should the batch make the namespace large enough
