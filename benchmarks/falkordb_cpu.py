@@ -56,6 +56,7 @@ def _redis(url: str) -> Any:
 #: kinds of statement, by a piece of their text (the first that matches names it)
 KINDS = (("db.idx.vector.queryNodes", "vector top-k"), ("UNWIND $stems AS t OPTIONAL MATCH", "BM25 counted top-k"),
          ("UNWIND $seeds AS pr", "BM25 pruned top-k"), ("MATCH (m:Memory) WHERE t IN m.terms RETURN", "BM25 counts"),
+         ("MATCH (w:Term {t: t}) WHERE w.df > 0 RETURN", "BM25 counts"),
          ("IN n.terms", "BM25 top-k, every match"), ("SET n.weight", "reinforcement (write)"),
          ("MATCH (n:Memory {id: id})-[r", "walk hop"), ("MATCH (e:Embedding {id: id}) RETURN e.id, vec.", "cosines"),
          ("UNWIND $ids AS id MATCH (n:Memory {id: id}) RETURN", "nodes"), ("count(n) AS superseded", "counters"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, ManualClock
-from shared_core.store.falkordb import FalkorPartition
+from shared_core.store.falkordb import FalkorDBBackend, FalkorPartition, indexes
 from shared_core.store.falkordb import cypher as q
 
 # varied lengths (BM25 normalises by length), repeated words (term counts), words sharing a stem,
@@ -31,13 +31,13 @@ QUERIES = ["milk coffee", "Who was running in Lyon?", "bicycle station 2023", "t
            "trains trains", "run running ran", "nothing matches zebra", "Friday 007 dentist", "oat"]
 
 
-def _atlas(backend: str | None, clock: ManualClock) -> ElasticMemoryAtlas:
+def _atlas(backend: str | FalkorDBBackend | None, clock: ManualClock) -> ElasticMemoryAtlas:
     return ElasticMemoryAtlas(config=AtlasConfig(keyword_weight=0.6, vector_weight=0.4),
                               embedder=HashingEmbedder(dim=64), clock=clock, backend=backend)
 
 
-def _pair(prefixed_url: str, clock: ManualClock) -> tuple[ElasticMemoryAtlas, ElasticMemoryAtlas]:
-    here, there = _atlas(None, clock), _atlas(prefixed_url, clock)
+def _pair(server: str | FalkorDBBackend, clock: ManualClock) -> tuple[ElasticMemoryAtlas, ElasticMemoryAtlas]:
+    here, there = _atlas(None, clock), _atlas(server, clock)
     for i, text in enumerate(TEXTS):
         clock.advance(60)
         for atlas in (here, there):
@@ -57,8 +57,22 @@ def _same(a: list[tuple[str, float]], b: list[tuple[str, float]]) -> None:
     assert [s for _, s in a] == pytest.approx([s for _, s in b], rel=1e-12)
 
 
-def test_keyword_search_is_the_in_process_bm25(prefixed_url: str, clock: ManualClock) -> None:
-    here, there = _pair(prefixed_url, clock)
+@pytest.fixture(params=["one statement", "postings counted", "counts kept"])
+def searched(request: pytest.FixtureRequest, prefixed_url: str, monkeypatch: pytest.MonkeyPatch
+             ) -> str | FalkorDBBackend:
+    """The FalkorDB side, searched as a namespace this small is (one statement), or in two
+    statements as a large one is, counting each query stem's postings or reading the per-term
+    counts its writes keep (past ``term_counts_from`` documents)."""
+    if request.param == "one statement":
+        return prefixed_url
+    monkeypatch.setattr(indexes, "ONE_STATEMENT_BELOW", 0)
+    if request.param == "postings counted":
+        return prefixed_url
+    return FalkorDBBackend.from_url(prefixed_url, dim=64, term_counts_from=1)
+
+
+def test_keyword_search_is_the_in_process_bm25(searched: str | FalkorDBBackend, clock: ManualClock) -> None:
+    here, there = _pair(searched, clock)
     for query in QUERIES:
         _same(_hits(there, query), _hits(here, query))
         _same(_hits(there, query, session_id="s1"), _hits(here, query, session_id="s1"))
@@ -74,14 +88,16 @@ def test_keyword_search_is_the_in_process_bm25(prefixed_url: str, clock: ManualC
         _same(_hits(there, query), _hits(here, query))
     part = there.backend.partition("p")
     assert isinstance(part, FalkorPartition)
+    assert part.graph_key.read("MATCH (c:Atlas) RETURN c.dfs") == [[True if isinstance(searched, FalkorDBBackend)
+                                                                     else None]]
     assert len(part.keywords) == len(TEXTS) - 2
     docs, tokens = part.graph_key.read("MATCH (c:Atlas) RETURN c.docs, c.tokens")[0]
     terms = part.graph_key.read("MATCH (n:Memory) WHERE n.terms IS NOT NULL RETURN count(n), sum(size(n.terms))")[0]
     assert (int(docs), int(tokens)) == (int(terms[0]), int(terms[1]))
 
 
-def test_recall_gives_the_in_process_hits(prefixed_url: str, clock: ManualClock) -> None:
-    here, there = _pair(prefixed_url, clock)
+def test_recall_gives_the_in_process_hits(searched: str | FalkorDBBackend, clock: ManualClock) -> None:
+    here, there = _pair(searched, clock)
     for query in QUERIES:
         for top_k in (3, 8):
             want = [h.node.content for h in here.retrieve(query, namespace="p", top_k=top_k, reinforce=False)]

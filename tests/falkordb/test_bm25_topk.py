@@ -11,7 +11,7 @@ import random
 import pytest
 
 from shared_core import AtlasConfig, ElasticMemoryAtlas, HashingEmbedder, ManualClock
-from shared_core.store.falkordb import indexes
+from shared_core.store.falkordb import FalkorDBBackend, indexes
 
 FREQUENT = ["coffee", "train", "morning", "friend", "walk"]
 MIDDLE = [f"topic{i}" for i in range(30)]
@@ -43,13 +43,22 @@ QUERIES = [
 ]
 
 
+@pytest.fixture(params=["postings counted", "counts kept"])
+def server(request: pytest.FixtureRequest, prefixed_url: str) -> str | FalkorDBBackend:
+    """The FalkorDB side: a search counts each query stem's postings, or (a namespace past
+    ``term_counts_from`` documents) reads the per-term counts its writes keep."""
+    if request.param == "postings counted":
+        return prefixed_url
+    return FalkorDBBackend.from_url(prefixed_url, dim=64, term_counts_from=1)
+
+
 @pytest.fixture
-def pair(prefixed_url: str, clock: ManualClock) -> tuple[ElasticMemoryAtlas, ElasticMemoryAtlas]:
-    def atlas(backend: str | None) -> ElasticMemoryAtlas:
+def pair(server: str | FalkorDBBackend, clock: ManualClock) -> tuple[ElasticMemoryAtlas, ElasticMemoryAtlas]:
+    def atlas(backend: str | FalkorDBBackend | None) -> ElasticMemoryAtlas:
         return ElasticMemoryAtlas(config=AtlasConfig(keyword_weight=0.6, vector_weight=0.4),
                                   embedder=HashingEmbedder(dim=64), clock=clock, backend=backend)
 
-    here, there = atlas(None), atlas(prefixed_url)
+    here, there = atlas(None), atlas(server)
     texts = _texts(900)
     for start in range(0, len(texts), 300):
         clock.advance(60)
@@ -143,7 +152,8 @@ def test_removed_and_replaced_documents_leave_the_ranking(
     _compare(here, there, session_id="s3")
 
 
-def test_scores_one_ulp_apart_rank_as_in_process(prefixed_url: str, clock: ManualClock, pruning: None) -> None:
+def test_scores_one_ulp_apart_rank_as_in_process(server: str | FalkorDBBackend, clock: ManualClock,
+                                                 pruning: None) -> None:
     """Two memories whose term shares are the same two values in swapped places: a sum in query
     order makes them equal (the earlier first), numpy's sum in process (the first share plus the
     sum of the others) puts the later one a unit in the last place ahead; the server sums as numpy
@@ -152,7 +162,7 @@ def test_scores_one_ulp_apart_rank_as_in_process(prefixed_url: str, clock: Manua
              *[f"filler{i} words" for i in range(6)]]
     atlases = [ElasticMemoryAtlas(config=AtlasConfig(keyword_weight=0.6, vector_weight=0.4),
                                   embedder=HashingEmbedder(dim=64), clock=clock, backend=backend)
-               for backend in (None, prefixed_url)]
+               for backend in (None, server)]
     for text in texts:
         clock.advance(60)
         for atlas in atlases:
@@ -164,7 +174,8 @@ def test_scores_one_ulp_apart_rank_as_in_process(prefixed_url: str, clock: Manua
     assert [content[i] for i, _ in _search(there, "alpha beta gamma", 2)] == want
 
 
-def test_one_heavy_term_and_a_light_one_reach_the_top(prefixed_url: str, clock: ManualClock, pruning: None) -> None:
+def test_one_heavy_term_and_a_light_one_reach_the_top(server: str | FalkorDBBackend, clock: ManualClock,
+                                                      pruning: None) -> None:
     """The pruned search reads a heavy term whole when few documents hold two heavy terms, and
     keeps each of its documents whose share of the term, plus the weights of the query's light
     terms (beyond the six heaviest), may reach the k-th best score: here the best document holds
@@ -178,7 +189,7 @@ def test_one_heavy_term_and_a_light_one_reach_the_top(prefixed_url: str, clock: 
              *[" ".join(fillers[i:i + 4]) for i in range(22)]]
     atlases = [ElasticMemoryAtlas(config=AtlasConfig(keyword_weight=0.6, vector_weight=0.4),
                                   embedder=HashingEmbedder(dim=64), clock=clock, backend=backend)
-               for backend in (None, prefixed_url)]
+               for backend in (None, server)]
     for atlas in atlases:
         atlas.add_memories(texts, namespace="p")
     here, there = atlases

@@ -102,14 +102,15 @@ def test_a_namespace_dropped_between_calls_is_made_again_with_its_indexes(
     part = backend.partition("p")
     assert isinstance(part, FalkorPartition) and [n.id for n in part.graph.nodes()] == [node.id]
     labels = {str(label) for label, _, _ in part.graph_key.read(cypher.INDEXES)}
-    assert labels == {"Memory", "Embedding", "Session"} and node.turn == 1
+    assert labels == {"Memory", "Embedding", "Session", "Term"} and node.turn == 1
     assert [h.node.id for h in atlas.retrieve("after the drop", namespace="p", top_k=1)] == [node.id]
     FalkorDBBackend.from_url(prefixed_url, dim=64).drop("p")
     with atlas._state.lock:  # a direct write through a partition handed out for a write
         part = backend.partition("p", create=True)
         assert isinstance(part, FalkorPartition) and not part.checked
         part.graph.put_node(node)
-    assert {str(label) for label, _, _ in part.graph_key.read(cypher.INDEXES)} == {"Memory", "Embedding", "Session"}
+    labels = {str(label) for label, _, _ in part.graph_key.read(cypher.INDEXES)}
+    assert labels == {"Memory", "Embedding", "Session", "Term"}
 
 
 def _before_sources(atlas: ElasticMemoryAtlas, node_id: str) -> list[str]:

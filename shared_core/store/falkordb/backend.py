@@ -20,8 +20,11 @@ from ...values.errors import BackendError, InvalidInputError
 from ..base import BackendBase
 from ..contract import AtlasLock
 from . import cypher as q
+from .bm25 import BACKFILL_COUNTS, TERM_INDEX
 from .calls import CallLock
 from .client import Connection, GraphKey, Settings, graph_key, namespace_of, paced, parse_url
+from .heads import SESSION_INDEX
+from .indexes import ONE_STATEMENT_BELOW
 from .partition import FalkorPartition
 from .replication import ConfirmingLock
 
@@ -39,13 +42,19 @@ class FalkorDBBackend(BackendBase):
     within a few seconds. ``replicas`` and ``replica_timeout``, when given, replace the
     settings' (the URL's ``?replicas=N&replica_timeout=S``): each atlas call then returns only
     once N replicas confirmed its writes, else raises `ReplicationError`
-    (`shared_core.store.falkordb.replication`).
+    (`shared_core.store.falkordb.replication`). ``term_counts_from`` (>= 1) is the number of
+    documents from which a namespace keeps BM25's per-term document counts
+    (`shared_core.store.falkordb.bm25`; by default `indexes.ONE_STATEMENT_BELOW`, where a search
+    starts to count a query's stems in a statement of its own); a smaller one lets a test cross it.
     """
 
     def __init__(self, settings: Settings | None = None, *, dim: int, replicas: int | None = None,
-                 replica_timeout: float | None = None) -> None:
+                 replica_timeout: float | None = None, term_counts_from: int = ONE_STATEMENT_BELOW) -> None:
         if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
             raise InvalidInputError(f"dim must be a positive int, got {dim!r}")
+        if isinstance(term_counts_from, bool) or not isinstance(term_counts_from, int) or term_counts_from < 1:
+            raise InvalidInputError(f"term_counts_from must be an int >= 1, got {term_counts_from!r}")
+        self.term_counts_from = term_counts_from
         settings = settings or Settings()
         if replicas is not None:
             settings = dataclasses.replace(settings, replicas=replicas)
@@ -60,10 +69,11 @@ class FalkorDBBackend(BackendBase):
         self.conn.ping()
 
     @classmethod
-    def from_url(cls, url: str, *, dim: int, replicas: int | None = None,
-                 replica_timeout: float | None = None) -> FalkorDBBackend:
+    def from_url(cls, url: str, *, dim: int, replicas: int | None = None, replica_timeout: float | None = None,
+                 term_counts_from: int = ONE_STATEMENT_BELOW) -> FalkorDBBackend:
         """``falkordb://[user:password@]host:port[?ttl=S&prefix=P&timeout=S&retry_for=S&replicas=N&replica_timeout=S]``."""
-        return cls(parse_url(url), dim=dim, replicas=replicas, replica_timeout=replica_timeout)
+        return cls(parse_url(url), dim=dim, replicas=replicas, replica_timeout=replica_timeout,
+                   term_counts_from=term_counts_from)
 
     def attach(self, *, dim: int, config: AtlasConfig | None) -> AtlasLock | None:
         """The atlas's lock, a `CallLock` (one per backend): within one atlas call a partition
@@ -119,7 +129,8 @@ class FalkorDBBackend(BackendBase):
             upgraded = part is None and exists
             if part is None:
                 part = FalkorPartition(GraphKey(self.conn, key), namespace, self.dim,
-                                       create_schema=lambda: self._create_schema(key))
+                                       create_schema=lambda: self._create_schema(key),
+                                       term_counts_from=self.term_counts_from)
                 if exists:  # made by another process, or an earlier version: its indexes built first
                     self._check_dimension(part)
                     if self._upgrade(part):
@@ -156,7 +167,7 @@ class FalkorDBBackend(BackendBase):
         the indexes (`until_built`); another process creating them at once is fine."""
         graph = GraphKey(self.conn, key)
         for statement in (q.RANGE_INDEX, q.EMBEDDING_INDEX, q.FLAGS_INDEX, q.vector_index(self.dim), q.TERMS_INDEX,
-                          q.SESSION_INDEX):
+                          SESSION_INDEX, TERM_INDEX):
             _created(graph, statement)
         graph.write(q.COUNTER)
         self.until_built(key)
@@ -193,7 +204,7 @@ class FalkorDBBackend(BackendBase):
         - Before BM25's terms: the memories' text was under a full-text index (RediSearch's TF-IDF,
           which ranked unlike the in-process BM25): index each text's terms in the order the
           memories were written, then drop the text and the full-text index.
-        - Before the sessions' nodes (`cypher.SESSION_INDEX`): their index; a session without a
+        - Before the sessions' nodes (`heads.SESSION_INDEX`): their index; a session without a
           node has its memories scanned once, by its next write, which makes the node.
         - Before the backchannel flag (`GraphStore.mark_chatter`): each memory without it gets it,
           computed from its content (`formulas.chatter.contentless`); a memory put without a batch
@@ -202,10 +213,18 @@ class FalkorDBBackend(BackendBase):
           one-statement search reads instead of the terms): both, from the terms
           (`cypher.BACKFILL_REPEATS`, last, after the terms of any migration below; one
           statement, nothing once the graph is flagged).
+        - Before BM25's per-term counts (`cypher.TERM_INDEX`): their index, built before any
+          count is written. Then, in any graph of ``term_counts_from`` documents or more that keeps
+          none (written by an earlier version, or a process stopped between a write that crossed
+          the size and its count), every stem counted once (`cypher.BACKFILL_COUNTS`, after the
+          terms of any migration below; one statement, nothing for a smaller or a counted graph).
         """
         part.graph.backfill_chatter()
         graph = GraphKey(self.conn, part.key)
-        sessions = _created(graph, q.SESSION_INDEX)
+        counts = _created(graph, TERM_INDEX)
+        if counts:
+            self.until_built(part.key)
+        sessions = _created(graph, SESSION_INDEX)
         flags = _created(graph, q.FLAGS_INDEX)
         if flags:
             graph.write(q.BACKFILL_BOUNDED)
@@ -218,7 +237,8 @@ class FalkorDBBackend(BackendBase):
             with contextlib.suppress(BackendError):  # none there
                 graph.write(q.DROP_FULLTEXT_INDEX)
         graph.write(q.BACKFILL_REPEATS)
-        return sessions or flags or terms
+        graph.write(BACKFILL_COUNTS, {"from": self.term_counts_from})
+        return sessions or flags or terms or counts
 
     def _check_dimension(self, part: FalkorPartition) -> None:
         """Refuse a graph whose vectors have another dimension than this atlas's (read once its

@@ -11,6 +11,15 @@ for a small namespace (`bm25_counted`), else the counts (`BM25_COUNTS`) then the
 k (`bm25`) or every match (`bm25_all`). Each statement's ``short`` variant sums a query of fewer
 than 9 terms the plain way (`indexes.short`).
 
+A large namespace also keeps each stem's document count, a ``(:Term {t, df})`` node under a range
+index (`TERM_INDEX`), so that its search reads a stem's count with one index lookup
+(`BM25_KEPT_COUNTS`) instead of counting its postings. The counts exist only once the (:Atlas)
+node's ``dfs`` flag is set, by a one-time count (`BACKFILL_COUNTS`) when the namespace reaches
+`indexes.ONE_STATEMENT_BELOW` documents (the backend's ``term_counts_from``); from then on every
+statement that changes a memory's terms changes them in the same statement (`counted`:
+`SET_TERMS`, `REMOVE_TERMS`, `cypher.DELETE_NODE`, `cypher.WRITE_NODES`), so a smaller
+namespace's writes carry none of their index updates. The flag only ever turns on.
+
 What a statement costs the server grows with the rows it carries: a list carried along a row
 (the top k so far, the weights) is copied at each ``WITH`` of each row, so the pruned search reads
 its terms in subqueries (``CALL {}``) that carry only what they need.
@@ -21,8 +30,9 @@ True
 
 from __future__ import annotations
 
-__all__ = ["BACKFILL_REPEATS", "BM25_COUNTS", "HEAVY", "REMOVE_TERMS", "SET_TERMS", "TERMS_COUNT", "bm25", "bm25_all",
-           "bm25_counted", "bm25_scan", "repeats"]
+__all__ = ["BACKFILL_COUNTS", "BACKFILL_REPEATS", "BM25_COUNTS", "BM25_KEPT_COUNTS", "HEAVY", "REMOVE_TERMS",
+           "SET_TERMS", "TERMS_COUNT", "TERM_COUNTS", "TERM_INDEX", "TERM_RECOUNT", "UNCOUNTED", "add_counts", "bm25",
+           "bm25_all", "bm25_counted", "bm25_scan", "counted", "distinct", "drop_counts", "repeats"]
 
 
 def repeats(terms: list[str]) -> list[str]:
@@ -46,18 +56,70 @@ def _repeats(terms: str) -> str:
     return f"[i IN range(0, size({terms}) - 1) WHERE {terms}[i] IN {terms}[0..i] | {terms}[i]]"
 
 
-# rows are [id, terms, repeats]
+# -- the per-term document counts of a large namespace (see the module docstring) ------------------
+TERM_INDEX = "CREATE INDEX FOR (w:Term) ON (w.t)"
+
+
+def distinct(terms: str) -> str:
+    """The distinct elements of the list expression ``terms``, in first-seen order (Cypher has
+    no function for it)."""
+    return f"[i IN range(0, size({terms}) - 1) WHERE NOT {terms}[i] IN {terms}[0..i] | {terms}[i]]"
+
+
+def counted(updates: str) -> str:
+    """``updates`` (clauses) only where the namespace keeps its counts: evaluated inside the
+    statement, after the (:Atlas) node ``c`` was matched, so a write never misses a count that
+    the one-time count (`BACKFILL_COUNTS`, which holds the graph's write lock as any write
+    does) turned on."""
+    return f"FOREACH (_ IN CASE WHEN c.dfs THEN [1] ELSE [] END | {updates}) "
+
+
+def drop_counts(terms: str) -> str:
+    """Each distinct stem of the list expression ``terms`` (a document's terms that it no
+    longer holds; null: none) counted once a document less."""
+    return (f"FOREACH (t IN {distinct(f'coalesce({terms}, [])')} | "
+            "MERGE (w:Term {t: t}) SET w.df = coalesce(w.df, 0) - 1)")
+
+
+def add_counts(terms: str) -> str:
+    """Each distinct stem of the list expression ``terms`` (a document's new terms) counted
+    once a document more."""
+    return f"FOREACH (t IN {distinct(terms)} | MERGE (w:Term {{t: t}}) SET w.df = coalesce(w.df, 0) + 1)"
+
+
+# each query stem's kept count, with the namespace's counts (no row: no document holds any)
+BM25_KEPT_COUNTS = ("MATCH (c:Atlas) WITH coalesce(c.docs, 0) AS docs, coalesce(c.tokens, 0) AS tokens "
+                    "UNWIND $stems AS t MATCH (w:Term {t: t}) WHERE w.df > 0 RETURN docs, tokens, t, w.df")
+# the one-time count: a namespace of at least $from documents without the flag gets every stem
+# counted from the memories' terms and the flag, in one statement (a write: it holds the graph's
+# write lock, so no write runs between the count and the flag). Idempotent: the counts are set,
+# not added (any left from before set to 0 first), and a flagged namespace is left alone
+BACKFILL_COUNTS = ("MATCH (c:Atlas) WHERE c.dfs IS NULL AND coalesce(c.docs, 0) >= $from SET c.dfs = true "
+                   "WITH c OPTIONAL MATCH (w:Term) SET w.df = 0 "
+                   "WITH DISTINCT c MATCH (n:Memory) WHERE n.terms IS NOT NULL "
+                   f"UNWIND {distinct('n.terms')} AS t WITH t, count(*) AS df "
+                   "MERGE (w:Term {t: t}) SET w.df = df")
+# each stem's count as the statements keep it, and as its postings give it (tests)
+TERM_COUNTS = "MATCH (w:Term) WHERE w.df <> 0 RETURN w.t, w.df ORDER BY w.t"
+TERM_RECOUNT = (f"MATCH (n:Memory) WHERE n.terms IS NOT NULL UNWIND {distinct('n.terms')} AS t "
+                "RETURN t, count(*) ORDER BY t")
+# what a write that may have made the namespace large enough answers: its documents while it
+# keeps no counts (then `indexes.FalkorKeywordIndex.count_terms` may run `BACKFILL_COUNTS`), else null
+UNCOUNTED = "CASE WHEN c.dfs THEN null ELSE c.docs END"
+
+# rows are [id, terms, repeats]; answers `UNCOUNTED`
 SET_TERMS = ("MATCH (c:Atlas) WITH c, coalesce(c.kwseq, 0) AS base "
              "UNWIND range(0, size($rows) - 1) AS j WITH c, base, j, $rows[j] AS row "
              "MATCH (n:Memory {id: row[0]}) WITH c, base, j, row, n, n.terms AS old "
              "SET n.terms = row[1], n.tlen = size(row[1]), n.reps = row[2], n.kwseq = base + j + 1 "
+             f"{counted(drop_counts('old') + ' ' + add_counts('row[1]'))}"
              "WITH c, base, toInteger(sum(CASE WHEN old IS NULL THEN 1 ELSE 0 END)) AS docs, "
              "toInteger(sum(size(row[1]) - coalesce(size(old), 0))) AS tokens "
              "SET c.docs = coalesce(c.docs, 0) + docs, c.tokens = coalesce(c.tokens, 0) + tokens, "
-             "c.kwseq = base + size($rows)")
-REMOVE_TERMS = ("MATCH (n:Memory {id: $id}) WHERE n.terms IS NOT NULL WITH n, size(n.terms) AS size "
-                "SET n.terms = null, n.tlen = null, n.reps = null, n.kwseq = null WITH size MATCH (c:Atlas) "
-                "SET c.docs = c.docs - 1, c.tokens = c.tokens - size")
+             f"c.kwseq = base + size($rows) RETURN {UNCOUNTED}")
+REMOVE_TERMS = ("MATCH (n:Memory {id: $id}) WHERE n.terms IS NOT NULL WITH n, n.terms AS terms "
+                "SET n.terms = null, n.tlen = null, n.reps = null, n.kwseq = null WITH terms MATCH (c:Atlas) "
+                f"SET c.docs = c.docs - 1, c.tokens = c.tokens - size(terms) {counted(drop_counts('terms'))}")
 TERMS_COUNT = "MATCH (c:Atlas) RETURN coalesce(c.docs, 0)"
 # a graph written before ``n.tlen`` and ``n.reps`` (its (:Atlas) node without ``reps``): each
 # document's, from its terms, in one statement, then the flag (nothing for a flagged graph; a new

@@ -32,6 +32,7 @@ import functools
 from collections.abc import Callable, Sequence
 
 from ...values.model import AnyRelation
+from . import bm25 as _terms
 from .bm25 import (
     BACKFILL_REPEATS,
     BM25_COUNTS,
@@ -45,6 +46,7 @@ from .bm25 import (
     bm25_scan,
     repeats,
 )
+from .heads import session_heads
 
 __all__ = ["BACKFILL_REPEATS", "BM25_COUNTS", "EDGE_COLUMNS", "HEAVY", "NODE_COLUMNS", "NODE_FIELDS", "REMOVE_TERMS",
            "SET_TERMS", "TERMS_COUNT", "TIME_FIELDS", "bm25", "bm25_all", "bm25_counted", "bm25_scan", "repeats"]
@@ -115,10 +117,11 @@ NODES_AMONG = f"UNWIND $ids AS id MATCH (n:Memory {{id: id}}) RETURN {NODE_COLUM
 NODE_COUNT = "MATCH (n:Memory) RETURN count(n)"
 NODE_IDS = "MATCH (n:Memory) RETURN n.id"
 HAS_NODE = "MATCH (n:Memory {id: $id}) RETURN n.id LIMIT 1"
-# a memory indexed for BM25 leaves the namespace's document and token counts with it
-DELETE_NODE = ("MATCH (n:Memory {id: $id}) WITH n, n.terms AS terms DETACH DELETE n "
-               "WITH terms WHERE terms IS NOT NULL MATCH (c:Atlas) "
-               "SET c.docs = c.docs - 1, c.tokens = c.tokens - size(terms)")
+# a memory indexed for BM25 leaves the namespace's document and token counts with it (no filter
+# after the delete: FalkorDB 4.16 would drop the delete of a row filtered after it)
+DELETE_NODE = ("MATCH (n:Memory {id: $id}) WITH n, n.terms AS terms DETACH DELETE n WITH terms MATCH (c:Atlas) "
+               "SET c.docs = c.docs - CASE WHEN terms IS NULL THEN 0 ELSE 1 END, "
+               f"c.tokens = c.tokens - coalesce(size(terms), 0) {_terms.counted(_terms.drop_counts('terms'))}")
 
 # -- edges --------------------------------------------------------------------------------------
 EDGES = f"MATCH (n:Memory {{id: $id}})-[r]-(:Memory) RETURN DISTINCT {EDGE_COLUMNS}"
@@ -177,7 +180,7 @@ def rescale(decay_unit: str, weight_model: str, *, reinforce: bool) -> str:
 
 
 # -- sessions, time index, superseded ------------------------------------------------------------
-# a memory given a new position (the namespace's last) is its session's newest (see `SESSION_INDEX`)
+# a memory given a new position (the namespace's last) is its session's newest (see `heads`)
 TRACK = ("MERGE (c:Atlas) ON CREATE SET c.turn = 0, c.seq = 0 SET c.seq = c.seq + 1 "
          "WITH c MATCH (n:Memory {id: $id}) SET n.tracked = true, n.pos = coalesce(n.pos, c.seq) "
          "WITH c, n, n.pos = c.seq AS newest "
@@ -245,13 +248,16 @@ VECTOR_AMONG = ("UNWIND $ids AS id MATCH (e:Embedding {id: id}) "
 
 # -- a batch write in one round trip (`shared_core.store.falkordb.writes`) -----------------------
 # rows [id, props, terms, vector, raw, repeats]: `PUT_NODE`, `TRACK`, `SET_VECTORS` and `SET_TERMS` of each, in
-# order, in one statement (each memory's node, tracking, BM25 terms and vector node; the counters once)
+# order, in one statement (each memory's node, tracking, BM25 terms, per-term counts where kept
+# (`bm25.counted`) and vector node; the counters once)
+_ROW_COUNTS = _terms.counted(_terms.drop_counts("old") + " " + _terms.add_counts("row[2]"))
 WRITE_NODES = (_MERGE_COUNTER
                + "WITH c, coalesce(c.seq, 0) AS seq, coalesce(c.kwseq, 0) AS base "
                "UNWIND range(0, size($rows) - 1) AS j WITH c, seq, base, j, $rows[j] AS row "
                "MERGE (n:Memory {id: row[0]}) WITH c, seq, base, j, row, n, n.terms AS old "
                "SET n += row[1], n.tracked = true, n.pos = coalesce(n.pos, seq + j + 1), "
                "n.terms = row[2], n.tlen = size(row[2]), n.reps = row[5], n.kwseq = base + j + 1 "
+               f"{_ROW_COUNTS}"
                "WITH c, seq, base, row, old OPTIONAL MATCH (e:Embedding {id: row[0]}) "
                "WITH c, seq, base, row, old, e, CASE WHEN e IS NULL THEN 0 ELSE 1 END AS replaced DELETE e "
                "WITH c, seq, base, row, old, replaced "
@@ -266,77 +272,28 @@ WRITE_NODES = (_MERGE_COUNTER
                "c.kwseq = base + size($rows)")
 
 # `WRITE_NODES` only when the first memory of $rows is not stored yet (see `write_reserving`); the counter
-# matched, not merged (a MERGE after the filter ran on the row it dropped, FalkorDB 4.16)
-_NEW_NODES = ("MATCH (c:Atlas) OPTIONAL MATCH (x0:Memory {id: $rows[0][0]}) WITH c, x0 WHERE x0 IS NULL "
-              + WRITE_NODES.removeprefix(_MERGE_COUNTER))
+# matched, not merged (a MERGE after the filter ran on the row it dropped, FalkorDB 4.16). Without the
+# per-term counts' updates, only where the namespace keeps none (their updates cost a statement the
+# same whether they run or not: `write_reserving`'s ``counted``)
+_NEW = "MATCH (c:Atlas) OPTIONAL MATCH (x0:Memory {id: $rows[0][0]}) WITH c, x0 WHERE x0 IS NULL "
+_NEW_NODES = _NEW + WRITE_NODES.removeprefix(_MERGE_COUNTER)
+_NEW_UNCOUNTED = _NEW + "AND c.dfs IS NULL " + WRITE_NODES.removeprefix(_MERGE_COUNTER).replace(_ROW_COUNTS, "")
+assert _ROW_COUNTS in WRITE_NODES
 
 # a batch's turns, reserved by the statement that writes it (appended to `WRITE_NODES`: one atomic
 # step, so concurrent writers never share a turn and a refused write takes none): row j of $rows
-# gets turn and accessed_turn `first + j`, the counter ends on the last; leaves `first` in scope
+# gets turn and accessed_turn `first + j`, the counter ends on the last; leaves `first` and `uncounted`
+# (`bm25.UNCOUNTED`, after the write) in scope
 RESERVE_TURNS = ("WITH DISTINCT 1 AS one MATCH (c:Atlas) WITH c, coalesce(c.turn, 0) + 1 AS first "
-                 "SET c.turn = first + size($rows) - 1 "
-                 "WITH first UNWIND range(0, size($rows) - 1) AS j MATCH (n:Memory {id: $rows[j][0]}) "
-                 "SET n.turn = first + j, n.accessed_turn = first + j WITH DISTINCT first")
+                 f"SET c.turn = first + size($rows) - 1 WITH first, {_terms.UNCOUNTED} AS uncounted "
+                 "UNWIND range(0, size($rows) - 1) AS j MATCH (n:Memory {id: $rows[j][0]}) "
+                 "SET n.turn = first + j, n.accessed_turn = first + j WITH DISTINCT first, uncounted")
 
 
-# -- each session's newest memory (the source of the next memory's `before` edge) ------------------
-# A ``(:Session {id})`` node names the newest memory of its session (``last``); the (:Atlas) node
-# does so for the memories without a session. Every statement that gives a memory a new position
-# names it (`session_heads`, `TRACK`, `SET_POSITIONS`). A name is trusted only while its memory is
-# still tracked in that session; otherwise (forgotten, untracked, or a graph written before these
-# nodes) the session's memories are scanned (positions up to ``seq0``, the counter before the
-# batch) for the largest ``pos``.
-SESSION_INDEX = "CREATE INDEX FOR (s:Session) ON (s.id)"
-_NEWEST = "reduce(b = [-1, null], x IN found | CASE WHEN x[0] > b[0] THEN x ELSE b END)[1]"
+# -- each session's newest memory: `shared_core.store.falkordb.heads` (imported above) --------------
 
 
-def _scan(session: str, first: str) -> str:
-    """The subquery answering ``scanned``, the newest memory of ``session`` (a Cypher expression)
-    when ``k``, the memory its node names, is null and a ``before`` edge is wanted (``first``,
-    the seq of that edge, not null); no scan otherwise."""
-    where, carried = ("p.session_id IS NULL", "k, seq0") if session == "null" else \
-        (f"p.session_id = {session}", "h, k, seq0")
-    return (f"CALL {{ WITH {carried} WITH {carried} WHERE k IS NULL AND {first} IS NOT NULL "
-            f"OPTIONAL MATCH (p:Memory) WHERE {where} AND p.tracked AND p.pos <= seq0 "
-            f"WITH collect([p.pos, p.id]) AS found RETURN {_NEWEST} AS scanned }}")
-
-
-# each row [session, first id, seq, last id] of $sessions, one per session of the batch: the
-# `BEFORE` edge row (`write_edges`) from the session's newest memory before the batch to the
-# batch's first memory of the session (none without one, or when seq is null), and the session's
-# node naming the batch's last memory of the session
-_NAMED = ("CALL { WITH seq0 UNWIND $sessions AS h MERGE (s:Session {id: h[0]}) "
-          "WITH h, seq0, s, s.last AS last "
-          "OPTIONAL MATCH (k:Memory {id: last}) WHERE k.tracked AND k.session_id = h[0] "
-          f"WITH h, s, k, seq0 {_scan('h[0]', 'h[2]')} "
-          "WITH h, s, coalesce(k.id, scanned) AS prev SET s.last = h[3] "
-          "RETURN collect(CASE WHEN prev IS NOT NULL AND h[2] IS NOT NULL THEN [prev, h[1], 'BEFORE', 1.0, h[2]] END) "
-          "AS named }")  # (no WHERE after the SET: FalkorDB 4.16 drops the updates of rows filtered after them)
-# the same for $null_session, [first id, seq, last id], the memories without a session (named
-# by the (:Atlas) node)
-_UNNAMED = ("CALL { WITH seq0 MATCH (c:Atlas) WITH seq0, c, c.last AS last "
-            "OPTIONAL MATCH (k:Memory {id: last}) WHERE k.tracked AND k.session_id IS NULL "
-            f"WITH c, k, seq0 {_scan('null', '$null_session[1]')} "
-            "WITH c, coalesce(k.id, scanned) AS prev SET c.last = $null_session[2] "
-            "RETURN CASE WHEN prev IS NULL OR $null_session[1] IS NULL THEN [] "
-            "ELSE [[prev, $null_session[0], 'BEFORE', 1.0, $null_session[1]]] END AS unnamed }")
-
-
-def session_heads(*, named: bool, unnamed: bool, carry: str = "") -> str:
-    """Clauses answering ``before``, the `BEFORE` edge rows from each session's newest memory
-    before the batch to its first memory in the batch, and naming each session's newest memory
-    after it (``$sessions``, ``$null_session``: see `_NAMED`), after a statement writing the batch's
-    ``$rows`` (`WRITE_NODES`) that ends in one row (``carry``: variables kept, such as ``first``).
-    Statements run one at a time, so two writers of one session each link from the other's
-    memory."""
-    keep = f"{carry}, " if carry else ""
-    return (f"MATCH (c0:Atlas) WITH {keep}c0.seq - size($rows) AS seq0 "
-            f"{_NAMED if named else f'WITH {keep}seq0, [] AS named'} "
-            f"{_UNNAMED if unnamed else f'WITH {keep}seq0, named, [] AS unnamed'} "
-            f"WITH {keep}named + unnamed AS before")
-
-
-def write_reserving(kinds: Sequence[str], *, named: bool = False, unnamed: bool = False) -> str:
+def write_reserving(kinds: Sequence[str], *, named: bool = False, unnamed: bool = False, counted: bool = True) -> str:
     """`WRITE_NODES` of ``$rows`` (the counter matched: a graph's schema is made before its first
     write) with their turns reserved (`RESERVE_TURNS`), the sessions' newest memories
     (`session_heads`, with ``named`` and ``unnamed``), then, when ``kinds`` is not empty, the
@@ -348,11 +305,15 @@ def write_reserving(kinds: Sequence[str], *, named: bool = False, unnamed: bool 
     are random), so none of their edges exists and none is looked for (`write_edges`' ``new``:
     looking reads the relationship matrices, which FalkorDB then synchronises with the writes
     before it, the dearest part of a write); a statement sent again after its reply was lost
-    (it ran once) writes nothing and returns no row."""
-    heads = session_heads(named=named, unnamed=unnamed, carry="first") if named or unnamed else \
-        "WITH first, [] AS before"
+    (it ran once) writes nothing and returns no row. ``counted=False``: without the per-term
+    counts' updates, and only where the namespace keeps no counts (else nothing written, no row:
+    the caller sends it again counted), so a small namespace's write carries none of their cost.
+    The last column is `bm25.UNCOUNTED` (the documents, while no counts are kept)."""
+    heads = session_heads(named=named, unnamed=unnamed, carry="first, uncounted") if named or unnamed else \
+        "WITH first, uncounted, [] AS before"
     edges = f" CALL {{ WITH before {write_edges(kinds, rows='before + $edges', new=True)} }}" if kinds else ""
-    return f"{_NEW_NODES} {RESERVE_TURNS} {heads}{edges} RETURN first, [b IN before | b[0]]"
+    new = _NEW_NODES if counted else _NEW_UNCOUNTED
+    return f"{new} {RESERVE_TURNS} {heads}{edges} RETURN first, [b IN before | b[0]], uncounted"
 
 
 # `VECTOR_SEARCH` of each query vector of $queries in one statement: rows [index of the query,
@@ -406,11 +367,12 @@ def batch_rescale(decay_unit: str, weight_model: str, *, reinforce: bool) -> str
 _COSINE = "vec.cosineDistance(e.embedding, vecf32($vector))"
 SUPERSEDED_COUNT = "MATCH (n:Memory) WHERE n.superseded = true RETURN count(n)"
 BOUNDED_COUNT = "MATCH (n:Memory) WHERE n.bounded = true RETURN count(n)"
-# `GET_TURN`, `SUPERSEDED_COUNT`, `BOUNDED_COUNT`, BM25's documents and whether the graph has ever
-# held a backchannel (``c.chatter``, set by `WRITE_NODES` and `SET_CHATTER`) in one statement (one row)
-COUNTERS = ("OPTIONAL MATCH (c:Atlas) WITH c.turn AS turn, c.docs AS docs, c.chatter AS chatter "
-            "OPTIONAL MATCH (n:Memory) WHERE n.superseded = true WITH turn, docs, chatter, count(n) AS superseded "
-            "OPTIONAL MATCH (m:Memory) WHERE m.bounded = true RETURN turn, superseded, count(m), docs, chatter")
+# `GET_TURN`, `SUPERSEDED_COUNT`, `BOUNDED_COUNT`, BM25's documents, whether the graph has ever
+# held a backchannel (``c.chatter``, set by `WRITE_NODES` and `SET_CHATTER`) and whether it keeps its
+# per-term counts (``c.dfs``, `bm25.BACKFILL_COUNTS`) in one statement (one row)
+COUNTERS = ("OPTIONAL MATCH (c:Atlas) WITH c.turn AS turn, c.docs AS docs, c.chatter AS chatter, c.dfs AS dfs "
+            "OPTIONAL MATCH (n:Memory) WHERE n.superseded = true WITH turn, docs, chatter, dfs, count(n) AS superseded "
+            "OPTIONAL MATCH (m:Memory) WHERE m.bounded = true RETURN turn, superseded, count(m), docs, chatter, dfs")
 VECTORS_AMONG = f"UNWIND $ids AS id MATCH (e:Embedding {{id: id}}) RETURN e.id, {_VECTOR}"
 BETWEEN_COSINE = ("MATCH (n:Memory) WHERE n.tracked AND n.timestamp >= $start AND n.timestamp < $end "
                   f"OPTIONAL MATCH (e:Embedding {{id: n.id}}) RETURN n.id, {_COSINE} ORDER BY n.timestamp, n.id")

@@ -198,7 +198,7 @@ class Nodes(dict[str, MemoryNode | None]):
 class ReadCache:
     """What the current atlas call has read from one graph (see the module docstring)."""
 
-    __slots__ = ("ahead", "bounded", "chatter", "documents", "edges", "nodes", "present", "superseded",
+    __slots__ = ("ahead", "bounded", "chatter", "counted", "documents", "edges", "nodes", "present", "superseded",
                  "superseded_count", "turn")
 
     def __init__(self) -> None:
@@ -209,6 +209,8 @@ class ReadCache:
         self.superseded_count: int | None = None
         self.bounded: int | None = None
         self.documents: int | None = None  # BM25's documents (`FalkorKeywordIndex.one_statement`)
+        # whether the graph keeps BM25's per-term counts (`FalkorKeywordIndex.counting`; None: not read)
+        self.counted: bool | None = None
         # whether the graph has held a backchannel (None: not read this call); False lets a walk
         # read each hop without the step over's `OPTIONAL MATCH` (`paths.walk`)
         self.chatter: bool | None = None
@@ -220,6 +222,7 @@ class ReadCache:
         self.superseded_count = None
         self.bounded = None
         self.documents = None
+        self.counted = None
         self.chatter = None
         self.ahead.clear()
         self.nodes.clear()

@@ -11,11 +11,20 @@ Keywords are ranked by BM25 computed by the server exactly as the in-process ind
 (`shared_core.store.terms`): each memory's terms are stored in ``n.terms`` under a range index
 (each element indexed), and the namespace's document and token counts sit on its ``(:Atlas)``
 node, so both backends give the same ids with the same scores. A search is two statements:
-each query stem's document count (`cypher.BM25_COUNTS`, an index count), from which the client
-computes the weights as the in-process index does (`FalkorKeywordIndex.plan`), then the top k
-(`cypher.bm25`), which prunes: a common term's documents are read only where they meet another
-query term, unless its weight could reach the k-th score alone, and then each is scored on that
-term's share alone before it is kept.
+each query stem's document count (`cypher.BM25_COUNTS`, an index count; in a namespace that
+keeps its per-term counts, `cypher.BM25_KEPT_COUNTS`, an index lookup a stem), from which the
+client computes the weights as the in-process index does (`FalkorKeywordIndex.plan`), then the
+top k (`cypher.bm25`), which prunes: a common term's documents are read only where they meet
+another query term, unless its weight could reach the k-th score alone, and then each is scored
+on that term's share alone before it is kept. A namespace of fewer than `ONE_STATEMENT_BELOW`
+documents is searched in one statement (`cypher.bm25_counted`).
+
+The per-term counts (`shared_core.store.falkordb.bm25`) are kept only from a size on (the
+backend's ``term_counts_from``, `ONE_STATEMENT_BELOW` by default): a write that leaves the
+namespace at that many documents or more without them answers its document count, and its
+process then counts every stem once (`FalkorKeywordIndex.count_terms`, one statement, a no-op
+when another process did it first); a process opening such a namespace does the same. Until the
+flag is read a search counts postings, which is always exact: the flag only turns on.
 """
 
 from __future__ import annotations
@@ -35,6 +44,7 @@ from ..base import KeywordIndexBase, VectorIndexBase
 from ..contract import Hits, Vector
 from ..terms import index_terms, query_stems
 from . import cypher as q
+from .bm25 import BACKFILL_COUNTS, BM25_KEPT_COUNTS
 from .client import GraphKey, Literal
 
 __all__ = ["AMONG_IN_QUERY", "CosineCache", "FalkorKeywordIndex", "FalkorVectorIndex", "query_literal", "quote",
@@ -316,10 +326,16 @@ class FalkorKeywordIndex(KeywordIndexBase):
     B = 0.75
 
     def __init__(self, graph: GraphKey, *, prefetch: Prefetch = _no_prefetch,
-                 documents: Callable[[], int | None] = lambda: None) -> None:
+                 documents: Callable[[], int | None] = lambda: None, counted: Callable[[], bool] = lambda: False,
+                 counts_from: int = ONE_STATEMENT_BELOW) -> None:
         self._g = graph
         self._prefetch = prefetch
         self._documents = documents  # the namespace's documents as this call read them (None: unknown)
+        self._counted = counted  # whether the namespace keeps its per-term counts, as this call read it
+        self.counts_from = counts_from  # the documents from which the namespace keeps them
+        # whether this process has seen the namespace keep them (it only turns on: a write that
+        # guesses off is refused if they are kept, `writes.write_batch`)
+        self.kept = False
 
     def __len__(self) -> int:
         rows = self._g.read(q.TERMS_COUNT)
@@ -331,9 +347,10 @@ class FalkorKeywordIndex(KeywordIndexBase):
     def add_many(self, rows: Sequence[tuple[str, str, str | None]], *, into: Statements | None = None,
                  terms: list[list[str]] | None = None) -> None:
         """Index many (id, text, session) rows (a later row of an id replaces an earlier one), a
-        few hundred per statement; with ``into``, append the statements to it instead; with
-        ``terms``, append each row's terms for a statement of the caller's (`cypher.WRITE_NODES`,
-        one row per id)."""
+        few hundred per statement, then the one-time count of the per-term counts if the
+        namespace has grown large enough (`count_terms`); with ``into``, append the statements to
+        it instead (no count: the next write or opening makes it); with ``terms``, append each
+        row's terms for a statement of the caller's (`cypher.WRITE_NODES`, one row per id)."""
         if terms is not None:
             for node_id, text, _ in rows:
                 if not isinstance(text, str):
@@ -344,19 +361,32 @@ class FalkorKeywordIndex(KeywordIndexBase):
         if into is not None:
             into.extend(statements)
             return
+        uncounted = None
         for query, params in statements:
-            self._g.write(query, params)
+            answer = self._g.write(query, params)
+            uncounted = answer[0][0] if answer else uncounted
+        self.count_terms(uncounted)
+
+    def count_terms(self, uncounted: Any) -> None:
+        """After a write that answered ``uncounted`` (`cypher.UNCOUNTED`: the namespace's
+        documents while it keeps no per-term counts, else None): count every stem once
+        (`cypher.BACKFILL_COUNTS`) if the namespace has reached `counts_from` documents."""
+        if uncounted is not None and int(uncounted) >= self.counts_from:
+            self._g.write(BACKFILL_COUNTS, {"from": self.counts_from})
+            self.kept = True
 
     def remove(self, node_id: str) -> None:
         self._g.write(q.REMOVE_TERMS, {"id": node_id})
 
     def counting(self, query: str, k: int) -> tuple[list[str], tuple[str, dict[str, Any]]] | None:
-        """A search's first statement, `cypher.BM25_COUNTS` (each stem's document count), with
-        the query's stems (None: no stem, or k <= 0; nothing to search)."""
+        """A search's first statement, each stem's document count (`cypher.BM25_KEPT_COUNTS` where
+        this call read that the namespace keeps them, else `cypher.BM25_COUNTS`, counting its
+        postings), with the query's stems (None: no stem, or k <= 0; nothing to search)."""
         stems = query_stems(query)
         if not stems or k <= 0:
             return None
-        return stems, (q.BM25_COUNTS, {"stems": list(dict.fromkeys(stems))})
+        counts = BM25_KEPT_COUNTS if self._counted() else q.BM25_COUNTS
+        return stems, (counts, {"stems": list(dict.fromkeys(stems))})
 
     def one_statement(self, query: str, k: int) -> dict[str, Any] | None:
         """The parameters of `cypher.bm25_counted` when this namespace is searched in one

@@ -223,7 +223,7 @@ class FalkorPartition(PartitionBase):
     """One namespace on the server: graph, vectors, keywords and bookkeeping."""
 
     def __init__(self, graph: GraphKey, namespace: str, dim: int, *,
-                 create_schema: Callable[[], None] | None = None) -> None:
+                 create_schema: Callable[[], None] | None = None, term_counts_from: int = ONE_STATEMENT_BELOW) -> None:
         graph = CheckedKey(graph.conn, graph.key)
         self._g = graph
         self._create_schema = create_schema  # the graph's indexes and counter (`FalkorDBBackend`)
@@ -235,14 +235,16 @@ class FalkorPartition(PartitionBase):
         self.vectors = FalkorVectorIndex(graph, dim, prefetch=self.graph.prefetch, cosines=self._cosines,
                                          ahead=lambda: list(self._cache.ahead))
         self.keywords = FalkorKeywordIndex(graph, prefetch=self.graph.prefetch,
-                                           documents=lambda: self._cache.documents)
+                                           documents=lambda: self._cache.documents,
+                                           counted=lambda: bool(self._cache.counted), counts_from=term_counts_from)
         self.entities = FalkorEntityIndex(graph)
         self.sessions = _Sessions(graph)
         self.inactive = _Inactive(graph, self._cache, self._snapshot)
         self._last_turn = 0  # the counter as this process last moved or read it
         self.call: int | None = None  # the atlas call this partition was last handed out in
-        # the counts the last snapshot read (superseded, bounded, documents): a recall's view (`speculate`)
-        self._seen: tuple[int, int, int] | None = None
+        # the counts the last snapshot read (superseded, bounded, documents, per-term counts kept): a
+        # recall's view (`speculate`)
+        self._seen: tuple[int, int, int, bool] | None = None
 
     def speakers(self) -> set[str]:
         """`Partition.speakers` in one request (`shared_core.store.falkordb.speakers`)."""
@@ -266,17 +268,19 @@ class FalkorPartition(PartitionBase):
 
     def speculate(self, call: int | None) -> bool:
         """`begin` a recall's call on the counts the last snapshot read (superseded, bounded,
-        BM25's documents; the turn is left unread), if there was one (else False, and nothing
-        done): the call's first request confirms them (`CheckedKey.view`), and raises `StaleView`
-        if the graph is gone or a count differs in what the call may have used before that
-        request (the superseded and bounded counts; the documents only as over or under
-        `ONE_STATEMENT_BELOW`), after starting the call over on the fresh view."""
+        BM25's documents, whether it keeps per-term counts; the turn is left unread), if there
+        was one (else False, and nothing done): the call's first request confirms them
+        (`CheckedKey.view`), and raises `StaleView` if the graph is gone or a count differs in
+        what the call may have used before that request (the superseded and bounded counts; the
+        documents only as over or under `ONE_STATEMENT_BELOW`; the per-term counts only as kept
+        where they are not: the flag only turns on, and counting postings is always exact),
+        after starting the call over on the fresh view."""
         seen = self._seen
         if seen is None:
             return False
         self.begin(call)
         cache = self._cache
-        cache.superseded_count, cache.bounded, cache.documents = seen
+        cache.superseded_count, cache.bounded, cache.documents, cache.counted = seen
         self._g.view((self.SNAPSHOT, self._confirm))
         return True
 
@@ -288,7 +292,7 @@ class FalkorPartition(PartitionBase):
             self.call = None  # not this call's partition any more: the backend asks again
             raise StaleView(f"namespace {self.namespace!r} is gone")
         self._take_snapshot(snapshot)
-        if _used(guessed) != _used(self._seen):
+        if _used(guessed) != _used(self._seen) or (guessed is not None and guessed[3] and not self._cache.counted):
             self.begin(self.call, snapshot)
             raise StaleView(f"namespace {self.namespace!r} changed its counts")
 
@@ -372,19 +376,22 @@ class FalkorPartition(PartitionBase):
     SNAPSHOT: tuple[tuple[str, dict[str, Any]], ...] = ((q.COUNTERS, {}),)
 
     def _snapshot(self) -> None:
-        """The write counter, the superseded count, `bounded_nodes`, BM25's documents and whether the graph has
-        held a backchannel, in one statement (a recall asks for all of them)."""
+        """The write counter, the superseded count, `bounded_nodes`, BM25's documents, whether the graph has
+        held a backchannel and whether it keeps BM25's per-term counts, in one statement (a recall asks for
+        all of them)."""
         self._take_snapshot(self._g.read_many(self.SNAPSHOT))
 
     def _take_snapshot(self, results: Sequence[Sequence[Sequence[Any]]]) -> None:
         rows = results[0]
-        turn, superseded, bounded, documents, chatter = rows[0] if rows else (None, 0, 0, 0, False)
+        turn, superseded, bounded, documents, chatter, counted = rows[0] if rows else (None, 0, 0, 0, False, False)
         self._last_turn = self._cache.turn = 0 if turn is None else int(turn)
         self._cache.superseded_count = int(superseded or 0)
         self._cache.bounded = int(bounded or 0)
         self._cache.documents = int(documents or 0)
         self._cache.chatter = bool(chatter)
-        self._seen = (self._cache.superseded_count, self._cache.bounded, self._cache.documents)
+        self._cache.counted = bool(counted)
+        self.keywords.kept = self.keywords.kept or self._cache.counted
+        self._seen = (self._cache.superseded_count, self._cache.bounded, self._cache.documents, self._cache.counted)
 
     @property
     def turn(self) -> int:
@@ -476,11 +483,11 @@ class FalkorPartition(PartitionBase):
         return f"FalkorPartition({self.namespace!r}, key={self._g.key!r})"
 
 
-def _used(counts: tuple[int, int, int] | None) -> tuple[int, int, bool] | None:
+def _used(counts: tuple[int, int, int, bool] | None) -> tuple[int, int, bool] | None:
     """What a recall uses of a snapshot's counts before its first request (see
-    `FalkorPartition.speculate`).
+    `FalkorPartition.speculate`), the per-term counts' flag aside.
 
-    >>> _used((0, 0, 10_000)) == _used((0, 0, 10_001)), _used((1, 0, 5)) == _used((0, 0, 5))
+    >>> _used((0, 0, 10_000, False)) == _used((0, 0, 10_001, False)), _used((1, 0, 5, False)) == _used((0, 0, 5, False))
     (True, False)
     """
     return None if counts is None else (counts[0], counts[1], counts[2] >= ONE_STATEMENT_BELOW)

@@ -13,7 +13,13 @@ order), with the server asked twice instead of several times per memory:
    counter and answers the first), each session's newest memory before the batch (the source of the ``before`` edge to
    the batch's first memory of the session: `cypher.write_reserving`'s heads) and the edges
    (`cypher.write_edges`), each numbered as `put_edge` would number it (a head's number is
-   taken whether or not the session had a memory: numbers only order edges).
+   taken whether or not the session had a memory: numbers only order edges). BM25's per-term
+   counts: a batch of one statement is sent without their updates while this process has not
+   seen the namespace keep them, on the condition that it keeps none (else it is refused, and
+   sent again with them); a larger batch's statements carry the updates, run only where the
+   counts are kept (`bm25.counted`). A write that leaves the namespace large enough to keep them
+   without them is followed by their one-time count (`FalkorKeywordIndex.count_terms`; a larger
+   batch sends it with its statements).
 
 A statement is atomic (the server undoes one that fails part-way), so a batch of up to 512
 memories, an ``add_memory`` among them, is written whole or not at all, turns included: the
@@ -48,8 +54,10 @@ from ...values.model import AnyRelation, MemoryNode, Relation
 from ..contract import WriteBatch
 from ..vector_math import batch_pairs, merge_links
 from . import cypher as q
+from .bm25 import BACKFILL_COUNTS
 from .client import GraphKey, Literal
 from .graph import FalkorGraphStore, next_seq, node_props
+from .heads import session_heads
 from .indexes import FalkorKeywordIndex, FalkorVectorIndex, quote
 
 __all__ = ["node_statements", "write_batch"]
@@ -193,11 +201,17 @@ def _write(part: Target, batch: WriteBatch, first: int, whole: bool) -> list[Mem
     unknown = False  # which memories' edges changed is not known (every edge of the call is read again)
     if whole:
         _, node_params = writes[0]
-        answer = part.graph_key.write(q.write_reserving(kinds, named=bool(named), unnamed=unnamed is not None),
-                                      {**node_params, **params})
+        kept = part.keywords.kept  # as this process last saw it: the write is refused if it turned on
+        answer = part.graph_key.write(q.write_reserving(kinds, named=bool(named), unnamed=unnamed is not None,
+                                                        counted=kept), {**node_params, **params})
+        if not answer and not kept and not part.graph_key.read(q.HAS_NODE, {"id": ids[0]}):
+            part.keywords.kept = True  # refused: the namespace keeps its per-term counts now
+            answer = part.graph_key.write(q.write_reserving(kinds, named=bool(named), unnamed=unnamed is not None),
+                                          {**node_params, **params})
         if answer:
             reserved = int(answer[0][0])
             touched = {str(source) for source in answer[0][1]}  # the sessions' newest: their edges changed
+            part.keywords.count_terms(answer[0][2])  # the namespace grew large enough: count its stems once
         else:  # the batch is stored already: this request ran before and its reply was lost (see `write_reserving`)
             stored = part.graph.get_node(ids[0])
             if stored is None or stored.content != nodes[0].content:
@@ -208,9 +222,11 @@ def _write(part: Target, batch: WriteBatch, first: int, whole: bool) -> list[Mem
             nodes = list(batch.build(reserved))
     else:  # the edges and the sessions' newest memories ride on the last node statement
         query, node_params = writes[-1]
-        query = f"{query} WITH DISTINCT 1 AS one {q.session_heads(named=bool(named), unnamed=unnamed is not None)}"
+        query = f"{query} WITH DISTINCT 1 AS one {session_heads(named=bool(named), unnamed=unnamed is not None)}"
         writes[-1] = (q.write_edges(kinds, after=query) if edges else f"{query} RETURN size(before)",
                       {**node_params, **params})
+        # the one-time count of the per-term counts, should the batch make the namespace large enough
+        writes.append((BACKFILL_COUNTS, {"from": part.keywords.counts_from}))
         part.graph_key.write_many(writes)
     if any(flags):  # the graph holds a backchannel now (`cypher.WRITE_NODES` set its flag): walks step over
         part.graph.cache.chatter = True
