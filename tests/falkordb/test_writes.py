@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,6 +30,20 @@ def test_an_add_memory_asks_the_server_twice(shared_atlas: Callable[..., Elastic
     assert seen == ["EXISTS", "a query"]
     links = {(e.relation.value, e.source == node.id) for e in atlas.backend.partition("p").graph.edges(node.id)}
     assert ("before", False) in links and ("similar_to", True) in links  # the edges came with the write
+
+
+def test_no_index_lookup_is_keyed_by_an_element_of_a_parameter() -> None:
+    """FalkorDB 4.16 costs a lookup such as ``(n:Memory {id: $rows[j][0]})`` by the size of the
+    whole parameter, at each row (a batch write of 500 memories took seconds): every statement
+    binds the element first (``WITH $rows[j][0] AS id MATCH (n:Memory {id: id})``)."""
+    keyed = re.compile(r"\{\s*\w+\s*:\s*\$\w+\s*\[")
+    sources = {path.name: path.read_text() for path in Path(cypher.__file__).parent.glob("*.py")}
+    built = {f"write_reserving{flags}": cypher.write_reserving(["SIMILAR_TO"], named=flags[0], unnamed=flags[1],
+                                                               counted=flags[2])
+             for flags in itertools.product((True, False), repeat=3)}
+    found = [(name, m.group()) for name, text in (sources | built).items() for m in keyed.finditer(text)]
+    assert found == []
+    assert keyed.search("MATCH (n:Memory {id: $rows[j][0]})")  # the pattern finds the old form
 
 
 def test_a_call_keeps_its_view_and_the_next_call_starts_afresh(shared_atlas: Callable[..., ElasticMemoryAtlas],

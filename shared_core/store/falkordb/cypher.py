@@ -275,7 +275,7 @@ WRITE_NODES = (_MERGE_COUNTER
 # matched, not merged (a MERGE after the filter ran on the row it dropped, FalkorDB 4.16). Without the
 # per-term counts' updates, only where the namespace keeps none (their updates cost a statement the
 # same whether they run or not: `write_reserving`'s ``counted``)
-_NEW = "MATCH (c:Atlas) OPTIONAL MATCH (x0:Memory {id: $rows[0][0]}) WITH c, x0 WHERE x0 IS NULL "
+_NEW = "MATCH (c:Atlas) WITH c, $rows[0][0] AS id0 OPTIONAL MATCH (x0:Memory {id: id0}) WITH c, x0 WHERE x0 IS NULL "
 _NEW_NODES = _NEW + WRITE_NODES.removeprefix(_MERGE_COUNTER)
 _NEW_UNCOUNTED = _NEW + "AND c.dfs IS NULL " + WRITE_NODES.removeprefix(_MERGE_COUNTER).replace(_ROW_COUNTS, "")
 assert _ROW_COUNTS in WRITE_NODES
@@ -283,10 +283,13 @@ assert _ROW_COUNTS in WRITE_NODES
 # a batch's turns, reserved by the statement that writes it (appended to `WRITE_NODES`: one atomic
 # step, so concurrent writers never share a turn and a refused write takes none): row j of $rows
 # gets turn and accessed_turn `first + j`, the counter ends on the last; leaves `first` and `uncounted`
-# (`bm25.UNCOUNTED`, after the write) in scope
+# (`bm25.UNCOUNTED`, after the write) in scope. An id is bound before its index lookup here and in
+# `_NEW`: FalkorDB 4.16 costs `$rows[j][0]` as a lookup's key by the size of all of $rows, each row
+# (a batch's write grew with its square)
 RESERVE_TURNS = ("WITH DISTINCT 1 AS one MATCH (c:Atlas) WITH c, coalesce(c.turn, 0) + 1 AS first "
                  f"SET c.turn = first + size($rows) - 1 WITH first, {_terms.UNCOUNTED} AS uncounted "
-                 "UNWIND range(0, size($rows) - 1) AS j MATCH (n:Memory {id: $rows[j][0]}) "
+                 "UNWIND range(0, size($rows) - 1) AS j WITH first, uncounted, j, $rows[j][0] AS id "
+                 "MATCH (n:Memory {id: id}) "
                  "SET n.turn = first + j, n.accessed_turn = first + j WITH DISTINCT first, uncounted")
 
 
