@@ -250,35 +250,40 @@ VECTOR_AMONG = ("UNWIND $ids AS id MATCH (e:Embedding {id: id}) "
 # rows [id, props, terms, vector, raw, repeats]: `PUT_NODE`, `TRACK`, `SET_VECTORS` and `SET_TERMS` of each, in
 # order, in one statement (each memory's node, tracking, BM25 terms, per-term counts where kept
 # (`bm25.counted`) and vector node; the counters once)
-_ROW_COUNTS = _terms.counted(_terms.drop_counts("old") + " " + _terms.add_counts("row[2]"))
-WRITE_NODES = (_MERGE_COUNTER
-               + "WITH c, coalesce(c.seq, 0) AS seq, coalesce(c.kwseq, 0) AS base "
-               "UNWIND range(0, size($rows) - 1) AS j WITH c, seq, base, j, $rows[j] AS row "
-               "MERGE (n:Memory {id: row[0]}) WITH c, seq, base, j, row, n, n.terms AS old "
-               "SET n += row[1], n.tracked = true, n.pos = coalesce(n.pos, seq + j + 1), "
-               "n.terms = row[2], n.tlen = size(row[2]), n.reps = row[5], n.kwseq = base + j + 1 "
-               f"{_ROW_COUNTS}"
-               "WITH c, seq, base, row, old OPTIONAL MATCH (e:Embedding {id: row[0]}) "
-               "WITH c, seq, base, row, old, e, CASE WHEN e IS NULL THEN 0 ELSE 1 END AS replaced DELETE e "
-               "WITH c, seq, base, row, old, replaced "
-               "CREATE (:Embedding {id: row[0], embedding: vecf32(row[3]), raw: row[4]}) "
-               "WITH c, seq, base, toInteger(sum(replaced)) AS gone, "
-               "toInteger(sum(CASE WHEN old IS NULL THEN 1 ELSE 0 END)) AS docs, "
-               "toInteger(sum(size(row[2]) - coalesce(size(old), 0))) AS tokens, "
-               "max(CASE WHEN row[1].chatter THEN 1 ELSE 0 END) AS chats "
-               "SET c.seq = seq + size($rows), c.stale = coalesce(c.stale, 0) + gone, "
-               "c.chatter = coalesce(c.chatter, false) OR chats = 1, "
-               "c.docs = coalesce(c.docs, 0) + docs, c.tokens = coalesce(c.tokens, 0) + tokens, "
-               "c.kwseq = base + size($rows)")
+def _write_nodes(*, counter: str, counts: bool) -> str:
+    """`WRITE_NODES` after ``counter`` (clauses leaving the (:Atlas) node ``c``), with the per-term
+    counts' guarded updates (``counts``) or without them."""
+    row_counts = _terms.counted(_terms.drop_counts("old") + " " + _terms.add_counts("row[2]")) if counts else ""
+    return (counter
+            + "WITH c, coalesce(c.seq, 0) AS seq, coalesce(c.kwseq, 0) AS base "
+            "UNWIND range(0, size($rows) - 1) AS j WITH c, seq, base, j, $rows[j] AS row "
+            "MERGE (n:Memory {id: row[0]}) WITH c, seq, base, j, row, n, n.terms AS old "
+            "SET n += row[1], n.tracked = true, n.pos = coalesce(n.pos, seq + j + 1), "
+            "n.terms = row[2], n.tlen = size(row[2]), n.reps = row[5], n.kwseq = base + j + 1 "
+            f"{row_counts}"
+            "WITH c, seq, base, row, old OPTIONAL MATCH (e:Embedding {id: row[0]}) "
+            "WITH c, seq, base, row, old, e, CASE WHEN e IS NULL THEN 0 ELSE 1 END AS replaced DELETE e "
+            "WITH c, seq, base, row, old, replaced "
+            "CREATE (:Embedding {id: row[0], embedding: vecf32(row[3]), raw: row[4]}) "
+            "WITH c, seq, base, toInteger(sum(replaced)) AS gone, "
+            "toInteger(sum(CASE WHEN old IS NULL THEN 1 ELSE 0 END)) AS docs, "
+            "toInteger(sum(size(row[2]) - coalesce(size(old), 0))) AS tokens, "
+            "max(CASE WHEN row[1].chatter THEN 1 ELSE 0 END) AS chats "
+            "SET c.seq = seq + size($rows), c.stale = coalesce(c.stale, 0) + gone, "
+            "c.chatter = coalesce(c.chatter, false) OR chats = 1, "
+            "c.docs = coalesce(c.docs, 0) + docs, c.tokens = coalesce(c.tokens, 0) + tokens, "
+            "c.kwseq = base + size($rows)")
+
+
+WRITE_NODES = _write_nodes(counter=_MERGE_COUNTER, counts=True)
 
 # `WRITE_NODES` only when the first memory of $rows is not stored yet (see `write_reserving`); the counter
 # matched, not merged (a MERGE after the filter ran on the row it dropped, FalkorDB 4.16). Without the
 # per-term counts' updates, only where the namespace keeps none (their updates cost a statement the
 # same whether they run or not: `write_reserving`'s ``counted``)
 _NEW = "MATCH (c:Atlas) WITH c, $rows[0][0] AS id0 OPTIONAL MATCH (x0:Memory {id: id0}) WITH c, x0 WHERE x0 IS NULL "
-_NEW_NODES = _NEW + WRITE_NODES.removeprefix(_MERGE_COUNTER)
-_NEW_UNCOUNTED = _NEW + "AND c.dfs IS NULL " + WRITE_NODES.removeprefix(_MERGE_COUNTER).replace(_ROW_COUNTS, "")
-assert _ROW_COUNTS in WRITE_NODES
+_NEW_NODES = _write_nodes(counter=_NEW, counts=True)
+_NEW_UNCOUNTED = _write_nodes(counter=_NEW + "AND c.dfs IS NULL ", counts=False)
 
 # a batch's turns, reserved by the statement that writes it (appended to `WRITE_NODES`: one atomic
 # step, so concurrent writers never share a turn and a refused write takes none): row j of $rows
