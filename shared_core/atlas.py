@@ -81,6 +81,8 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews, Writes):
 
             restore_bookkeeping(self._state, reopened, self._life.restore, where=repr(given))
             given.keep(partial(bookkeeping, self._state, self._life.state))
+        elif given is not None and given.keeps_partitions_in_process():
+            self._life.adopt()  # memories another atlas left in this backend: accounted, speakers learnt
         every = None if given is None else given.maintenance_interval()
         self._maintenance = None if every is None else MaintenanceTimer(self.maintain, every=every)
 

@@ -435,6 +435,13 @@ class Lifecycle:
         self.namespaces.touch_all()
         self.engine.backend.watch(self._adopt)  # a lazy backend calls it again for each namespace it loads
 
+    def adopt(self) -> None:
+        """Take over the memories an in-process backend already holds (an atlas made over a
+        backend another atlas wrote): each partition's memories accounted towards the caps, their
+        expiries scheduled and their speakers learnt, as `restore` does for a loaded file."""
+        self.namespaces.touch_all()
+        self.engine.backend.watch(self._adopt)
+
     def _adopt(self, part: Partition) -> None:
         """Account a partition's memories, schedule their expiries and learn their speakers
         (`SpeakerBook.fill`) (after `restore`, for each partition loaded)."""
