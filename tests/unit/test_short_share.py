@@ -150,3 +150,19 @@ def test_the_short_grid_keys_each_point_apart_but_the_off_ones() -> None:
     assert len(points) == 12 and len(off) == 3
     assert len({_cv._cache_key(p) for p in off}) == 1  # the length does not matter while the factor is off
     assert len({_cv._cache_key(p) for p in points}) == 10
+
+
+def test_the_experiments_walk_reaches_past_a_short_memory_and_still_boosts_it() -> None:
+    """``benchmarks/walk_short_pass.py``'s step: the short memory's own edges are added to the
+    walker's, strengths multiplied, so the turn past it gets one hop's activation."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from walk_short_pass import through_short
+
+    from shared_core.formulas.scoring import spread_max
+
+    edges = {"a": [("s", 1.0)], "s": [("a", 1.0), ("b", 0.5)], "b": [("s", 0.5), ("c", 1.0)], "c": [("b", 1.0)]}
+    plain = spread_max({"a": 1.0}, edges.__getitem__, hops=1, decay=0.5)
+    passed = spread_max({"a": 1.0}, through_short(edges.__getitem__, {"s"}.__contains__), hops=1, decay=0.5)
+    assert plain == {"s": 0.5}
+    assert passed == {"s": 0.5, "b": 0.25}  # b one hop away, through s; s still boosted
+    assert through_short(edges.__getitem__, set().__contains__)("a") == [("s", 1.0)]
