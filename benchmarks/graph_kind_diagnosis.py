@@ -178,13 +178,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--metric", action="append", default=[], help="also a table of this metric (R@10, "
                         "R@1000tok, R@2000tok, ...)")
     parser.add_argument("--json", metavar="FILE", help="also write every question's metrics per point")
-    parser.add_argument("--load", metavar="FILE", help="read the questions from a --json file instead of running")
+    parser.add_argument("--load", metavar="FILE", action="append", default=[],
+                        help="read the questions from a --json file instead of running; repeated, the files' "
+                        "points side by side (the first file's first point is the presets), each file's "
+                        "points tagged with its --tag")
+    parser.add_argument("--tag", action="append", default=[], help="with --load: a name per file (run=NAME in "
+                        "its points' labels), e.g. the patch a run was made under")
+    parser.add_argument("--points", action="store_true", help="also a table of every point on every question "
+                        "(fitted): R@10, R@1000 tok, R@2000 tok, multi-hop R@2000 tok")
     args = parser.parse_args(argv)
     points = [{}, *(config_overrides(p.split(",")) for p in args.point)] if args.point else list(POINTS)
     if args.load:
-        data = json.loads(Path(args.load).read_text())
-        data["points"] = [p if isinstance(p, dict) else {"graph_weight": p[0], "graph_hop_decay": p[1]}
-                          for p in data["points"]]  # the first runs' (weight, decay) pairs
+        data = merge([json.loads(Path(f).read_text()) for f in args.load], args.tag)
     else:
         pool = load_locomo(args.data)
         wanted = args.conversations.split(",") if args.conversations else None
@@ -203,9 +208,47 @@ def main(argv: Sequence[str] | None = None) -> int:
         for metric in (None, *args.metric):
             print(report(name, rows, data["points"], metric))
             print()
+        if args.points:
+            print(points_table(name, rows, data["points"]))
+            print()
         print(cv_report(name, rows, data["points"]))
         print()
     return 0
+
+
+def merge(files: Sequence[dict[str, Any]], tags: Sequence[str] = ()) -> dict[str, Any]:
+    """The ``--json`` files' points side by side, on the sets they all hold (the same questions
+    in the same order), each file's points tagged ``run=TAG`` when ``tags`` names it."""
+    points: list[dict[str, Any]] = []
+    sets: dict[str, list[dict[str, Any]]] = {}
+    names = [n for n in files[0]["sets"] if all(n in f["sets"] for f in files)]
+    for index, data in enumerate(files):
+        tag = {"run": tags[index]} if index < len(tags) else {}
+        points += [{**tag, **(p if isinstance(p, dict) else {"graph_weight": p[0], "graph_hop_decay": p[1]})}
+                   for p in data["points"]]  # the first runs' (weight, decay) pairs
+        for name in names:
+            rows = data["sets"][name]
+            if name not in sets:
+                sets[name] = [dict(r, metrics=list(r["metrics"])) for r in rows]
+                continue
+            if [(r["conv"], r["question"]) for r in rows] != [(r["conv"], r["question"]) for r in sets[name]]:
+                raise SystemExit(f"{name}: the files do not hold the same questions")
+            for row, other in zip(sets[name], rows, strict=True):
+                row["metrics"] += other["metrics"]
+    return {"points": points, "sets": sets}
+
+
+def points_table(name: str, rows: Sequence[dict[str, Any]], points: Sequence[dict[str, Any]]) -> str:
+    """Every point's means over every question (fitted): R@10, R@1000 tok, R@2000 tok and
+    multi-hop R@2000 tok."""
+    out = [f"### {name}: every point (all questions, fitted)", "",
+           "| point | R@10 | R@1000 tok | R@2000 tok | multi-hop R@2000 tok |", "|---|---:|---:|---:|---:|"]
+    for p, point in enumerate(points):
+        cells = [np.mean([r["metrics"][p][m] for r in rows]) for m in CV_METRICS]
+        multi = [r["metrics"][p]["R@2000tok"] for r in rows if r["category"] == "multi-hop"]
+        cells.append(np.mean(multi) if multi else float("nan"))
+        out.append(f"| {_label(point)} | " + " | ".join(f"{c:.3f}" for c in cells) + " |")
+    return "\n".join(out)
 
 
 if __name__ == "__main__":

@@ -153,3 +153,24 @@ def test_a_point_per_group_is_chosen_without_the_held_out_conversation() -> None
     assert sorted(r["R@10"] for r in scored) == [0.4, *[0.8] * 7, 0.9, 0.9, 0.9]
     one, picks = by_group_cv(rows, None)  # one point for all: lists and single facts alike
     assert len(one) == len(rows) and all(p.endswith(": 0") or p.endswith(": 1") for p in picks)
+
+
+def test_runs_loaded_side_by_side_keep_each_questions_metrics_in_order() -> None:
+    """``graph_kind_diagnosis.merge``: two runs' points side by side, tagged, on the questions
+    both hold; runs of other questions are refused."""
+    from graph_kind_diagnosis import merge, points_table
+
+    first = {"points": [{}, {"graph_weight": 1.4}],
+             "sets": {"dev": [_row("a", "single", (0.5, 0.6)), _row("b", "single", (0.7, 0.8))],
+                      "split": [_row("a", "single", (0.1, 0.2))]}}
+    second = {"points": [{}], "sets": {"dev": [_row("a", "single", (0.9,)), _row("b", "single", (0.3,))]}}
+    merged = merge([first, second], ["base", "patched"])
+    assert list(merged["sets"]) == ["dev"]  # the sets both hold
+    assert merged["points"] == [{"run": "base"}, {"run": "base", "graph_weight": 1.4}, {"run": "patched"}]
+    assert [[m["R@10"] for m in r["metrics"]] for r in merged["sets"]["dev"]] == [[0.5, 0.6, 0.9], [0.7, 0.8, 0.3]]
+    assert first["sets"]["dev"][0]["metrics"] == [_row("a", "single", (0.5, 0.6))["metrics"][0],
+                                                 _row("a", "single", (0.5, 0.6))["metrics"][1]]  # not changed
+    assert "| run=patched | 0.600 |" in points_table("dev", merged["sets"]["dev"], merged["points"])
+    other = {"points": [{}], "sets": {"dev": [_row("b", "single", (0.9,)), _row("a", "single", (0.3,))]}}
+    with pytest.raises(SystemExit):
+        merge([first, other])
