@@ -34,8 +34,7 @@ from shared_core import AtlasConfig, ElasticMemoryAtlas, ManualClock, TiktokenCo
 from shared_core.engine.context import context_breadth
 
 __all__ = ["FUSION_FINE_GRID", "FUSION_GRID", "FUSION_SCALE_GRID", "GRID", "GRIDS", "LEVERS", "NEIGHBOUR_GRID",
-           "OBJECTIVE", "SEED_GRID", "SHORT_GRID", "SPEAKER_GRID", "SPEAKER_LEVERS", "CVScores", "ablations",
-           "cv_tables", "run_grid"]
+           "OBJECTIVE", "SEED_GRID", "SPEAKER_GRID", "SPEAKER_LEVERS", "CVScores", "ablations", "cv_tables", "run_grid"]
 
 #: field -> the values tried, the shipped preset first (it wins ties)
 GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
@@ -90,23 +89,17 @@ FUSION_SCALE_GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
     ("vector_weight", (0.5, 0.35, 0.7)),
     ("keyword_weight", (0.5, 0.35, 0.7)),
 )
-#: a short memory's share of the walk (`shared_core.engine.recall._short_share`, ``--grid short``): a memory of at
-#: most ``short_words`` words (its label aside) takes ``short_graph_factor`` times the walk's boost (1.0: off)
-SHORT_GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
-    ("short_graph_factor", (1.0, 1.5, 2.0, 3.0)),
-    ("short_words", (8, 4, 16)),
-)
 #: the fields that change the ranking itself (the rest change only the context's packing)
 RETRIEVAL_FIELDS = ("relevance_floor", "feedback_weight", "feedback_docs", "speaker_weight", "speaker_docs",
                     "speaker_list_factor", "seed_ratio", "graph_seeds", "vector_weight", "keyword_weight",
                     "graph_weight", "time_weight", "recent_weight", "graph_hop_decay", "weight_exponent",
-                    "recency_exponent", "short_graph_factor", "short_words")
+                    "recency_exponent")
 #: packing fields that a context's cache key must hold (the list levers' are in `context_breadth`)
 CONTEXT_FIELDS = ("context_neighbours",)
 #: field -> (the field that switches it off, that field's off value): answers are cached alike
 #: whatever the field's value while the lever is off
 INERT_WHEN = {"feedback_docs": ("feedback_weight", 0.0), "speaker_docs": ("speaker_weight", 0.0),
-              "speaker_list_factor": ("speaker_weight", 0.0), "short_words": ("short_graph_factor", 1.0)}
+              "speaker_list_factor": ("speaker_weight", 0.0)}
 #: the objective a point is chosen by: the mean over the fold's questions of these metrics
 OBJECTIVE = ("R@1000tok", "R@2000tok")
 #: lever -> the grid restricted to it held off (for the ablation rows)
@@ -132,10 +125,6 @@ SEED_LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
     "more seeds than asked for (seed_ratio=1)": {"seed_ratio": (1.0,)},
     "up to 200 seeds (graph_seeds=100)": {"graph_seeds": (100,)},
 }
-SHORT_LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
-    "a short memory's share of the walk (short_graph_factor=1)": {"short_graph_factor": (1.0,)},
-    "a length chosen per fold (short_words held at 8)": {"short_words": (8,)},
-}
 #: the fusion's fields and what a lever row calls them; each is held at its preset (no "off" value)
 _FUSION_FIELDS = {"vector_weight": "a vector weight", "keyword_weight": "a keyword weight",
                   "graph_weight": "a graph weight", "time_weight": "a time weight", "graph_hop_decay": "a hop decay"}
@@ -149,13 +138,11 @@ GRIDS = {"full": (GRID, LEVERS), "speaker": (SPEAKER_GRID, SPEAKER_LEVERS),
          "neighbours": (NEIGHBOUR_GRID, NEIGHBOUR_LEVERS), "speaker_lists": (SPEAKER_LIST_GRID, SPEAKER_LIST_LEVERS),
          "speaker_lists_wide": (SPEAKER_LIST_WIDE_GRID, SPEAKER_LIST_LEVERS),
          "seeds": (SEED_GRID, SEED_LEVERS), "fusion": (FUSION_GRID, FUSION_LEVERS),
-         "fusion_fine": (FUSION_FINE_GRID, FUSION_LEVERS), "fusion_scale": (FUSION_SCALE_GRID, FUSION_LEVERS),
-         "short": (SHORT_GRID, SHORT_LEVERS)}
+         "fusion_fine": (FUSION_FINE_GRID, FUSION_LEVERS), "fusion_scale": (FUSION_SCALE_GRID, FUSION_LEVERS)}
 #: a lever's off value, for the "every lever off" row (a fusion weight's: the preset's, so the row is the presets')
 _OFF = {"feedback_weight": (0.0,), "feedback_docs": (5,), "list_diversity": (0.0,), "list_candidates": (1.0,),
         "relevance_floor": (0.1,), "speaker_weight": (0.0,), "context_neighbours": (0,),
-        "speaker_list_factor": (1.0,), "seed_ratio": (1.0,), "graph_seeds": (100,), "short_graph_factor": (1.0,),
-        **_FUSION_PRESETS}
+        "speaker_list_factor": (1.0,), "seed_ratio": (1.0,), "graph_seeds": (100,), **_FUSION_PRESETS}
 METRICS = ("R@5", "R@10", "R@20", "R@1000tok", "R@2000tok")
 BUDGETS = (1000, 2000)
 KS = (5, 10, 20)

@@ -327,8 +327,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--grid", default="full", choices=list(GRIDS),
                         help="--cv's grid: _cv.GRIDS (full: 48 points; speaker: the speaker path's; "
                         "neighbours: context windows; seeds: the walk's seeds; fusion, fusion_fine, fusion_scale: the "
-                        "fusion's weights; speaker_lists, speaker_lists_wide: the speaker path's list factor; "
-                        "short: a short memory's share of the walk)")
+                        "fusion's weights; speaker_lists, speaker_lists_wide: the speaker path's list factor)")
     parser.add_argument("--json", metavar="FILE", help="also write every mean to a JSON file")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument("--compute", default="int8", choices=["fp32", "int8"],

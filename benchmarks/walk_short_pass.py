@@ -17,19 +17,46 @@ library's walk is not changed: FalkorDB and chroma would need a short memory's f
 
 from __future__ import annotations
 
+import functools
+import re
 import runpy
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from shared_core.formulas.chatter import body_words
 from shared_core.formulas.scoring import spread_max, step_over
+from shared_core.formulas.subqueries import speaker_of
 from shared_core.store.base import PartitionBase
 from shared_core.store.contract import WalkSpec
 
 HERE = Path(__file__).parent
 
 Links = Callable[[str], list[tuple[str, float]]]
+
+#: a chat label ("Kate: ", "Caroline Reyes: "), as `shared_core.formulas.subqueries` reads one
+_LABEL = re.compile(r"^\s*([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2})\s*:")
+_WORD = re.compile(r"[^\W_]+")
+
+
+@functools.lru_cache(maxsize=8192)
+def _words_after(content: str, label: str | None) -> int:
+    head, colon, rest = content.partition(":")
+    if colon and ((label is not None and head.strip().lower() == label) or _LABEL.match(content)):
+        content = rest
+    return sum(1 for _ in _WORD.finditer(content))
+
+
+def body_words(content: str, metadata: Mapping[str, object] | None = None) -> int:
+    """The number of words in a chat message's body: its ``"Name: "`` label (a capitalised chat
+    label, or its metadata's ``speaker`` in any case) aside; a word is a run of letters or digits.
+
+    >>> body_words("Kate: went hiking!"), body_words("lol"), body_words("kate: at 5 pm", {"speaker": "Kate"})
+    (2, 1, 3)
+    >>> body_words("note: buy oat milk"), body_words("👍")
+    (4, 0)
+    """
+    who = speaker_of(content, metadata) if metadata else None
+    return _words_after(content, None if who is None else who.lower())
 
 
 def through_short(neighbors: Links, short: Callable[[str], bool]) -> Links:

@@ -22,10 +22,6 @@
    causes, parts and summaries come along; with ``entity_walk`` > 0 also from a seed to the
    entities it mentions and on to their other memories (`shared_core.engine.entities.entity_walk`;
    the seeds and the walk: `shared_core.engine.walk`);
-   each memory's relevance is ``min(1, (fused + graph_weight * boost) / norm)``, and with
-   ``short_graph_factor`` other than 1 a memory of at most ``short_words`` words (its label
-   aside) takes that factor of its boost (`_short_share`: a short message's meaning is in its
-   neighbours);
 7. rank by relevance x weight x recency (or the linear preset), session penalty applied.
 
 Only relevant memories are ranked (and so returned and reinforced): with ``relevance_floor``
@@ -58,7 +54,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..formulas._fusion import cosine_scale, fuse
-from ..formulas.chatter import body_words, contentless
+from ..formulas.chatter import contentless
 from ..formulas.decay import effective_weight, recency_score
 from ..formulas.filters import Predicate
 from ..formulas.scoring import (
@@ -255,10 +251,6 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
     spread_max_total = sum(config.graph_hop_decay ** h for h in range(1, config.graph_hops + 1))
     norm = 1.0 + config.graph_weight * spread_max_total if boost else 1.0
     gw = config.graph_weight
-    exact = _short_share(boost, base, gw, norm, config)
-    # with a short memory's factor above 1, every boosted memory is first ranked by the bound of
-    # its relevance (the factor's), made exact when `_rank` fetches it
-    gw_top = gw * config.short_graph_factor if exact is not None and config.short_graph_factor > 1 else gw
 
     def resolve(ids: list[str]) -> dict[str, float]:
         """Relevance of memories found only through the graph: their cosine's share plus the
@@ -266,21 +258,21 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
         for node_id, c in zip(ids, part.vectors.similarities(req.vector, ids).tolist(), strict=True):
             cosine[node_id] = c
             base[node_id] = vector_share * scale_to(c, *vector_scale)  # on the candidates' scale
-        return {i: min(1.0, (base[i] + gw_top * boost[i]) / norm) for i in ids}
+        return {i: min(1.0, (base[i] + gw * boost[i]) / norm) for i in ids}
 
     # min(1, (fused + graph_weight * boost) / norm) for every candidate (on arrays: the walk
     # reaches a hundred-odd memories)
     get = boost.get
     relevance = _relevances(list(base), np.fromiter(base.values(), dtype=np.float64, count=len(base)),
-                            [get(i, 0.0) for i in base], gw_top, norm)
+                            [get(i, 0.0) for i in base], gw, norm)
     # A graph-only memory's relevance is at most (vector share * its scaled cosine + its boost)
     # / norm; its cosine is at most the vector path's last one when that path came back full (a
     # memory the search missed is the approximate index's miss, as on the vector path itself).
     found_all = len(raw["vector"]) < k
     top_share = vector_share * (1.0 if found_all else scale_to(min(raw["vector"].values()), *vector_scale))
     graph_only = [i for i in boost if i not in base]
-    pending = _relevances(graph_only, top_share, [boost[i] for i in graph_only], gw_top, norm)
-    ranked = _rank(part, relevance, pending, resolve, req, config, allowed, exact)
+    pending = _relevances(graph_only, top_share, [boost[i] for i in graph_only], gw, norm)
+    ranked = _rank(part, relevance, pending, resolve, req, config, allowed)
     hits: list[ScoredMemory] = []
     present = [(p, raw[p]) for p in _PATHS if raw.get(p)]
     for score, node, factors in ranked:
@@ -303,34 +295,6 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
         other = req.session_id is not None and node.session_id != req.session_id
         hits.append(scored_of(node, score, components, paths, other))
     return hits
-
-
-def _short_share(boost: Mapping[str, float], base: Mapping[str, float], graph_weight: float, norm: float,
-                 config: AtlasConfig) -> Callable[[MemoryNode, float], float] | None:
-    """A boosted memory's exact relevance, given its node and the bound it was ranked by, when a
-    short memory takes ``short_graph_factor`` times the walk's boost (None: the factor is 1, or
-    nothing was boosted).
-
-    A memory whose body is at most ``short_words`` words (`body_words`, the label aside) gets
-    ``min(1, (fused + graph_weight * short_graph_factor * boost) / norm)``, any other memory the
-    usual ``min(1, (fused + graph_weight * boost) / norm)``: the same ``norm``, so a longer memory
-    scores exactly as without the factor. A chat's "yes, that one!" or "in Paris" matches a
-    question poorly on its own and carries the meaning of the turns around it, which the walk
-    brings. ``base`` is read when the function is called, after `recall`'s ``resolve`` has put
-    a graph-only memory's fused relevance in it.
-    """
-    factor, longest = config.short_graph_factor, config.short_words
-    if factor == 1.0 or not boost:
-        return None
-
-    def exact(node: MemoryNode, relevance: float) -> float:
-        lift = boost.get(node.id)
-        if lift is None:
-            return relevance
-        share = factor if body_words(node.content, node.metadata) <= longest else 1.0
-        return min(1.0, (base[node.id] + graph_weight * share * lift) / norm)
-
-    return exact
 
 
 def _evidence(cosine: Mapping[str, float], raw: Mapping[str, Mapping[str, float]], floor: float | None
@@ -404,8 +368,7 @@ def _admission(part: Partition, req: RecallRequest, subset: set[str] | None,
 
 def _rank(part: Partition, relevance: Mapping[str, float], pending: Mapping[str, float],
           resolve: Callable[[list[str]], dict[str, float]], req: RecallRequest, config: AtlasConfig,
-          allowed: Callable[[str], bool], exact: Callable[[MemoryNode, float], float] | None = None
-          ) -> list[tuple[float, MemoryNode, dict[str, float]]]:
+          allowed: Callable[[str], bool]) -> list[tuple[float, MemoryNode, dict[str, float]]]:
     """The ``top_k`` best (score, node, factors), best first (ties: newer, then id).
 
     Candidates are visited by falling relevance and the visit stops once no remaining one can
@@ -417,11 +380,7 @@ def _rank(part: Partition, relevance: Mapping[str, float], pending: Mapping[str,
     that may still beat the k-th score) and they join the exact line. The answer does not
     depend on the batches: a memory is scored when its exact relevance comes up, and the visit
     stops only when no memory left can beat the k-th score. (Two lines make fewer index calls
-    than one line for both with batches cut at the next exact memory.) With ``exact``, a
-    relevance in either line is an upper bound until the node is fetched: ``exact(node, value)``
-    gives the memory's relevance from its node (`_short_share`), and a memory whose relevance
-    comes out lower goes back into the line at it, so the visit still scores memories in the
-    order of their exact relevance and stops on an upper bound.
+    than one line for both with batches cut at the next exact memory.)
     """
     get_node = part.graph.get_node
     top: list[tuple[float, float, str, MemoryNode, dict[str, float]]] = []  # min-heap on the sort key
@@ -435,7 +394,6 @@ def _rank(part: Partition, relevance: Mapping[str, float], pending: Mapping[str,
     batch = max(16, req.top_k)
     top_k = req.top_k
     pop, push = heapq.heappop, heapq.heappush
-    settled: dict[str, MemoryNode] = {}  # nodes whose relevance `exact` gave, by id
     while line or waiting:
         if waiting and (not line or waiting[0] < line[0]):
             # the best bound comes first: resolve it with the next best bounds that may still
@@ -453,15 +411,9 @@ def _rank(part: Partition, relevance: Mapping[str, float], pending: Mapping[str,
         neg, node_id = pop(line)
         if len(top) == top_k and bound(-neg) < top[0][0]:
             break
-        node = settled.get(node_id) or get_node(node_id)
+        node = get_node(node_id)
         if node is None or not allowed(node_id) or contentless(node.content, node.metadata):
             continue  # a backchannel ("ok", "lol") holds nothing to recall
-        if exact is not None and node_id not in settled:
-            settled[node_id] = node
-            rel = exact(node, -neg)
-            if rel < -neg:  # ranked by a bound: back into the line at its relevance
-                push(line, (-rel, node_id))
-                continue
         factors = score(node, -neg)
         if factors is None:
             continue

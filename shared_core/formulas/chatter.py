@@ -24,9 +24,9 @@ import functools
 import re
 from collections.abc import Mapping
 
-from .subqueries import _LABEL, speaker_of
+from .subqueries import speaker_of
 
-__all__ = ["BACKCHANNEL", "body_words", "contentless"]
+__all__ = ["BACKCHANNEL", "contentless"]
 
 #: words a backchannel is made of (lower case): acknowledgements, thanks, interjections,
 #: greetings, chat acronyms and the function words that go with them ("oh me too", "that's so cool");
@@ -94,26 +94,3 @@ def contentless(content: str, metadata: Mapping[str, object] | None = None, *, c
     # the label of the metadata's speaker (any case), or a chat label ("Kate: ok")
     labels = {who.lower() for who in (speaker_of(content, metadata), speaker_of(content)) if who}
     return head.strip().lower() in labels
-
-
-@functools.lru_cache(maxsize=8192)
-def _words_after(content: str, label: str | None) -> int:
-    head, colon, rest = content.partition(":")
-    if colon and ((label is not None and head.strip().lower() == label) or _LABEL.match(content)):
-        content = rest
-    return sum(1 for _ in _WORD.finditer(content))
-
-
-def body_words(content: str, metadata: Mapping[str, object] | None = None) -> int:
-    """The number of words in a chat message's body: its ``"Name: "`` label (a capitalised chat
-    label, or its metadata's ``speaker`` in any case) aside; a word is a run of letters or digits.
-    Recall reads it to give a short message more of its relevance from its neighbours
-    (``AtlasConfig.short_graph_factor``, `shared_core.engine.recall`).
-
-    >>> body_words("Kate: went hiking!"), body_words("lol"), body_words("kate: at 5 pm", {"speaker": "Kate"})
-    (2, 1, 3)
-    >>> body_words("note: buy oat milk"), body_words("👍")
-    (4, 0)
-    """
-    who = speaker_of(content, metadata) if metadata else None
-    return _words_after(content, None if who is None else who.lower())

@@ -94,14 +94,12 @@ class AtlasConfig:
     at most ``graph_seeds``) pass relevance along their edges for
     ``graph_hops`` hops, times ``graph_hop_decay`` per hop and ``relation_weights`` per edge
     kind, scaled by ``graph_weight``; after each hop only the ``graph_beam`` x seeds most
-    activated nodes walk on (None: every node reached). A memory whose body (its ``"Name: "`` label
-    aside) is at most ``short_words`` words long takes ``short_graph_factor`` times that walk's boost (a
-    short message's meaning is in its neighbours; 1.0: as any memory). ``time_reference`` is what
-    relative cues ("last week") count from: the clock, or the newest memory (``"latest"``).
-    ``relevance_floor``: a memory is returned (and reinforced) only if its cosine with the query reaches
-    the floor, it shares a query word, it lies in the time range the query names, it is one of the
-    session's latest turns, or the graph reaches it from such a memory; a query unrelated to every
-    memory returns nothing (None: no floor). The fusion weights and ``graph_hop_decay`` are kept by
+    activated nodes walk on (None: every node reached). ``time_reference`` is what relative cues ("last week")
+    count from: the clock, or the newest memory (``"latest"``). ``relevance_floor``: a memory is
+    returned (and reinforced) only if its cosine with the query reaches the floor, it shares a
+    query word, it lies in the time range the query names, it is one of the session's latest
+    turns, or the graph reaches it from such a memory; a query unrelated to every memory returns
+    nothing (None: no floor). The fusion weights and ``graph_hop_decay`` are kept by
     leave-one-conversation-out on LoCoMo (`benchmarks/README.md`, "Fusion weights cross-validated").
 
     Entities (`shared_core.text.entities`; off by default: on LoCoMo they did not pay for their
@@ -222,8 +220,6 @@ class AtlasConfig:
     graph_seeds: int = 100
     seed_ratio: float = 2.0
     seed_min_k: int = 40
-    short_graph_factor: float = 1.0
-    short_words: int = 8
     graph_fanout: int = 8
     graph_beam: float | None = 1.0
     relation_weights: tuple[tuple[str, float], ...] = RELATION_WEIGHTS
@@ -298,13 +294,13 @@ class AtlasConfig:
         non_negative = ("weight_floor", "weight_exponent", "recency_exponent", "vector_weight",
                         "keyword_weight", "graph_weight", "recent_weight", "time_weight",
                         "graph_hop_decay", "similar_threshold", "entity_weight", "entity_walk", "feedback_weight",
-                        "feedback_beta", "speaker_weight", "speaker_list_factor", "short_graph_factor")
+                        "feedback_beta", "speaker_weight", "speaker_list_factor")
         _check_fields(self, non_negative, _non_negative, ">= 0")
         _check_fields(self, ("max_query_chars",), _int_from_1, "an int >= 1")
         counts = ("similar_top", "candidate_k", "candidate_min", "graph_hops", "graph_seeds", "graph_fanout",
                   "recency_window", "working_memory", "entity_phrases", "entity_max_mentions", "feedback_docs",
                   "feedback_terms", "feedback_min_k", "context_neighbours", "speaker_docs", "speaker_min_k",
-                  "seed_min_k", "short_words")
+                  "seed_min_k")
         _check_fields(self, counts, _count, "an int >= 0")
         if self.ann_threshold is not None and (not isinstance(self.ann_threshold, int)
                                                or isinstance(self.ann_threshold, bool) or self.ann_threshold < 64):
