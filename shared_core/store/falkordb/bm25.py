@@ -8,7 +8,8 @@ neither the list nor counts in it; the (:Atlas) node counts the documents and th
 numbers them in the order they were indexed (``kwseq``: equal scores rank the earlier first). A
 search scores as the in-process `InvertedKeywordIndex` does, to the same floats: in one statement
 for a small namespace (`bm25_counted`), else the counts (`BM25_COUNTS`) then the exact, pruned top
-k (`bm25`) or every match (`bm25_all`). Each statement's ``short`` variant sums a query of fewer
+k (`bm25`; `bm25_heavy` for a query of heavy terms only, which scores no document twice) or every
+match (`bm25_all`). Each statement's ``short`` variant sums a query of fewer
 than 9 terms the plain way (`indexes.short`).
 
 A large namespace also keeps each stem's document count, a ``(:Term {t, df})`` node under a range

@@ -16,7 +16,8 @@ keeps its per-term counts, `cypher.BM25_KEPT_COUNTS`, an index lookup a stem), f
 client computes the weights as the in-process index does (`FalkorKeywordIndex.plan`), then the
 top k (`cypher.bm25`), which prunes: a common term's documents are read only where they meet
 another query term, unless its weight could reach the k-th score alone, and then each is scored
-on that term's share alone before it is kept. A namespace of fewer than `ONE_STATEMENT_BELOW`
+on that term's share alone before it is kept (`cypher.bm25_heavy` where every term is a heavy
+one: that share is then the document's score). A namespace of fewer than `ONE_STATEMENT_BELOW`
 documents is searched in one statement (`cypher.bm25_counted`).
 
 The per-term counts (`shared_core.store.falkordb.bm25`) are kept only from a size on (the
