@@ -13,7 +13,7 @@ The backend's keyword path no longer uses a full-text index: it computes BM25 on
 over a ``terms`` list property (each memory's `shared_core.store.terms.index_terms`, under a
 range index) and an ``(:Atlas)`` node's document and token counts (`cypher.bm25`). Its floor is
 that query, the statement the backend issues, run on a second graph holding only
-``(:Memory {id, terms, kwseq})`` nodes and the counts, for the 200 best of each query's stems
+``(:Memory {id, terms, tlen, reps, kwseq})`` nodes and the counts, for the 200 best of each query's stems
 (`shared_core.store.terms.query_stems`). The full-text line stays as the issue's reference.
 
     .venv/bin/python benchmarks/latency.py --sizes 10000 --peers '' --no-model --no-memory --falkordb
@@ -82,7 +82,8 @@ def _bm25_terms(graph: Any, corpus: Any, queries: int) -> dict[str, list[float]]
     `cypher.BM25_COUNTS` then `cypher.bm25`, no session, no subset) for the 200 and the 10 best
     of each query, and of the single statement it replaced (`cypher.bm25_scan`), on a graph of
     ``corpus``'s texts as the backend indexes them: each ``(:Memory)`` node's ``terms`` list
-    under a range index, the ``(:Atlas)`` counts beside."""
+    under a range index with their number and repeats (``tlen``, ``reps``: the statements read
+    them), the ``(:Atlas)`` counts beside."""
     from latency import timed  # type: ignore[import-not-found]
 
     from shared_core.store.falkordb import cypher
@@ -92,9 +93,10 @@ def _bm25_terms(graph: Any, corpus: Any, queries: int) -> dict[str, list[float]]
         graph.query(cypher.TERMS_INDEX)
         docs = [index_terms(t) for t in corpus.texts]
         for s in range(0, len(docs), _BATCH):
-            rows = [{"id": str(s + j), "terms": t, "kwseq": s + j + 1} for j, t in enumerate(docs[s:s + _BATCH])]
-            graph.query("UNWIND $rows AS r CREATE (:Memory {id: r.id, terms: r.terms, kwseq: r.kwseq})",
-                        {"rows": rows})
+            rows = [{"id": str(s + j), "terms": t, "tlen": len(t), "reps": cypher.repeats(t), "kwseq": s + j + 1}
+                    for j, t in enumerate(docs[s:s + _BATCH])]
+            graph.query("UNWIND $rows AS r CREATE (:Memory {id: r.id, terms: r.terms, tlen: r.tlen, reps: r.reps, "
+                        "kwseq: r.kwseq})", {"rows": rows})
         graph.query("CREATE (:Atlas {docs: $docs, tokens: $tokens, kwseq: $docs})",
                     {"docs": len(docs), "tokens": sum(map(len, docs))})
         scan = cypher.bm25_scan(session=False, among=False)

@@ -8,7 +8,8 @@ neither the list nor counts in it; the (:Atlas) node counts the documents and th
 numbers them in the order they were indexed (``kwseq``: equal scores rank the earlier first). A
 search scores as the in-process `InvertedKeywordIndex` does, to the same floats: in one statement
 for a small namespace (`bm25_counted`), else the counts (`BM25_COUNTS`) then the exact, pruned top
-k (`bm25`) or every match (`bm25_all`). Each statement's ``short`` variant sums a query of fewer
+k (`bm25`; `bm25_heavy` for a query of heavy terms only, which scores no document twice) or every
+match (`bm25_all`). Each statement's ``short`` variant sums a query of fewer
 than 9 terms the plain way (`indexes.short`).
 
 A large namespace also keeps each stem's document count, a ``(:Term {t, df})`` node under a range
@@ -32,7 +33,7 @@ from __future__ import annotations
 
 __all__ = ["BACKFILL_COUNTS", "BACKFILL_REPEATS", "BM25_COUNTS", "BM25_KEPT_COUNTS", "HEAVY", "REMOVE_TERMS",
            "SET_TERMS", "TERMS_COUNT", "TERM_COUNTS", "TERM_INDEX", "TERM_RECOUNT", "UNCOUNTED", "add_counts", "bm25",
-           "bm25_all", "bm25_counted", "bm25_scan", "counted", "distinct", "drop_counts", "repeats"]
+           "bm25_all", "bm25_counted", "bm25_heavy", "bm25_scan", "counted", "distinct", "drop_counts", "repeats"]
 
 
 def repeats(terms: list[str]) -> list[str]:
@@ -271,18 +272,13 @@ def bm25(*, session: bool, among: bool, tail: str = "RETURN n.id, score", short:
     # the reads of step 3 and of the pairs run in subqueries: a row carries only what it needs
     # (a list carried along is copied at each projection of each row)
     return (
-        "UNWIND $seeds AS pr OPTIONAL MATCH (n:Memory) WHERE pr[0] IN n.terms AND pr[1] IN n.terms "
-        f"WITH DISTINCT n WHERE n IS NOT NULL AND {keep} {score}"
-        "WITH n, score ORDER BY score DESC, n.kwseq LIMIT $k WITH collect(n) AS top, collect(score) AS best "
-        "WITH top, CASE WHEN size(best) >= $k THEN best[$k - 1] * (1.0 - 1e-9) ELSE 0.0 END AS theta "
+        f"{_seeded(keep, score)}WITH top, theta "
         "CALL { WITH theta "
-        "UNWIND [p IN range(0, size($bs) - 1) WHERE $bs[p] >= theta | p] + [-1] AS p "
-        "WITH theta, CASE WHEN p < 0 THEN '' ELSE $sterms[p] END AS t, CASE WHEN p < 0 THEN 0.0 ELSE $bs[p] END AS w "
+        f"{_HEAVY_TERMS}"
         f"OPTIONAL MATCH (n:Memory) WHERE t IN n.terms AND {keep} "
-        "WITH theta, t, w, n, CASE WHEN theta > 0.0 THEN n.terms END AS ts "
-        "WITH theta, w, n, [u IN [ts] WHERE u IS NOT NULL | toFloat(size([x IN u WHERE x = t]))] AS tf, "
-        "toFloat(size(ts)) * $lw + $n0 AS norm "
-        "RETURN collect(CASE WHEN theta <= 0.0 OR w * tf[0] / (tf[0] + norm) + $light >= theta THEN n END) AS kept } "
+        "WITH theta, w, n, CASE WHEN theta > 0.0 THEN toFloat(1 + size([x IN n.reps WHERE x = t])) END AS tf, "
+        "toFloat(n.tlen) * $lw + $n0 AS norm "
+        "RETURN collect(CASE WHEN theta <= 0.0 OR w * tf / (tf + norm) + $light >= theta THEN n END) AS kept } "
         "CALL { WITH theta "
         "UNWIND reduce(acc = [], a IN [p IN range(0, size($bs) - 1) WHERE $bs[p] < theta] | acc + "
         "[z IN range(a + 1, size($bs) - 1) WHERE $bs[z] < theta AND $bs[a] + $rest[z] >= theta "
@@ -291,6 +287,52 @@ def bm25(*, session: bool, among: bool, tail: str = "RETURN n.id, score", short:
         "RETURN collect(DISTINCT n) AS more } "
         "UNWIND top + kept + more AS n "
         f"WITH DISTINCT n WHERE {keep} {score}"
+        f"WITH n, score ORDER BY score DESC, n.kwseq LIMIT $k {tail}")
+
+
+def _seeded(keep: str, score: str) -> str:
+    """Step 1 of `bm25` and `bm25_heavy`: ``top`` and ``best``, the k best documents holding a
+    pair of heavy terms (``$seeds``) and their scores, and ``theta``, the lower bound of the
+    k-th score."""
+    return ("UNWIND $seeds AS pr OPTIONAL MATCH (n:Memory) WHERE pr[0] IN n.terms AND pr[1] IN n.terms "
+            f"WITH DISTINCT n WHERE n IS NOT NULL AND {keep} {score}"
+            "WITH n, score ORDER BY score DESC, n.kwseq LIMIT $k WITH collect(n) AS top, collect(score) AS best "
+            "WITH top, best, CASE WHEN size(best) >= $k THEN best[$k - 1] * (1.0 - 1e-9) ELSE 0.0 END AS theta ")
+
+
+#: the rows ``(theta, t, w)`` of step 3: each query term of weight >= ``theta`` (`bm25`: and a
+#: row of no term, so that the subquery answers a row)
+_HEAVY_TERMS = ("UNWIND [p IN range(0, size($bs) - 1) WHERE $bs[p] >= theta | p] + [-1] AS p "
+                "WITH theta, CASE WHEN p < 0 THEN '' ELSE $sterms[p] END AS t, "
+                "CASE WHEN p < 0 THEN 0.0 ELSE $bs[p] END AS w ")
+
+
+def bm25_heavy(*, session: bool, among: bool, tail: str = "RETURN n.id, score", short: bool = False) -> str:
+    """`bm25` where every query term some document holds is a heavy one (``$light`` is 0: at
+    most `HEAVY` such terms, counted with their repeats in the query), to the same ids, scores
+    and order. Every document holding two of those terms, or one twice in the query, holds a
+    pair of ``$seeds`` and was scored in step 1; any other holds one query term once, and its
+    score is that term's share, computed as `_score` computes it (one part: the same float).
+    So step 3 keeps ``[n, share]`` for the documents whose share reaches ``theta`` and nothing
+    is scored again: the k best of step 1's top k (exact) and step 3's shares, a document in
+    both taking the larger (its exact score: a sum of positive shares is at least each of them).
+    A document of the seeds outside their top k that step 3 finds gets its share, not its
+    score; it ranks after the top k's k documents either way, as in `bm25`. There are no
+    lighter pairs to intersect (step 2 has none).
+
+    >>> "$light" in bm25_heavy(session=False, among=False)
+    False
+    """
+    keep = _keep(session, among)
+    return (
+        f"{_seeded(keep, _score(short=short))}"
+        "CALL { WITH theta UNWIND [p IN range(0, size($bs) - 1) WHERE $bs[p] >= theta | p] AS p "
+        "WITH theta, $sterms[p] AS t, $bs[p] AS w "
+        f"MATCH (n:Memory) WHERE t IN n.terms AND {keep} "
+        "WITH theta, w, n, toFloat(1 + size([x IN n.reps WHERE x = t])) AS tf, toFloat(n.tlen) * $lw + $n0 AS norm "
+        "WITH theta, n, w * tf / (tf + norm) AS share WHERE share >= theta RETURN collect([n, share]) AS kept } "
+        "UNWIND [i IN range(0, size(top) - 1) | [top[i], best[i]]] + kept AS pair "
+        "WITH pair[0] AS n, pair[1] AS score WITH n, max(score) AS score "
         f"WITH n, score ORDER BY score DESC, n.kwseq LIMIT $k {tail}")
 
 

@@ -43,13 +43,15 @@ from .bm25 import (
     bm25,
     bm25_all,
     bm25_counted,
+    bm25_heavy,
     bm25_scan,
     repeats,
 )
 from .heads import session_heads
 
 __all__ = ["BACKFILL_REPEATS", "BM25_COUNTS", "EDGE_COLUMNS", "HEAVY", "NODE_COLUMNS", "NODE_FIELDS", "REMOVE_TERMS",
-           "SET_TERMS", "TERMS_COUNT", "TIME_FIELDS", "bm25", "bm25_all", "bm25_counted", "bm25_scan", "repeats"]
+           "SET_TERMS", "TERMS_COUNT", "TIME_FIELDS", "bm25", "bm25_all", "bm25_counted", "bm25_heavy",
+           "bm25_scan", "repeats"]
 
 TIME_FIELDS = ("timestamp", "created_at", "last_accessed_at", "expires_at", "valid_from", "valid_to")
 #: The stored properties of a memory, in the order `NODE_COLUMNS` returns them.
@@ -483,7 +485,7 @@ def session_cosine(session: str | None, *, nodes: bool = True) -> str:
 
 
 def bm25_cosine(*, session: bool, among: bool, nodes: bool = True, search: Callable[..., str] = bm25) -> str:
-    """``search`` (`bm25`, `bm25_all` or `bm25_counted`) with each hit's cosine with ``$vector``
+    """``search`` (`bm25`, `bm25_heavy`, `bm25_all` or `bm25_counted`) with each hit's cosine with ``$vector``
     and (``nodes``) its node."""
     return search(session=session, among=among, tail=(
         f"OPTIONAL MATCH (e:Embedding {{id: n.id}}) RETURN n.id, score, {_COSINE}, {_node_cell(nodes)}"))

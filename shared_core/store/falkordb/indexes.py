@@ -16,7 +16,8 @@ keeps its per-term counts, `cypher.BM25_KEPT_COUNTS`, an index lookup a stem), f
 client computes the weights as the in-process index does (`FalkorKeywordIndex.plan`), then the
 top k (`cypher.bm25`), which prunes: a common term's documents are read only where they meet
 another query term, unless its weight could reach the k-th score alone, and then each is scored
-on that term's share alone before it is kept. A namespace of fewer than `ONE_STATEMENT_BELOW`
+on that term's share alone before it is kept (`cypher.bm25_heavy` where every term is a heavy
+one: that share is then the document's score). A namespace of fewer than `ONE_STATEMENT_BELOW`
 documents is searched in one statement (`cypher.bm25_counted`).
 
 The per-term counts (`shared_core.store.falkordb.bm25`) are kept only from a size on (the
@@ -410,7 +411,9 @@ class FalkorKeywordIndex(KeywordIndexBase):
         as `InvertedKeywordIndex.search` computes them (the same floats), and the terms some
         document holds, heaviest first, for the pruning (see `cypher.bm25`); ``top`` names the
         statement `top_statement` gives: ``pruned`` (`cypher.bm25`) when the query's terms are in
-        enough documents, else ``all`` (`cypher.bm25_all`).
+        enough documents, ``heavy`` (`cypher.bm25_heavy`, the same pruning with nothing scored
+        twice) when moreover every term some document holds is a heavy one, else ``all``
+        (`cypher.bm25_all`).
 
         >>> p = FalkorKeywordIndex.plan(["milk", "tea"], [[10, 50, "milk", 2]], 3)
         >>> p["sterms"], round(p["ws"][0], 4), p["seeds"]
@@ -436,15 +439,16 @@ class FalkorKeywordIndex(KeywordIndexBase):
         return {"terms": list(stems), "ws": ws, "lw": k1 * b * docs / tokens, "n0": k1 * (1.0 - b), "k": int(k),
                 "sterms": sterms, "bs": bs, "rest": rest, "seeds": seeds, "paired": len(heavy),
                 "light": rest[len(heavy)] if len(bs) > len(heavy) else 0.0,
-                "top": "pruned" if sum(counts.values()) >= max(PRUNE_FROM, PRUNE_PER_HIT * k) else "all"}
+                "top": "all" if sum(counts.values()) < max(PRUNE_FROM, PRUNE_PER_HIT * k) else
+                "heavy" if len(bs) <= len(heavy) else "pruned"}
 
     @staticmethod
     def top_statement(plan: dict[str, Any]) -> tuple[Callable[..., str], dict[str, Any]]:
         """The BM25 top-k statement of a plan (`one_statement`'s or `plan`'s parameters), as a
         builder taking ``session``, ``among`` and ``tail`` (`cypher.bm25_counted` for a namespace
-        searched in one statement, else `cypher.bm25` where `plan` chose to prune, `cypher.bm25_all`
-        otherwise; each with `short` of the query's terms), and the parameters it takes: the one
-        choice `search` and a recall's `paths.gather` both make.
+        searched in one statement, else `cypher.bm25` or `cypher.bm25_heavy` where `plan` chose to
+        prune, `cypher.bm25_all` otherwise; each with `short` of the query's terms), and the
+        parameters it takes: the one choice `search` and a recall's `paths.gather` both make.
 
         >>> build, params = FalkorKeywordIndex.top_statement(
         ...     FalkorKeywordIndex.plan(["milk", "tea"], [[10, 50, "milk", 2]], 3) or {})
@@ -452,7 +456,8 @@ class FalkorKeywordIndex(KeywordIndexBase):
         ('bm25_all', {'short': True}, False)
         """
         params = dict(plan)
-        builders: dict[str, Callable[..., str]] = {"counted": q.bm25_counted, "pruned": q.bm25, "all": q.bm25_all}
+        builders: dict[str, Callable[..., str]] = {"counted": q.bm25_counted, "pruned": q.bm25, "heavy": q.bm25_heavy,
+                                                   "all": q.bm25_all}
         builder = builders[params.pop("top")]
         return partial(builder, short=short(params["terms"])), params
 
