@@ -203,10 +203,6 @@ def run_grid(conversations: Sequence[Conversation], *, base: AtlasConfig, cache:
             config = base.replace(**point)
             view = ElasticMemoryAtlas(config=config, embedder=_CachedEmbedder(cache), token_counter=counter,
                                       clock=ManualClock(now), backend=atlas.backend)
-            # a new atlas over another one's in-process backend has not heard its writes: it learns
-            # the speakers the ingesting atlas knows, so that a question naming one in lower case
-            # (robustness.py's real_chat) runs the speaker path as it does in `locomo_recall.py`
-            view._state.speakers.fill(conv.sample_id, atlas._state.speakers.known(conv.sample_id))
             key = _cache_key(point)
             rows = []
             for qi, q in enumerate(conv.questions):

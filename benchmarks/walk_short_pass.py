@@ -33,15 +33,13 @@ HERE = Path(__file__).parent
 
 Links = Callable[[str], list[tuple[str, float]]]
 
-#: a chat label ("Kate: ", "Caroline Reyes: "), as `shared_core.formulas.subqueries` reads one
-_LABEL = re.compile(r"^\s*([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2})\s*:")
 _WORD = re.compile(r"[^\W_]+")
 
 
 @functools.lru_cache(maxsize=8192)
 def _words_after(content: str, label: str | None) -> int:
     head, colon, rest = content.partition(":")
-    if colon and ((label is not None and head.strip().lower() == label) or _LABEL.match(content)):
+    if colon and ((label is not None and head.strip().lower() == label) or speaker_of(content) is not None):
         content = rest
     return sum(1 for _ in _WORD.finditer(content))
 

@@ -116,9 +116,10 @@ def _fun_grid(points: list[dict[str, object]] | None = None) -> _cv.CVScores:
 
 
 def test_a_grid_point_knows_the_speakers_a_lower_case_question_names() -> None:
-    """Each grid point is a new atlas over the ingesting atlas's backend: it learns the speakers
-    that atlas heard, so a question typed in lower case ("jon", "gina") runs the speaker path
-    there as it does in ``locomo_recall.py`` (``robustness.py``'s ``real_chat`` asks so)."""
+    """Each grid point is a new atlas over the ingesting atlas's backend: it adopts that backend's
+    memories (`Lifecycle.adopt`) and learns their speakers, so a question typed in lower case
+    ("jon", "gina") runs the speaker path there as it does in ``locomo_recall.py``
+    (``robustness.py``'s ``real_chat`` asks so)."""
     scores = _fun_grid()
     [(_, with_path)] = scores.atlas[0]["fun"]
     [(_, without)] = scores.atlas[1]["fun"]

@@ -432,13 +432,13 @@ class Lifecycle:
         self._since_prune = int(state["since_prune"])
         self._node_bytes = 0
         self._expiry = []
-        self.namespaces.touch_all()
-        self.engine.backend.watch(self._adopt)  # a lazy backend calls it again for each namespace it loads
+        self.adopt()
 
     def adopt(self) -> None:
-        """Take over the memories an in-process backend already holds (an atlas made over a
-        backend another atlas wrote): each partition's memories accounted towards the caps, their
-        expiries scheduled and their speakers learnt, as `restore` does for a loaded file."""
+        """Take over the memories the backend holds: each partition's memories accounted towards
+        the caps, their expiries scheduled and their speakers learnt (`restore`'s last step; alone,
+        for an atlas made over an in-process backend another atlas wrote). A lazy backend calls
+        back again for each namespace it loads later (`Backend.watch`)."""
         self.namespaces.touch_all()
         self.engine.backend.watch(self._adopt)
 
