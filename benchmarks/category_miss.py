@@ -43,6 +43,7 @@ from graph_kind_diagnosis import SETS
 from locomo_recall import NOW, _CachedEmbedder, embed_all, in_full, ingest
 
 from shared_core import AtlasConfig, ElasticMemoryAtlas, ManualClock, MiniLMEmbedder, TiktokenCounter
+from shared_core.engine import categories
 from shared_core.engine.categories import FLOOR, vocabulary_words
 from shared_core.formulas.categories import category_words, expansion
 from shared_core.store.terms import index_terms, query_stems
@@ -56,7 +57,7 @@ def _rank_of(order: Sequence[int], targets: set[int]) -> int | None:
 
 
 def run_set(name: str, conversations: Sequence[Any], pool: Sequence[Any], cache: VectorCache, *,
-            member: float, terms: int) -> list[dict[str, Any]]:
+            member: float, terms: int, weight: float) -> list[dict[str, Any]]:
     convs = [SETS[name](c, pool) for c in conversations]
     embed_all(convs, cache, progress=False)
     counter = TiktokenCounter()
@@ -65,6 +66,9 @@ def run_set(name: str, conversations: Sequence[Any], pool: Sequence[Any], cache:
         atlas = ElasticMemoryAtlas(config=AtlasConfig.archive(), embedder=_CachedEmbedder(cache),
                                    token_counter=counter, clock=ManualClock(NOW))
         dia_of = ingest(atlas, conv, cache)
+        lever = ElasticMemoryAtlas(config=AtlasConfig.archive(category_weight=weight, category_terms=terms),
+                                   embedder=_CachedEmbedder(cache), token_counter=counter, clock=ManualClock(NOW),
+                                   backend=atlas.backend)
         texts = [t.content for t in conv.turns]
         vectors = cache.embed(texts)
         turn_words = [sorted(vocabulary_words(t)) for t in texts]
@@ -88,6 +92,10 @@ def run_set(name: str, conversations: Sequence[Any], pool: Sequence[Any], cache:
                 continue
             hits = atlas.retrieve(q.question, namespace=conv.sample_id, top_k=1000, reinforce=False)
             order = [index_of[h.node.id] for h in hits]
+            with_path = [index_of[h.node.id] for h in lever.retrieve(q.question, namespace=conv.sample_id,
+                                                                     top_k=1000, reinforce=False)]
+            ctx_path = in_full(lever.build_context(q.question, namespace=conv.sample_id, token_budget=2000,
+                                                   style="timeline", reinforce=False), dia_of)
             cats = category_words(q.question)
             cat_vec = cache.embed(cats) if cats else np.zeros((0, vectors.shape[1]), np.float32)
             named = [s for s in speakers if s.lower() in q.question.lower()]
@@ -117,11 +125,15 @@ def run_set(name: str, conversations: Sequence[Any], pool: Sequence[Any], cache:
                     "set": name, "conv": conv.sample_id, "question": q.question, "evidence": e, "text": text[:200],
                     "categories": cats, "near": near, "near_sim": round(near_sim, 3), "member": near_sim >= member,
                     "expanded": sorted(set(words) & expanded.keys()),
-                    "rank": _rank_of(order, targets),
+                    "rank": _rank_of(order, targets), "rank_path": _rank_of(with_path, targets),
+                    "found_with_path": e in ctx_path,
                     "rank_dense": _rank_of(rank_dense, targets),
                     "rank_vocab": _rank_of(rank_vocab, targets) if vocab_score[list(targets)].max() > 0 else None,
                     "rank_speaker_dense": _rank_of(rank_sp, targets), "memories": len(texts)})
     return out
+
+
+_WEIGHT = ["category_weight=0.5"]
 
 
 def _bucket(rank: int | None) -> str:
@@ -151,9 +163,14 @@ def report(rows: Sequence[dict[str, Any]]) -> str:
                                   ("speaker + category vector, members", "rank_speaker_dense", members),
                                   ("vocabulary expansion, members", "rank_vocab", members),
                                   ("atlas, holding a searched word", "rank", expanded),
-                                  ("vocabulary expansion, holding a searched word", "rank_vocab", expanded)):
+                                  ("vocabulary expansion, holding a searched word", "rank_vocab", expanded),
+                                  ("atlas with the path, holding a searched word", "rank_path", expanded),
+                                  ("atlas with the path, all missed", "rank_path", mine)):
             counts = [sum(_bucket(r[key]) == b for r in group) for b in buckets]
             out.append(f"| {label} ({len(group)}) | " + " | ".join(map(str, counts)) + " |")
+        out.append(f"\nWith the path ({_WEIGHT[0]}), found in the 2,000-token context: "
+                   f"{sum(r['found_with_path'] for r in mine)} of the {len(mine)} missed, "
+                   f"{sum(r['found_with_path'] for r in expanded)} of the {len(expanded)} holding a searched word.")
         out.append("")
     return "\n".join(out)
 
@@ -164,11 +181,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--conversations")
     parser.add_argument("--sets", default="dev")
     parser.add_argument("--member", type=float, default=0.45)
+    parser.add_argument("--weight", type=float, default=0.5, help="category_weight of the 'with the path' rows")
+    parser.add_argument("--with-query", action="store_true", help="the path searches the query plus the words")
     parser.add_argument("--terms", type=int, default=8, help="words per category word (category_terms)")
     parser.add_argument("--json")
     parser.add_argument("--load")
     parser.add_argument("--show", action="store_true", help="print every missed turn")
     args = parser.parse_args(argv)
+    if args.with_query:
+        categories.WITH_QUERY = True
     if args.load:
         rows = json.loads(Path(args.load).read_text())
     else:
@@ -179,15 +200,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows = []
         for name in args.sets.split(","):
             start = time.perf_counter()
-            rows += run_set(name, conversations, pool, cache, member=args.member, terms=args.terms)
+            rows += run_set(name, conversations, pool, cache, member=args.member, terms=args.terms,
+                            weight=args.weight)
             print(f"{name}: {time.perf_counter() - start:.0f} s", file=sys.stderr)
         if args.json:
             Path(args.json).write_text(json.dumps(rows, indent=1))
+    _WEIGHT[0] = f"category_weight={args.weight}, category_terms={args.terms}"
     if args.show:
         for r in rows:
             print(f"{r['set']} {r['conv']} | {r['question']} | {r['categories']} | {r['text'][:90]!r} | near "
                   f"{r['near']} {r['near_sim']} {r['expanded']} | rank {r['rank']} dense {r['rank_dense']} "
-                  f"sp {r['rank_speaker_dense']} vocab {r['rank_vocab']}")
+                  f"sp {r['rank_speaker_dense']} vocab {r['rank_vocab']} path {r.get('rank_path')}")
     print(report(rows))
     return 0
 

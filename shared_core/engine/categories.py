@@ -44,6 +44,8 @@ __all__ = ["FLOOR", "CategoryPath", "Vocabulary", "VocabularyBook", "category_pa
 
 #: the least cosine between a category word and a vocabulary word for the word to join the search
 FLOOR = 0.45
+#: whether the search holds the query's own words too (the query expanded) or only the category's
+WITH_QUERY = False
 _WORD = re.compile(r"[^\W\d_]{3,}", re.UNICODE)
 
 
@@ -137,8 +139,8 @@ def category_path(part: Partition, query: str, vector: npt.NDArray[np.float32], 
     if not words:
         return None
     found = part.candidates(CandidateQuery(
-        text=" ".join(words), vector=vector, k=k, vector_k=1, keyword_k=k, keywords=True,
-        keyword_session=keyword_session, subset=subset, every_admissible=every_admissible), allowed)
+        text=" ".join([query, *words] if WITH_QUERY else words), vector=vector, k=k, vector_k=1, keyword_k=k,
+        keywords=True, keyword_session=keyword_session, subset=subset, every_admissible=every_admissible), allowed)
     hits = found.paths.get("keyword", {})
     top = max(hits.values(), default=0.0)
     if top <= 0:
