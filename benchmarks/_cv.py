@@ -33,9 +33,8 @@ from _locomo import CATEGORIES, Conversation, recall_fraction
 from shared_core import AtlasConfig, ElasticMemoryAtlas, ManualClock, TiktokenCounter
 from shared_core.engine.context import context_breadth
 
-__all__ = ["CATEGORY_GRID", "FUSION_FINE_GRID", "FUSION_GRID", "FUSION_SCALE_GRID", "GRID", "GRIDS", "LEVERS",
-           "NEIGHBOUR_GRID", "OBJECTIVE", "SEED_GRID", "SPEAKER_GRID", "SPEAKER_LEVERS", "CVScores", "ablations",
-           "cv_tables", "run_grid"]
+__all__ = ["FUSION_FINE_GRID", "FUSION_GRID", "FUSION_SCALE_GRID", "GRID", "GRIDS", "LEVERS", "NEIGHBOUR_GRID",
+           "OBJECTIVE", "SEED_GRID", "SPEAKER_GRID", "SPEAKER_LEVERS", "CVScores", "ablations", "cv_tables", "run_grid"]
 
 #: field -> the values tried, the shipped preset first (it wins ties)
 GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
@@ -61,12 +60,6 @@ SPEAKER_LIST_GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
 #: the same past the preset, which was the first grid's edge (``--grid speaker_lists_wide``)
 SPEAKER_LIST_WIDE_GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
     ("speaker_list_factor", (3.0, 1.0, 2.0, 4.0, 6.0)),
-)
-#: list questions' category words bridged to their members (`shared_core.engine.categories`; ``--grid
-#: categories``): the category path's weight (0: off, the presets) and its words per category word
-CATEGORY_GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
-    ("category_weight", (0.0, 0.25, 0.5, 1.0)),
-    ("category_terms", (8, 16)),
 )
 #: the walk's seeds (`shared_core.engine.recall.breadth`): ``min(graph_seeds, ceil(seed_ratio * wanted))``;
 #: ``graph_seeds`` binds only where ``seed_ratio * wanted`` reaches it (``--grid seeds``)
@@ -100,13 +93,13 @@ FUSION_SCALE_GRID: tuple[tuple[str, tuple[Any, ...]], ...] = (
 RETRIEVAL_FIELDS = ("relevance_floor", "feedback_weight", "feedback_docs", "speaker_weight", "speaker_docs",
                     "speaker_list_factor", "seed_ratio", "graph_seeds", "vector_weight", "keyword_weight",
                     "graph_weight", "time_weight", "recent_weight", "graph_hop_decay", "weight_exponent",
-                    "recency_exponent", "category_weight", "category_terms")
+                    "recency_exponent")
 #: packing fields that a context's cache key must hold (the list levers' are in `context_breadth`)
 CONTEXT_FIELDS = ("context_neighbours",)
 #: field -> (the field that switches it off, that field's off value): answers are cached alike
 #: whatever the field's value while the lever is off
 INERT_WHEN = {"feedback_docs": ("feedback_weight", 0.0), "speaker_docs": ("speaker_weight", 0.0),
-              "speaker_list_factor": ("speaker_weight", 0.0), "category_terms": ("category_weight", 0.0)}
+              "speaker_list_factor": ("speaker_weight", 0.0)}
 #: the objective a point is chosen by: the mean over the fold's questions of these metrics
 OBJECTIVE = ("R@1000tok", "R@2000tok")
 #: lever -> the grid restricted to it held off (for the ablation rows)
@@ -128,10 +121,6 @@ SPEAKER_LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
 SPEAKER_LIST_LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
     "the speaker path's list factor (speaker_list_factor=1)": {"speaker_list_factor": (1.0,)},
 }
-CATEGORY_LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
-    "the category path (category_weight=0)": {"category_weight": (0.0,)},
-    "8 words per category word (category_terms held at 8)": {"category_terms": (8,)},
-}
 SEED_LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
     "more seeds than asked for (seed_ratio=1)": {"seed_ratio": (1.0,)},
     "up to 200 seeds (graph_seeds=100)": {"graph_seeds": (100,)},
@@ -148,14 +137,12 @@ FUSION_LEVERS: dict[str, dict[str, tuple[Any, ...]]] = {
 GRIDS = {"full": (GRID, LEVERS), "speaker": (SPEAKER_GRID, SPEAKER_LEVERS),
          "neighbours": (NEIGHBOUR_GRID, NEIGHBOUR_LEVERS), "speaker_lists": (SPEAKER_LIST_GRID, SPEAKER_LIST_LEVERS),
          "speaker_lists_wide": (SPEAKER_LIST_WIDE_GRID, SPEAKER_LIST_LEVERS),
-         "seeds": (SEED_GRID, SEED_LEVERS), "categories": (CATEGORY_GRID, CATEGORY_LEVERS),
-         "fusion": (FUSION_GRID, FUSION_LEVERS),
+         "seeds": (SEED_GRID, SEED_LEVERS), "fusion": (FUSION_GRID, FUSION_LEVERS),
          "fusion_fine": (FUSION_FINE_GRID, FUSION_LEVERS), "fusion_scale": (FUSION_SCALE_GRID, FUSION_LEVERS)}
 #: a lever's off value, for the "every lever off" row (a fusion weight's: the preset's, so the row is the presets')
 _OFF = {"feedback_weight": (0.0,), "feedback_docs": (5,), "list_diversity": (0.0,), "list_candidates": (1.0,),
         "relevance_floor": (0.1,), "speaker_weight": (0.0,), "context_neighbours": (0,),
-        "speaker_list_factor": (1.0,), "seed_ratio": (1.0,),
-        "category_weight": (0.0,), "category_terms": (8,), "graph_seeds": (100,), **_FUSION_PRESETS}
+        "speaker_list_factor": (1.0,), "seed_ratio": (1.0,), "graph_seeds": (100,), **_FUSION_PRESETS}
 METRICS = ("R@5", "R@10", "R@20", "R@1000tok", "R@2000tok")
 BUDGETS = (1000, 2000)
 KS = (5, 10, 20)

@@ -7,13 +7,15 @@ the 2,000-token timeline context (`AtlasConfig.archive()`, as ``locomo_recall.py
 evidence turns it misses, and reports for each:
 
 - its rank in ``retrieve(top_k=1000)`` (a turn cut into parts: its best part);
-- the question's category words (`shared_core.formulas.categories.category_words`: its plural
-  nouns, and the noun after "kind(s)/type(s) of"), and the evidence word nearest one of them
-  with MiniLM (each word embedded alone; the category path's `vocabulary_words`), with that
-  cosine: ``near`` when it is at least ``--member`` (0.45);
-- ``expanded``: whether the evidence holds one of the words the category path searches for
-  (`shared_core.formulas.categories.expansion` over the conversation's vocabulary, the path's
-  floor, ``--terms`` words per category word, a word with a stem of the question's out);
+- the question's category words (`_categories.category_words`: its plural nouns, and the noun
+  after "kind(s)/type(s) of"), and the evidence word nearest one of them with MiniLM (each word
+  embedded alone; `_categories.vocabulary_words`), with that cosine: ``near`` when it is at
+  least ``--member`` (0.45);
+- ``expanded``: whether the evidence holds one of the words the category path searched for
+  (`_categories.expansion` over the conversation's vocabulary, `_categories.FLOOR`, ``--terms``
+  words per category word, a word with a stem of the question's out; the path itself did not
+  pay and is not in the library: commit 6207af5 has it, with ``--weight`` rows here that rank
+  and pack with it);
 - its rank among all the conversation's memories under three query-side bridges, each scored
   without the atlas (so the figures say what a lever could reach, not what it does):
   ``dense``: the cosine of the category word's own vector with each memory's vector;
@@ -38,14 +40,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _baselines import VectorCache
+from _categories import FLOOR, category_words, expansion, vocabulary_words
 from _locomo import CATEGORIES, default_data_path, load_locomo
 from graph_kind_diagnosis import SETS
 from locomo_recall import NOW, _CachedEmbedder, embed_all, in_full, ingest
 
 from shared_core import AtlasConfig, ElasticMemoryAtlas, ManualClock, MiniLMEmbedder, TiktokenCounter
-from shared_core.engine import categories
-from shared_core.engine.categories import FLOOR, vocabulary_words
-from shared_core.formulas.categories import category_words, expansion
 from shared_core.store.terms import index_terms, query_stems
 
 
@@ -57,7 +57,7 @@ def _rank_of(order: Sequence[int], targets: set[int]) -> int | None:
 
 
 def run_set(name: str, conversations: Sequence[Any], pool: Sequence[Any], cache: VectorCache, *,
-            member: float, terms: int, weight: float) -> list[dict[str, Any]]:
+            member: float, terms: int) -> list[dict[str, Any]]:
     convs = [SETS[name](c, pool) for c in conversations]
     embed_all(convs, cache, progress=False)
     counter = TiktokenCounter()
@@ -66,9 +66,6 @@ def run_set(name: str, conversations: Sequence[Any], pool: Sequence[Any], cache:
         atlas = ElasticMemoryAtlas(config=AtlasConfig.archive(), embedder=_CachedEmbedder(cache),
                                    token_counter=counter, clock=ManualClock(NOW))
         dia_of = ingest(atlas, conv, cache)
-        lever = ElasticMemoryAtlas(config=AtlasConfig.archive(category_weight=weight, category_terms=terms),
-                                   embedder=_CachedEmbedder(cache), token_counter=counter, clock=ManualClock(NOW),
-                                   backend=atlas.backend)
         texts = [t.content for t in conv.turns]
         vectors = cache.embed(texts)
         turn_words = [sorted(vocabulary_words(t)) for t in texts]
@@ -92,10 +89,6 @@ def run_set(name: str, conversations: Sequence[Any], pool: Sequence[Any], cache:
                 continue
             hits = atlas.retrieve(q.question, namespace=conv.sample_id, top_k=1000, reinforce=False)
             order = [index_of[h.node.id] for h in hits]
-            with_path = [index_of[h.node.id] for h in lever.retrieve(q.question, namespace=conv.sample_id,
-                                                                     top_k=1000, reinforce=False)]
-            ctx_path = in_full(lever.build_context(q.question, namespace=conv.sample_id, token_budget=2000,
-                                                   style="timeline", reinforce=False), dia_of)
             cats = category_words(q.question)
             cat_vec = cache.embed(cats) if cats else np.zeros((0, vectors.shape[1]), np.float32)
             named = [s for s in speakers if s.lower() in q.question.lower()]
@@ -125,15 +118,11 @@ def run_set(name: str, conversations: Sequence[Any], pool: Sequence[Any], cache:
                     "set": name, "conv": conv.sample_id, "question": q.question, "evidence": e, "text": text[:200],
                     "categories": cats, "near": near, "near_sim": round(near_sim, 3), "member": near_sim >= member,
                     "expanded": sorted(set(words) & expanded.keys()),
-                    "rank": _rank_of(order, targets), "rank_path": _rank_of(with_path, targets),
-                    "found_with_path": e in ctx_path,
+                    "rank": _rank_of(order, targets),
                     "rank_dense": _rank_of(rank_dense, targets),
                     "rank_vocab": _rank_of(rank_vocab, targets) if vocab_score[list(targets)].max() > 0 else None,
                     "rank_speaker_dense": _rank_of(rank_sp, targets), "memories": len(texts)})
     return out
-
-
-_WEIGHT = ["category_weight=0.5"]
 
 
 def _bucket(rank: int | None) -> str:
@@ -163,14 +152,9 @@ def report(rows: Sequence[dict[str, Any]]) -> str:
                                   ("speaker + category vector, members", "rank_speaker_dense", members),
                                   ("vocabulary expansion, members", "rank_vocab", members),
                                   ("atlas, holding a searched word", "rank", expanded),
-                                  ("vocabulary expansion, holding a searched word", "rank_vocab", expanded),
-                                  ("atlas with the path, holding a searched word", "rank_path", expanded),
-                                  ("atlas with the path, all missed", "rank_path", mine)):
+                                  ("vocabulary expansion, holding a searched word", "rank_vocab", expanded)):
             counts = [sum(_bucket(r[key]) == b for r in group) for b in buckets]
             out.append(f"| {label} ({len(group)}) | " + " | ".join(map(str, counts)) + " |")
-        out.append(f"\nWith the path ({_WEIGHT[0]}), found in the 2,000-token context: "
-                   f"{sum(r['found_with_path'] for r in mine)} of the {len(mine)} missed, "
-                   f"{sum(r['found_with_path'] for r in expanded)} of the {len(expanded)} holding a searched word.")
         out.append("")
     return "\n".join(out)
 
@@ -181,15 +165,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--conversations")
     parser.add_argument("--sets", default="dev")
     parser.add_argument("--member", type=float, default=0.45)
-    parser.add_argument("--weight", type=float, default=0.5, help="category_weight of the 'with the path' rows")
-    parser.add_argument("--with-query", action="store_true", help="the path searches the query plus the words")
-    parser.add_argument("--terms", type=int, default=8, help="words per category word (category_terms)")
+    parser.add_argument("--terms", type=int, default=8, help="words per category word")
     parser.add_argument("--json")
     parser.add_argument("--load")
     parser.add_argument("--show", action="store_true", help="print every missed turn")
     args = parser.parse_args(argv)
-    if args.with_query:
-        categories.WITH_QUERY = True
     if args.load:
         rows = json.loads(Path(args.load).read_text())
     else:
@@ -200,17 +180,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows = []
         for name in args.sets.split(","):
             start = time.perf_counter()
-            rows += run_set(name, conversations, pool, cache, member=args.member, terms=args.terms,
-                            weight=args.weight)
+            rows += run_set(name, conversations, pool, cache, member=args.member, terms=args.terms)
             print(f"{name}: {time.perf_counter() - start:.0f} s", file=sys.stderr)
         if args.json:
             Path(args.json).write_text(json.dumps(rows, indent=1))
-    _WEIGHT[0] = f"category_weight={args.weight}, category_terms={args.terms}"
     if args.show:
         for r in rows:
             print(f"{r['set']} {r['conv']} | {r['question']} | {r['categories']} | {r['text'][:90]!r} | near "
                   f"{r['near']} {r['near_sim']} {r['expanded']} | rank {r['rank']} dense {r['rank_dense']} "
-                  f"sp {r['rank_speaker_dense']} vocab {r['rank_vocab']} path {r.get('rank_path')}")
+                  f"sp {r['rank_speaker_dense']} vocab {r['rank_vocab']}")
     print(report(rows))
     return 0
 

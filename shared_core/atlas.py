@@ -208,7 +208,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews, Writes):
             request = RecallRequest(query=text, vector=vector, now=now, session_id=session, top_k=k + len(excluded),
                                     predicate=predicate, include_history=include_history, cross_session=cross,
                                     explain=explain, as_of=when, embed=embed, heard=self._heard(ns),
-                                    speakers=self._state.known_speakers(ns), vocabulary=self._state.vocabulary)
+                                    speakers=self._state.known_speakers(ns))
             found = self._recalling(ns, lambda p: recall(p, request, self.config))
             if found is None:
                 return []
@@ -272,7 +272,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews, Writes):
             request = RecallRequest(query=text, vector=vector, now=now, session_id=session,
                                     top_k=top_k + len(excluded), predicate=predicate, cross_session=cross,
                                     as_of=when, embed=embed, heard=self._heard(ns),
-                                    speakers=self._state.known_speakers(ns), vocabulary=self._state.vocabulary)
+                                    speakers=self._state.known_speakers(ns))
 
             def gathered(part: Partition) -> tuple[list[ScoredMemory], list[ScoredMemory]]:
                 working: list[ScoredMemory] = []

@@ -15,8 +15,6 @@
    **feedback** (``feedback_weight`` > 0, a recall of at least ``feedback_min_k`` memories): a
    second round from the best fused candidates (Rocchio vector, RM3 words;
    `shared_core.engine.feedback.feedback_path`);
-   **category** (``category_weight`` > 0, a list or count question naming category words): a
-   keyword search for the vocabulary words nearest them (`shared_core.engine.categories`);
 5. **fusion**: each path's signal scaled to [0, 1] and summed with the path weights
    (`scoring.convex_fusion`), or weighted reciprocal rank fusion (``fusion="rrf"``);
 6. **graph**: relevance flows along the edges of the best candidates (`scoring.spread_max`,
@@ -69,7 +67,6 @@ from ..formulas.timecues import TimeCue, parse_time_cue
 from ..store.contract import CandidateQuery, Partition
 from ..values.config import AtlasConfig
 from ..values.model import MemoryNode, ScoredMemory, scored_of
-from .categories import VocabularyBook, category_path
 from .decompose import Embed, Heard, may_name_speaker, speaker_path, speaker_weight
 from .entities import entity_path
 from .feedback import feedback_path
@@ -77,7 +74,7 @@ from .walk import graph_boost
 
 __all__ = ["RecallRequest", "breadth", "recall", "resolve_time_cue"]
 
-_PATHS = ("vector", "keyword", "time", "recent", "entity", "feedback", "speaker", "category")
+_PATHS = ("vector", "keyword", "time", "recent", "entity", "feedback", "speaker")
 _MAX_YEARS_BACK = 30
 
 
@@ -98,7 +95,6 @@ class RecallRequest:
     embed: Embed | None = None  # the atlas's embedder, for sub-queries (speaker path)
     heard: Heard | None = None  # told the speakers the query names (speaker path)
     speakers: frozenset[str] = frozenset()  # the namespace's known speakers (`SpeakerBook`, speaker path)
-    vocabulary: VocabularyBook | None = None  # the namespaces' vocabularies (category path)
 
 
 def _latest_timestamp(part: Partition, now: float) -> float | None:
@@ -235,14 +231,6 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
             raw["speaker"], weights["speaker"] = spoken.signal, speaker_weight(req.query, config)
             cosine.update(spoken.cosine)
             base, vector_share = fuse(raw, cosine, vector_scale, weights, config)
-    if config.category_weight > 0 and req.vocabulary is not None and req.embed is not None:
-        members = category_path(part, req.query, req.vector, base, config, req.vocabulary, req.embed, k=k,
-                                subset=subset, every_admissible=every,
-                                keyword_session=req.session_id if limited else None, allowed=allowed)
-        if members is not None:
-            raw["category"], weights["category"] = members.signal, config.category_weight
-            cosine.update(members.cosine)
-            base, vector_share = fuse(raw, cosine, vector_scale, weights, config)
     if config.feedback_weight > 0 and req.top_k >= config.feedback_min_k:  # a second round (wide recalls)
         relevant = _evidence(cosine, raw, config.relevance_floor)
         second = feedback_path(part, req.query, req.vector, base if relevant is None else
@@ -327,7 +315,6 @@ def _evidence(cosine: Mapping[str, float], raw: Mapping[str, Mapping[str, float]
     out.update(raw.get("entity", ()))
     out.update(raw.get("feedback", ()))  # reached from relevant candidates, as the graph walk
     out.update(raw.get("speaker", ()))  # said by a speaker a relevant candidate names
-    out.update(raw.get("category", ()))  # names a word near a category word of the query
     return out
 
 

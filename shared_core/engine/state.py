@@ -33,7 +33,6 @@ from ..text.embedding import Embedder, normalize_rows
 from ..values.clock import Clock
 from ..values.config import AtlasConfig
 from ..values.model import CustomRelation, MemoryNode, with_embedding
-from .categories import VocabularyBook
 from .decompose import SpeakerBook
 from .events import EventLog
 
@@ -66,8 +65,6 @@ class EngineState:
         self.relations: dict[str, CustomRelation] = {}
         #: The speakers seen per namespace (written, or found by a recall), to embed sub-queries early.
         self.speakers = SpeakerBook()
-        #: The words of each namespace's memories and their vectors (the category path's vocabulary).
-        self.vocabulary = VocabularyBook()
 
     @property
     def backend(self) -> Backend:

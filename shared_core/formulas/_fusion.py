@@ -17,9 +17,6 @@ from .scoring import convex_fusion, max_normalize, normalize_relevance, pool_nor
 
 __all__ = ["cosine_scale", "fuse", "rounded"]
 
-#: the paths whose values come in [0, 1] and are fused as they are
-_EXTRA = ("time", "recent", "entity", "feedback", "speaker", "category")
-
 
 def cosine_scale(found: Mapping[str, float], floor: float | None) -> tuple[float, float]:
     """(floor, best) of the cosine scale; with fewer than k hits the floor is 0 similarity."""
@@ -55,7 +52,7 @@ def fuse(raw: Mapping[str, Mapping[str, float]], cosine: Mapping[str, float],
     if config.fusion == "rrf" or not raw.get("vector") or best <= low or weights["vector"] <= 0:
         return _fuse_signals(raw, cosine, vector_scale, weights, config)
     keyword = raw.get("keyword") or {}
-    extra = [(weights[p], raw[p]) for p in _EXTRA if raw.get(p)]
+    extra = [(weights[p], raw[p]) for p in ("time", "recent", "entity", "feedback", "speaker") if raw.get(p)]
     total = sum(w for w in [weights["vector"], weights["keyword"] if keyword else 0.0, *(w for w, _ in extra)]
                 if w > 0)
     ids = list(cosine)
@@ -111,7 +108,7 @@ def _fuse_signals(raw: Mapping[str, Mapping[str, float]], cosine: Mapping[str, f
         "vector": _scale_cosines(cosine, vector_scale),
         "keyword": max_normalize(dict(raw["keyword"])) if raw.get("keyword") else {},
     }
-    for p in _EXTRA:
+    for p in ("time", "recent", "entity", "feedback", "speaker"):
         if raw.get(p):
             signals[p] = dict(raw[p])
     fused = convex_fusion(signals, weights)

@@ -132,16 +132,6 @@ class AtlasConfig:
     (`shared_core.formulas.questions.analyze_query`) the weight is ``speaker_list_factor`` times
     ``speaker_weight`` (1.0: as for any question; 3.0 chosen leaving one conversation out).
 
-    Category words (`shared_core.engine.categories`; off by default): with ``category_weight`` > 0
-    a list or count question that names category words ("hobbies", "pets", "cities":
-    `shared_core.formulas.categories.category_words`) runs one more keyword search for the
-    ``category_terms`` words of the namespace's vocabulary nearest each category word with the
-    atlas's embedder (each word embedded alone, once; "hobbies" -> "painting", "pottery"), and
-    fuses its hits as a ``category`` path weighted ``category_weight``: evidence that names a
-    member of the category becomes a candidate. The vocabulary is read from the namespace's
-    memories when their number changed (a write costs nothing; the first list question after
-    writes pays for the scan and the new words).
-
     Limits: a memory holds at most ``max_content_chars`` characters and a query at most
     ``max_query_chars``; longer ones are refused with `InvalidInputError`, never cut.
 
@@ -262,9 +252,6 @@ class AtlasConfig:
     speaker_docs: int = 20
     speaker_min_k: int = 0
     speaker_list_factor: float = 3.0
-    # list questions' category words bridged to their members (shared_core.engine.categories)
-    category_weight: float = 0.0
-    category_terms: int = 8
     truncation_marker: str = " …[truncated]"
     # lifecycle (see shared_core.engine.lifecycle.manager; all off by default, on in AtlasConfig.managed())
     write_filter: bool = False
@@ -307,13 +294,13 @@ class AtlasConfig:
         non_negative = ("weight_floor", "weight_exponent", "recency_exponent", "vector_weight",
                         "keyword_weight", "graph_weight", "recent_weight", "time_weight",
                         "graph_hop_decay", "similar_threshold", "entity_weight", "entity_walk", "feedback_weight",
-                        "feedback_beta", "speaker_weight", "speaker_list_factor", "category_weight")
+                        "feedback_beta", "speaker_weight", "speaker_list_factor")
         _check_fields(self, non_negative, _non_negative, ">= 0")
         _check_fields(self, ("max_query_chars",), _int_from_1, "an int >= 1")
         counts = ("similar_top", "candidate_k", "candidate_min", "graph_hops", "graph_seeds", "graph_fanout",
                   "recency_window", "working_memory", "entity_phrases", "entity_max_mentions", "feedback_docs",
                   "feedback_terms", "feedback_min_k", "context_neighbours", "speaker_docs", "speaker_min_k",
-                  "seed_min_k", "category_terms")
+                  "seed_min_k")
         _check_fields(self, counts, _count, "an int >= 0")
         if self.ann_threshold is not None and (not isinstance(self.ann_threshold, int)
                                                or isinstance(self.ann_threshold, bool) or self.ann_threshold < 64):

@@ -217,7 +217,6 @@ class Lifecycle:
             self._dirty.pop(ns, None)
             self._since_compress.pop(ns, None)
             self.engine.speakers.drop(ns)
-            self.engine.vocabulary.drop(ns)
 
     def schedule_expiry(self, node: MemoryNode) -> None:
         assert node.expires_at is not None

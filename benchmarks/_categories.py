@@ -1,4 +1,4 @@
-"""The category words a list question names: the words its evidence names members of.
+"""Category words and their members: the helpers of ``category_miss.py`` (issue 24, session 23).
 
 A list question names a CATEGORY ("What are Kate's hobbies?", "Which cities has he visited?",
 "What kinds of books does she read?") and its evidence names MEMBERS of it ("I've been painting a
@@ -11,8 +11,11 @@ of", "sort of" (singular or plural), less the words that name no category (`NOT_
 No model, no word list beyond that.
 
 `expansion` bridges them to members: given the category words' vectors and a vocabulary's
-(words embedded alone, `shared_core.engine.categories`), the vocabulary words nearest each
-category word, with their cosines ("hobbies" -> "painting", "pottery", "hiking").
+(`vocabulary_words` of the memories, each word embedded alone), the vocabulary words nearest
+each category word, with their cosines ("pets" -> "dog", "cat", "pup"). The library's category
+path built on them (a keyword search for those words, fused as one more recall path) did not pay
+held out and is not in the library: commit 6207af5 has it (`benchmarks/README.md`, "Category
+words and their members (session 23)").
 
 >>> category_words("What are Kate's hobbies?")
 ['hobbies']
@@ -30,9 +33,14 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from .questions import _PLURAL
+from shared_core.engine.feedback import _FILLER
+from shared_core.formulas.questions import _PLURAL
 
-__all__ = ["NOT_CATEGORIES", "category_words", "expansion"]
+__all__ = ["FLOOR", "NOT_CATEGORIES", "category_words", "expansion", "vocabulary_words"]
+
+#: the least cosine between a category word and a vocabulary word for the word to count as near it
+FLOOR = 0.45
+_WORD = re.compile(r"[^\W\d_]{3,}", re.UNICODE)
 
 #: plural words that name no category whose members a memory would name
 NOT_CATEGORIES = frozenset((
@@ -95,3 +103,12 @@ def expansion(categories: npt.NDArray[np.float32], words: Sequence[str], vectors
             if sim > out.get(word, -1.0):
                 out[word] = round(sim, 6)
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def vocabulary_words(text: str) -> set[str]:
+    """The words of ``text`` a category may name: lower case, letters only, three or more, filler out.
+
+    >>> sorted(vocabulary_words("Kate: I've been painting a lot, and 3 pots!"))
+    ['kate', 'painting', 'pots']
+    """
+    return {w for w in (m.lower() for m in _WORD.findall(text)) if w not in _FILLER}
