@@ -159,7 +159,8 @@ class PartitionBase:
         def turn(self, value: int) -> None:
             ...
 
-    def reinforce_many(self, node_ids: Sequence[str], *, now: float, config: AtlasConfig) -> list[MemoryNode | None]:
+    def reinforce_many(self, node_ids: Sequence[str], *, now: float, config: AtlasConfig,
+                       vectors: bool = True) -> list[MemoryNode | None]:
         return [self.reinforce(node_id, now=now, config=config) for node_id in node_ids]
 
     def track_many(self, node_ids: Sequence[str], session_ids: Sequence[str | None],

@@ -274,8 +274,12 @@ class Partition(Protocol):
         ``reinforce_factor`` (at most ``weight_cap``), one more access, last access now.
         Returns the updated node (None if it is gone)."""
 
-    def reinforce_many(self, node_ids: Sequence[str], *, now: float, config: AtlasConfig) -> list[MemoryNode | None]:
-        """`reinforce` of each id (each one atomic step), in one call: a recall's hits."""
+    def reinforce_many(self, node_ids: Sequence[str], *, now: float, config: AtlasConfig,
+                       vectors: bool = True) -> list[MemoryNode | None]:
+        """`reinforce` of each id (each one atomic step), in one call: a recall's hits.
+        ``vectors`` says whether the caller reads these memories' vectors next (`retrieve` does,
+        `build_context` does not): a store that can send them with the write's reply sends them
+        only then; the nodes returned are the same either way."""
 
     def fade(self, node_id: str, factor: float, *, now: float, config: AtlasConfig) -> MemoryNode | None:
         """The weight decayed to ``now`` times ``factor`` (at least ``weight_floor``), last access
