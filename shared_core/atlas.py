@@ -302,7 +302,9 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews, Writes):
                 admit=admission(part, now=now, as_of=when, predicate=predicate, excluded=excluded))
             ctx = build_context_block(working, recalled, summaries, style=style, budget=budget,
                                       count=counter.count, marker=self.config.truncation_marker, companions=companions)
-            while redundant := summaries_beside_sources(part.graph, ctx.memories) & {h.node.id for h in summaries}:
+            sources: dict[str, list[tuple[str, bool]]] = {}  # each shown summary's, read once
+            while redundant := summaries_beside_sources(part.graph, ctx.memories, known=sources) \
+                    & {h.node.id for h in summaries}:
                 summaries = [h for h in summaries if h.node.id not in redundant]
                 ctx = build_context_block(working, recalled, summaries, style=style, budget=budget,
                                           count=counter.count, marker=self.config.truncation_marker,

@@ -81,6 +81,12 @@ class GraphStore(Protocol):
         """Whether the memory is flagged a backchannel (`mark_chatter`); False for an unknown id.
         The walk steps over such a memory (`WalkSpec.step_over`)."""
 
+    def summarized(self, ids: Sequence[str]) -> dict[str, list[tuple[str, bool]]]:
+        """Each of ``ids``' sources: the other end of each of its out-going ``summarizes`` edges,
+        with whether that memory is a backchannel (`is_chatter`), in no set order (an id without
+        such an edge: an empty list). One request on a server store: the summaries a context shows
+        (`shared_core.engine.context.summaries_beside_sources`)."""
+
     def remove_edge(self, source: str, target: str, relation: AnyRelation) -> bool: ...
 
     def edges(self, node_id: str) -> list[MemoryEdge]:

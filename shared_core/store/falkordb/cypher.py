@@ -411,6 +411,8 @@ SET_CHATTER = ("UNWIND $rows AS row MATCH (n:Memory {id: row[0]}) SET n.chatter 
                "WITH max(CASE WHEN row[1] THEN 1 ELSE 0 END) AS chats MATCH (c:Atlas) "
                "SET c.chatter = coalesce(c.chatter, false) OR chats = 1")
 GET_CHATTER = "MATCH (n:Memory {id: $id}) RETURN n.chatter"
+# `GraphStore.summarized`: each summary's sources with their backchannel flag, in one statement
+SUMMARIZED = "UNWIND $ids AS id MATCH (s:Memory {id: id})-[r:`SUMMARIZES`]->(t:Memory) RETURN id, t.id, t.chatter"
 CHATTER_MISSING = "MATCH (n:Memory) WHERE n.chatter IS NULL RETURN n.id, n.content, n.metadata"
 
 

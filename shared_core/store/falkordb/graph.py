@@ -276,6 +276,14 @@ class FalkorGraphStore(GraphStoreBase):
         rows = self._g.read(q.GET_CHATTER, {"id": node_id})
         return bool(rows and rows[0][0])
 
+    def summarized(self, ids: Sequence[str]) -> dict[str, list[tuple[str, bool]]]:
+        """`GraphStore.summarized` in one statement (`cypher.SUMMARIZED`), none for no ids."""
+        found: dict[str, list[tuple[str, bool]]] = {node_id: [] for node_id in ids}
+        if found:
+            for node_id, source, chatter in self._g.read(q.SUMMARIZED, {"ids": list(found)}):
+                found[str(node_id)].append((str(source), bool(chatter)))
+        return found
+
     def backfill_chatter(self) -> None:
         """Flag each memory stored without the backchannel flag (a graph written before it, a
         memory put without a batch write), computed from its content: one read, and one write
