@@ -34,6 +34,9 @@ _PLAIN = [f for f in q.NODE_FIELDS if f not in q.TIME_FIELDS]
 _PAGE = 5000
 _EDGE_BATCH = 4000
 AHEAD = 32  # nodes read at once from the walk's read-ahead list
+# nodes read at once when a call asks for one of the read-ahead list that it lacks: the ranking,
+# past what the walk's hops read, asks for many more on a chat's namespace, one chunk at a time
+MISS_CHUNK = 96
 _UNREAD: Any = object()
 
 
@@ -304,7 +307,7 @@ class FalkorGraphStore(GraphStoreBase):
                     del ahead[other]
                     if other not in cache:
                         batch.append(other)
-                        if len(batch) == AHEAD:
+                        if len(batch) == MISS_CHUNK:
                             break
                 self.prefetch(batch)
             else:
