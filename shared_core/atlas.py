@@ -214,17 +214,20 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews, Writes):
                 return []
             part, recalled = found
             hits = [h for h in recalled if h.node.id not in excluded][:k]
-            nodes = self._reinforce(part, hits, now) if reinforce else [h.node for h in hits]
+            nodes = self._reinforce(part, hits, now, vectors=True) if reinforce else [h.node for h in hits]
             self._life.recalled(part, hits, now, via="retrieve")
             vectors = part.vectors.get_many([n.id for n in nodes])  # one index call for all
             return [scored_of(with_embedding(n, v), h.score, h.components, h.paths, h.other_session)
                     for h, n, v in zip(hits, nodes, vectors, strict=True)]
 
-    def _reinforce(self, part: Partition, hits: Sequence[ScoredMemory], now: float) -> list[MemoryNode]:
-        """Each hit's memory reinforced (as it was when it is gone)."""
+    def _reinforce(self, part: Partition, hits: Sequence[ScoredMemory], now: float, *,
+                   vectors: bool) -> list[MemoryNode]:
+        """Each hit's memory reinforced (as it was when it is gone); ``vectors``: the caller reads
+        the hits' vectors next (`Partition.reinforce_many`)."""
         out, done = [], []
         try:
-            updates = part.reinforce_many([hit.node.id for hit in hits], now=now, config=self.config)
+            updates = part.reinforce_many([hit.node.id for hit in hits], now=now, config=self.config,
+                                          vectors=vectors)
             for hit, updated in zip(hits, updates, strict=True):  # each one atomic step
                 if updated is not None:
                     done.append(updated)
@@ -299,7 +302,9 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews, Writes):
                 admit=admission(part, now=now, as_of=when, predicate=predicate, excluded=excluded))
             ctx = build_context_block(working, recalled, summaries, style=style, budget=budget,
                                       count=counter.count, marker=self.config.truncation_marker, companions=companions)
-            while redundant := summaries_beside_sources(part.graph, ctx.memories) & {h.node.id for h in summaries}:
+            sources: dict[str, list[tuple[str, bool]]] = {}  # each shown summary's, read once
+            while redundant := summaries_beside_sources(part.graph, ctx.memories, known=sources) \
+                    & {h.node.id for h in summaries}:
                 summaries = [h for h in summaries if h.node.id not in redundant]
                 ctx = build_context_block(working, recalled, summaries, style=style, budget=budget,
                                           count=counter.count, marker=self.config.truncation_marker,
@@ -308,7 +313,7 @@ class ElasticMemoryAtlas(Persistence, AsyncForms, NotebookViews, Writes):
             recalled_shown = [m for m in ctx.memories if m.paths not in (("working",), ("neighbour",))]
             self._life.recalled(part, recalled_shown, now, via="build_context")
             if reinforce and recalled_shown:  # working memory is shown for being recent, not recalled
-                reinforced = {n.id: n for n in self._reinforce(part, recalled_shown, now)}
+                reinforced = {n.id: n for n in self._reinforce(part, recalled_shown, now, vectors=False)}
                 ctx = replace(ctx, memories=tuple(m if (n := reinforced.get(m.node.id)) is None else
                                                   ScoredMemory(n, m.score, m.components, m.paths, m.other_session)
                                                   for m in ctx.memories))

@@ -43,7 +43,7 @@ from ..store.contract import GraphStore, VectorIndex
 from ..text.tokens import TiktokenCounter
 from ..values.config import AtlasConfig
 from ..values.errors import InvalidInputError
-from ..values.model import Context, Relation, ScoredMemory
+from ..values.model import Context, ScoredMemory
 
 __all__ = ["STYLES", "build_context_block", "context_breadth", "diversify", "render", "summaries_beside_sources"]
 
@@ -366,20 +366,24 @@ def build_context_block(working: Sequence[ScoredMemory], recalled: Sequence[Scor
                    budget, style)
 
 
-def summaries_beside_sources(graph: GraphStore, shown: Sequence[ScoredMemory]) -> set[str]:
+def summaries_beside_sources(graph: GraphStore, shown: Sequence[ScoredMemory], *,
+                             known: dict[str, list[tuple[str, bool]]] | None = None) -> set[str]:
     """The summaries among ``shown`` whose every source (``summarizes`` edge) is shown too, a
     backchannel aside (`GraphStore.is_chatter`: recall and the context windows never show one):
     they say nothing the context does not already hold, so the atlas renders the details without
-    them."""
+    them. The summaries' sources are read in one call (`GraphStore.summarized`), only for those
+    not in ``known`` (which keeps what was read, for a caller that asks again)."""
     ids = {m.node.id for m in shown}
+    summaries = [m.node.id for m in shown if m.node.kind == "summary"]
+    sources = {} if known is None else known
+    missing = [i for i in summaries if i not in sources]
+    if missing:
+        sources.update(graph.summarized(missing))
     out = set()
-    for m in shown:
-        if m.node.kind != "summary":
-            continue
-        sources = {e.target for e in graph.edges(m.node.id)
-                   if e.relation is Relation.SUMMARIZES and e.source == m.node.id}
-        if sources and all(graph.is_chatter(i) for i in sources - ids):  # stops at the first fact not shown
-            out.add(m.node.id)
+    for node_id in summaries:
+        found = sources[node_id]
+        if found and all(chatter for source, chatter in found if source not in ids):
+            out.add(node_id)
     return out
 
 

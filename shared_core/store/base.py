@@ -54,6 +54,12 @@ class GraphStoreBase:
         def links(self, node_id: str) -> list[Link]:
             ...
 
+        def edges(self, node_id: str) -> list[MemoryEdge]:
+            ...
+
+        def is_chatter(self, node_id: str) -> bool:
+            ...
+
     def put_links(self, links: Iterable[tuple[str, str, AnyRelation, float]], *, created_at: float) -> None:
         for source, target, relation, strength in links:
             self.put_edge(MemoryEdge(source=source, target=target, relation=relation, strength=strength,
@@ -64,6 +70,10 @@ class GraphStoreBase:
 
     def prefetch(self, ids: Sequence[str]) -> None:
         return None  # in process every node is at hand
+
+    def summarized(self, ids: Sequence[str]) -> dict[str, list[tuple[str, bool]]]:
+        return {node_id: [(e.target, self.is_chatter(e.target)) for e in self.edges(node_id)
+                          if e.relation is Relation.SUMMARIZES and e.source == node_id] for node_id in ids}
 
     def weighted_links(self, node_id: str, factors: Sequence[float | None]) -> list[tuple[str, float]]:
         index = _RELATION_INDEX
@@ -159,7 +169,8 @@ class PartitionBase:
         def turn(self, value: int) -> None:
             ...
 
-    def reinforce_many(self, node_ids: Sequence[str], *, now: float, config: AtlasConfig) -> list[MemoryNode | None]:
+    def reinforce_many(self, node_ids: Sequence[str], *, now: float, config: AtlasConfig,
+                       vectors: bool = True) -> list[MemoryNode | None]:
         return [self.reinforce(node_id, now=now, config=config) for node_id in node_ids]
 
     def track_many(self, node_ids: Sequence[str], session_ids: Sequence[str | None],

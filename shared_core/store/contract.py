@@ -81,6 +81,12 @@ class GraphStore(Protocol):
         """Whether the memory is flagged a backchannel (`mark_chatter`); False for an unknown id.
         The walk steps over such a memory (`WalkSpec.step_over`)."""
 
+    def summarized(self, ids: Sequence[str]) -> dict[str, list[tuple[str, bool]]]:
+        """Each of ``ids``' sources: the other end of each of its out-going ``summarizes`` edges,
+        with whether that memory is a backchannel (`is_chatter`), in no set order (an id without
+        such an edge: an empty list). One request on a server store: the summaries a context shows
+        (`shared_core.engine.context.summaries_beside_sources`)."""
+
     def remove_edge(self, source: str, target: str, relation: AnyRelation) -> bool: ...
 
     def edges(self, node_id: str) -> list[MemoryEdge]:
@@ -274,8 +280,12 @@ class Partition(Protocol):
         ``reinforce_factor`` (at most ``weight_cap``), one more access, last access now.
         Returns the updated node (None if it is gone)."""
 
-    def reinforce_many(self, node_ids: Sequence[str], *, now: float, config: AtlasConfig) -> list[MemoryNode | None]:
-        """`reinforce` of each id (each one atomic step), in one call: a recall's hits."""
+    def reinforce_many(self, node_ids: Sequence[str], *, now: float, config: AtlasConfig,
+                       vectors: bool = True) -> list[MemoryNode | None]:
+        """`reinforce` of each id (each one atomic step), in one call: a recall's hits.
+        ``vectors`` says whether the caller reads these memories' vectors next (`retrieve` does,
+        `build_context` does not): a store that can send them with the write's reply sends them
+        only then; the nodes returned are the same either way."""
 
     def fade(self, node_id: str, factor: float, *, now: float, config: AtlasConfig) -> MemoryNode | None:
         """The weight decayed to ``now`` times ``factor`` (at least ``weight_floor``), last access

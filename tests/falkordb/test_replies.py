@@ -93,8 +93,9 @@ def test_verbose_statements_read_as_the_compact_format(shared_atlas: Callable[..
 
 
 _RESCALES = {q.rescale(unit, model, reinforce=r): False for unit in q.DECAY_UNITS for model in q.WEIGHT_MODELS
-             for r in (True, False)} | {q.batch_rescale(unit, model, reinforce=r): True for unit in q.DECAY_UNITS
-                                         for model in q.WEIGHT_MODELS for r in (True, False)}
+             for r in (True, False)} | {q.batch_rescale(unit, model, reinforce=r, vectors=v): True
+                                         for unit in q.DECAY_UNITS for model in q.WEIGHT_MODELS
+                                         for r in (True, False) for v in (True, False)}
 
 
 def test_the_weight_writes_read_verbose_as_the_compact_format(shared_atlas: Callable[..., ElasticMemoryAtlas],

@@ -364,12 +364,15 @@ def write_edges(kinds: Sequence[str], *, after: str = "", rows: str = "$edges", 
 
 
 # -- one-round-trip forms of recall (`shared_core.store.falkordb.paths`) ----------------------
-@functools.lru_cache(maxsize=16)
-def batch_rescale(decay_unit: str, weight_model: str, *, reinforce: bool) -> str:
+@functools.lru_cache(maxsize=32)
+def batch_rescale(decay_unit: str, weight_model: str, *, reinforce: bool, vectors: bool = True) -> str:
     """`rescale` of every id of ``$ids`` in one statement (one row per memory still there), each
-    row followed by the memory's raw vector (see `SET_VECTORS`)."""
+    row followed by the memory's raw vector (see `SET_VECTORS`) with ``vectors`` (a `retrieve`
+    returns its hits' vectors), else the nodes alone (a `build_context` returns none)."""
     single = rescale(decay_unit, weight_model, reinforce=reinforce).replace("{id: $id}", "{id: id}")
-    head, _, _ = single.rpartition(" RETURN ")  # each memory's vector rides along (a recall returns them)
+    head, _, _ = single.rpartition(" RETURN ")
+    if not vectors:
+        return f"UNWIND $ids AS id {head} RETURN {NODE_COLUMNS}"
     return (f"UNWIND $ids AS id {head} WITH n OPTIONAL MATCH (e:Embedding {{id: n.id}}) "
             f"RETURN {NODE_COLUMNS}, e.raw")
 
@@ -408,6 +411,8 @@ SET_CHATTER = ("UNWIND $rows AS row MATCH (n:Memory {id: row[0]}) SET n.chatter 
                "WITH max(CASE WHEN row[1] THEN 1 ELSE 0 END) AS chats MATCH (c:Atlas) "
                "SET c.chatter = coalesce(c.chatter, false) OR chats = 1")
 GET_CHATTER = "MATCH (n:Memory {id: $id}) RETURN n.chatter"
+# `GraphStore.summarized`: each summary's sources with their backchannel flag, in one statement
+SUMMARIZED = "UNWIND $ids AS id MATCH (s:Memory {id: id})-[r:`SUMMARIZES`]->(t:Memory) RETURN id, t.id, t.chatter"
 CHATTER_MISSING = "MATCH (n:Memory) WHERE n.chatter IS NULL RETURN n.id, n.content, n.metadata"
 
 

@@ -34,6 +34,9 @@ _PLAIN = [f for f in q.NODE_FIELDS if f not in q.TIME_FIELDS]
 _PAGE = 5000
 _EDGE_BATCH = 4000
 AHEAD = 32  # nodes read at once from the walk's read-ahead list
+# nodes read at once when a call asks for one of the read-ahead list that it lacks: the ranking,
+# past what the walk's hops read, asks for many more on a chat's namespace, one chunk at a time
+MISS_CHUNK = 96
 _UNREAD: Any = object()
 
 
@@ -276,6 +279,14 @@ class FalkorGraphStore(GraphStoreBase):
         rows = self._g.read(q.GET_CHATTER, {"id": node_id})
         return bool(rows and rows[0][0])
 
+    def summarized(self, ids: Sequence[str]) -> dict[str, list[tuple[str, bool]]]:
+        """`GraphStore.summarized` in one statement (`cypher.SUMMARIZED`), none for no ids."""
+        found: dict[str, list[tuple[str, bool]]] = {node_id: [] for node_id in ids}
+        if found:
+            for node_id, source, chatter in self._g.read(q.SUMMARIZED, {"ids": list(found)}):
+                found[str(node_id)].append((str(source), bool(chatter)))
+        return found
+
     def backfill_chatter(self) -> None:
         """Flag each memory stored without the backchannel flag (a graph written before it, a
         memory put without a batch write), computed from its content: one read, and one write
@@ -296,7 +307,7 @@ class FalkorGraphStore(GraphStoreBase):
                     del ahead[other]
                     if other not in cache:
                         batch.append(other)
-                        if len(batch) == AHEAD:
+                        if len(batch) == MISS_CHUNK:
                             break
                 self.prefetch(batch)
             else:

@@ -459,8 +459,11 @@ class FalkorPartition(PartitionBase):
     def reinforce(self, node_id: str, *, now: float, config: AtlasConfig) -> MemoryNode | None:
         return self._rescale(node_id, reinforce=True, factor=config.reinforce_factor, now=now, config=config)
 
-    def reinforce_many(self, node_ids: Sequence[str], *, now: float, config: AtlasConfig) -> list[MemoryNode | None]:
-        """`reinforce` of each id in one statement (each memory still one atomic step)."""
+    def reinforce_many(self, node_ids: Sequence[str], *, now: float, config: AtlasConfig,
+                       vectors: bool = True) -> list[MemoryNode | None]:
+        """`reinforce` of each id in one statement (each memory still one atomic step), with the
+        memories' raw vectors in its reply (kept for this call's `FalkorVectorIndex.get_many`)
+        only when the caller reads ``vectors`` next."""
         if not node_ids:
             return []
         params = {"ids": list(node_ids), "now": float(now), "factor": float(config.reinforce_factor), "ln2": _LN2,
@@ -469,11 +472,13 @@ class FalkorPartition(PartitionBase):
         for node_id in node_ids:
             self._cache.nodes.pop(node_id, None)
         self._cache.turn = None
-        rows = self._g.write(q.batch_rescale(config.decay_unit, config.weight_model, reinforce=True), params)
+        rows = self._g.write(q.batch_rescale(config.decay_unit, config.weight_model, reinforce=True,
+                                             vectors=vectors), params)
         for row in rows:
-            node = node_from_row(row[:-1], self.namespace)
+            node = node_from_row(row[:-1] if vectors else row, self.namespace)
             self._cache.nodes[node.id] = node
-            self.vectors.remember(node.id, row[-1])
+            if vectors:
+                self.vectors.remember(node.id, row[-1])
         return [self._cache.nodes.get(i) for i in node_ids]
 
     def fade(self, node_id: str, factor: float, *, now: float, config: AtlasConfig) -> MemoryNode | None:

@@ -198,10 +198,11 @@ SCALAR_COLUMNS: dict[str, Scalars] = {
     q.WALK_HOP_NODES_TYPED_THROUGH: Scalars("--f-b" + _node_kinds() + "b-f-b" + _node_kinds()),
     q.VECTOR_AMONG: Scalars("-f"),  # id, cosine distance
     # the weight's writes (a recall's reinforcement, a fade): the node, and for a batch its raw vector
+    # unless the caller reads no vector next
     **{q.rescale(unit, model, reinforce=r): Scalars(_node_kinds())
        for unit in q.DECAY_UNITS for model in q.WEIGHT_MODELS for r in (True, False)},
-    **{q.batch_rescale(unit, model, reinforce=r): Scalars(_node_kinds() + "-")
-       for unit in q.DECAY_UNITS for model in q.WEIGHT_MODELS for r in (True, False)},
+    **{q.batch_rescale(unit, model, reinforce=r, vectors=v): Scalars(_node_kinds() + ("-" if v else ""))
+       for unit in q.DECAY_UNITS for model in q.WEIGHT_MODELS for r in (True, False) for v in (True, False)},
 }
 #: Statements made per relationship type, read in the verbose format too: each one's beginning
 #: (checked in ``tests/falkordb/test_replies.py`` as `SCALAR_COLUMNS`).
