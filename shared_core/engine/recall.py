@@ -377,7 +377,8 @@ def _rank(part: Partition, relevance: Mapping[str, float], pending: Mapping[str,
     scored, however many the graph walk reached. ``pending`` memories have only an upper bound
     of their relevance, in a line of their own; when the best bound comes before the best exact
     relevance, ``resolve`` gives the exact value of a batch of them (best bounds first, those
-    that may still beat the k-th score) and they join the exact line. The answer does not
+    that may still beat the k-th score, at most ``max(VectorIndex.cosine_batch, top_k)``: the
+    store's choice between cosines computed and calls made) and they join the exact line. The answer does not
     depend on the batches: a memory is scored when its exact relevance comes up, and the visit
     stops only when no memory left can beat the k-th score. (Two lines make fewer index calls
     than one line for both with batches cut at the next exact memory.)
@@ -391,7 +392,7 @@ def _rank(part: Partition, relevance: Mapping[str, float], pending: Mapping[str,
     waiting = list(zip(map(operator.neg, pending.values()), pending, strict=True))
     heapq.heapify(line)
     heapq.heapify(waiting)
-    batch = max(16, req.top_k)
+    batch = max(part.vectors.cosine_batch, req.top_k)
     top_k = req.top_k
     pop, push = heapq.heappop, heapq.heappush
     while line or waiting:

@@ -158,6 +158,14 @@ class VectorIndex(Protocol):
     def similarities(self, query: Vector, ids: Sequence[str]) -> npt.NDArray[np.float32]:
         """Cosine of ``query`` with each id (0 for an unknown id)."""
 
+    @property
+    def cosine_batch(self) -> int:
+        """How many memories' cosines a caller that may choose the batch asks `similarities` for
+        at once: recall's ranking resolves the memories only its graph walk reached in batches of
+        ``max(cosine_batch, top_k)``, best bounds first (`shared_core.engine.recall._rank`; its
+        answer does not depend on the batch). In process each cosine is work, so the default
+        (`VectorIndexBase`) is 16; on a server each call is a round trip, so more."""
+
     def nbytes(self) -> int | None:
         """Bytes the index holds (None: not known, e.g. on a server)."""
 

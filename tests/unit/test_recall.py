@@ -564,3 +564,45 @@ def test_a_graph_neighbour_of_a_relevant_hit_still_comes_along(make_atlas: Make)
     answer = atlas.add_memory("Lisbon, the flight leaves on the 12th", namespace="u", session_id="s")
     hits = atlas.retrieve("where should we go", namespace="u", reinforce=False)
     assert answer.id in [h.node.id for h in hits if "graph" in h.paths]
+
+
+def test_the_ranking_resolves_in_the_stores_batches(make_atlas: Make, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`_rank` resolves graph-only memories in batches of ``max(VectorIndex.cosine_batch, top_k)``:
+    16 for every store in process (each cosine computed is work), more where a store declares it
+    (a server: each batch a round trip), with the same answer."""
+    from shared_core.engine.recall import RecallRequest, _rank
+    from shared_core.store.memory import vector_index
+    from shared_core.store.memory.ann_index import IVFVectorIndex
+    from shared_core.store.memory.backend import TieredVectorIndex
+
+    atlas = make_atlas()
+    atlas.add_memories([f"Note {i}: {text}" for i, text in enumerate(FILLER * 20)], namespace="u",
+                       session_id="s")
+    part = atlas.backend.partition("u")
+    assert part is not None
+    assert part.vectors.cosine_batch == 16
+    assert {store(8).cosine_batch for store in (vector_index.NumpyVectorIndex, IVFVectorIndex, TieredVectorIndex)} \
+        == {16}
+    nodes = list(part.graph.nodes())
+    exact = {n.id: 0.3 for n in nodes[:10]}
+    graph_only = {n.id: (i % 23) / 23 for i, n in enumerate(nodes[10:])}
+    bounds = {i: min(1.0, r + 0.5) for i, r in graph_only.items()}
+
+    def ranked(top_k: int) -> tuple[list[tuple[float, str]], list[int]]:
+        batches: list[int] = []
+
+        def resolve(batch: list[str]) -> dict[str, float]:
+            batches.append(len(batch))
+            return {i: graph_only[i] for i in batch}
+
+        req = RecallRequest(query="q", vector=atlas.embedder.embed(["q"])[0], now=atlas.clock.now(), top_k=top_k)
+        got = _rank(part, exact, bounds, resolve, req, atlas.config, lambda _: True)
+        return [(s, n.id) for s, n, _ in got], batches
+
+    small, small_batches = ranked(7)
+    assert max(small_batches) == 16 and len(small_batches) > 1
+    assert max(ranked(40)[1]) == 40  # top_k above the store's batch
+    monkeypatch.setattr(type(part.vectors), "cosine_batch", property(lambda self: 64))
+    wide, wide_batches = ranked(7)
+    assert wide == small
+    assert max(wide_batches) == 64 and len(wide_batches) < len(small_batches)

@@ -48,14 +48,17 @@ from . import cypher as q
 from .bm25 import BACKFILL_COUNTS, BM25_KEPT_COUNTS
 from .client import GraphKey, Literal
 
-__all__ = ["AMONG_IN_QUERY", "CosineCache", "FalkorKeywordIndex", "FalkorVectorIndex", "query_literal", "quote",
-           "short", "term_statements", "vector_literal", "vector_statements"]
+__all__ = ["AMONG_IN_QUERY", "COSINE_BATCH", "CosineCache", "FalkorKeywordIndex", "FalkorVectorIndex",
+           "query_literal", "quote", "short", "term_statements", "vector_literal", "vector_statements"]
 
 _ROWS_PER_WRITE = 256
 AMONG_IN_QUERY = 5000  # a subset up to this size is filtered in the query, larger ones after it
 Prefetch = Callable[..., None]
 Statements = list[tuple[str, dict[str, Any]]]
 _COSINES_AHEAD = 64  # cosines read at once when the ranking asks for some the call lacks
+#: `VectorIndex.cosine_batch`: how many graph-only memories recall's ranking resolves a request
+#: (at least its top_k); in process it is 16, each cosine being work, here each batch a round trip
+COSINE_BATCH = 64
 #: `cypher.bm25` prunes when the query's terms are in this many documents or more (counted once a
 #: term), and in `PRUNE_PER_HIT` times as many as the hits asked for; else `cypher.bm25_all`
 #: scores them all (for many hits the k-th score is low: pruning would read nearly every
@@ -159,6 +162,10 @@ class FalkorVectorIndex(VectorIndexBase):
     @property
     def dim(self) -> int:
         return self._dim
+
+    @property
+    def cosine_batch(self) -> int:
+        return COSINE_BATCH
 
     def __len__(self) -> int:
         rows = self._g.read(q.VECTOR_COUNT)
