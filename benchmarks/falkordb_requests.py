@@ -18,8 +18,8 @@ call (an app doing something else between two recalls). Run it with another tree
 ``--chat`` counts instead a chat namespace's requests: LoCoMo's first conversation (conv-26, 419
 turns, 384-d `HashingEmbedder` vectors) written into a namespace of its own (once a server), faded
 60 days and compressed, then ``build_context`` (budget 400, ``reinforce=False``) over its first
-150 questions twice: requests a call (every `Connection._retrying`), the ranking's cosine
-requests (`FalkorVectorIndex.similarities` calls) and cosines resolved a call, wall p50 and a
+150 questions twice: requests a call (every `Connection._retrying`), the `VectorIndex.similarities`
+calls and the ids they asked about a call (what the ranking and the paths resolve), wall p50 and a
 digest of every context (text, ids, scores), which must not move with ``--cosine-batch`` (sets
 `indexes.COSINE_BATCH`, the store's `VectorIndex.cosine_batch`). ``--in-process`` runs the same
 calls on an in-process atlas (no server; its digest and the cosines its ranking resolves).
@@ -131,7 +131,7 @@ def chat(url: str | None, overrides: dict[str, Any], data: str | None = None) ->
         atlas.compress(namespace="chat", progress=False)
     else:
         clock.advance(days=60)
-    seen = {"requests": 0, "cosine requests": 0, "cosines": 0}
+    seen = {"requests": 0, "cosine calls": 0, "cosines asked": 0}
     retrying = Connection._retrying
 
     def counted(self: Connection, call: Callable[[], Any], what: str, *, budget: float | None = None) -> Any:
@@ -142,10 +142,10 @@ def chat(url: str | None, overrides: dict[str, Any], data: str | None = None) ->
     vectors_type = type(part.vectors)
     similarities = vectors_type.similarities
 
-    def counted_similarities(self: VectorIndexBase, query: Any, ids: Any) -> Any:
-        seen["cosine requests"] += 1
-        seen["cosines"] += len(ids)
-        return similarities(self, query, ids)  # type: ignore[arg-type]
+    def counted_similarities(self: VectorIndexBase, query: Any, ids: Any, **ahead: Any) -> Any:
+        seen["cosine calls"] += 1
+        seen["cosines asked"] += len(ids)
+        return similarities(self, query, ids, **ahead)  # type: ignore[arg-type]
 
     questions = [q.question for q in conv.questions][:CHAT_QUESTIONS]
 

@@ -1,6 +1,8 @@
 """FalkorDB's vector index declares a wider batch for recall's ranking than a store in process
-(`VectorIndex.cosine_batch`, `indexes.COSINE_BATCH`): the memories only the graph walk reached are
-resolved in fewer requests, with the same answer."""
+(`VectorIndex.cosine_batch`, `indexes.COSINE_BATCH`): the ranking names the memories it may resolve
+next and their cosines come with the request it makes, so the memories only the graph walk reached
+are resolved in fewer requests, with the same answer; and a call's cosines with another query (a
+speaker path's sub-query) do not displace its own."""
 
 from __future__ import annotations
 
@@ -27,12 +29,14 @@ def test_the_ranking_resolves_in_fewer_requests(shared_atlas: Callable[..., Elas
     bounds = {n.id: 1.0 for n in written[10:]}  # graph-only: every bound above every exact relevance
 
     def ranked() -> tuple[list[tuple[float, str]], int]:
-        part.graph.cache.nodes.clear()
+        part.begin(None)
+        part.remember_cosines(query, {})  # a recall's candidates: the call's query
+        part.remember_cosines(atlas.embedder.embed(["a speaker's sub-query"])[0], {written[0].id: 0.5})
         for node in written:  # the nodes held: the requests counted are the cosines'
             part.graph.get_node(node.id)
 
-        def resolve(ids: list[str]) -> dict[str, float]:
-            return dict(zip(ids, part.vectors.similarities(query, ids).tolist(), strict=True))
+        def resolve(ids: list[str], ahead: list[str]) -> dict[str, float]:
+            return dict(zip(ids, part.vectors.similarities(query, ids, ahead=ahead).tolist(), strict=True))
 
         req = RecallRequest(query="topic 3", vector=query, now=atlas.clock.now(), top_k=5)
         with round_trips(monkeypatch) as seen:
