@@ -20,7 +20,7 @@ turns, 384-d `HashingEmbedder` vectors) written into a namespace of its own (onc
 60 days and compressed, then ``build_context`` (budget 400, ``reinforce=False``) over its first
 150 questions twice: requests a call (every `Connection._retrying`), the `VectorIndex.similarities`
 calls and the ids they asked about a call (what the ranking and the paths resolve), wall p50 and a
-digest of every context (text, ids, scores), which must not move with ``--cosine-batch`` (sets
+digest of every context (its text, its memories' contents and scores: an in-process atlas writes new ids each run), which must not move with ``--cosine-batch`` (sets
 `indexes.COSINE_BATCH`, the store's `VectorIndex.cosine_batch`). ``--in-process`` runs the same
 calls on an in-process atlas (no server; its digest and the cosines its ranking resolves).
 """
@@ -167,7 +167,7 @@ def chat(url: str | None, overrides: dict[str, Any], data: str | None = None) ->
                 walls.append(time.perf_counter() - start)
                 for key, value in seen.items():
                     totals[key] += value
-                digest.update(repr((ctx.text, [(m.node.id, m.score) for m in ctx.memories])).encode())
+                digest.update(repr((ctx.text, [(m.node.content, m.score) for m in ctx.memories])).encode())
     finally:
         Connection._retrying = retrying  # type: ignore[method-assign]
         vectors_type.similarities = similarities  # type: ignore[method-assign]
