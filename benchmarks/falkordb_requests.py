@@ -20,9 +20,10 @@ turns, 384-d `HashingEmbedder` vectors) written into a namespace of its own (onc
 60 days and compressed, then ``build_context`` (budget 400, ``reinforce=False``) over its first
 150 questions twice: requests a call (every `Connection._retrying`), the `VectorIndex.similarities`
 calls and the ids they asked about a call (what the ranking and the paths resolve), wall p50 and a
-digest of every context (its text, its memories' contents and scores: an in-process atlas writes new ids each run), which must not move with ``--cosine-batch`` (sets
-`indexes.COSINE_BATCH`, the store's `VectorIndex.cosine_batch`). ``--in-process`` runs the same
-calls on an in-process atlas (no server; its digest and the cosines its ranking resolves).
+digest of every context (its text, its memories' contents and scores), which must not move with
+``--cosine-batch`` (sets `indexes.COSINE_BATCH`, the store's `VectorIndex.cosine_batch`).
+``--in-process`` runs the same calls on an in-process atlas (no server); its digest is not
+comparable between runs: each run draws new ids, and ties between scores fall by id.
 """
 
 from __future__ import annotations
