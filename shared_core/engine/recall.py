@@ -252,10 +252,11 @@ def recall(part: Partition, req: RecallRequest, config: AtlasConfig) -> list[Sco
     norm = 1.0 + config.graph_weight * spread_max_total if boost else 1.0
     gw = config.graph_weight
 
-    def resolve(ids: list[str]) -> dict[str, float]:
+    def resolve(ids: list[str], ahead: list[str]) -> dict[str, float]:
         """Relevance of memories found only through the graph: their cosine's share plus the
-        boost; their cosines are computed in one batch, and only for those `_rank` visits."""
-        for node_id, c in zip(ids, part.vectors.similarities(req.vector, ids).tolist(), strict=True):
+        boost; their cosines are computed in one batch, and only for those `_rank` visits
+        (``ahead``: the ones it may visit next, which a server store reads with them)."""
+        for node_id, c in zip(ids, part.vectors.similarities(req.vector, ids, ahead=ahead).tolist(), strict=True):
             cosine[node_id] = c
             base[node_id] = vector_share * scale_to(c, *vector_scale)  # on the candidates' scale
         return {i: min(1.0, (base[i] + gw * boost[i]) / norm) for i in ids}
@@ -367,7 +368,7 @@ def _admission(part: Partition, req: RecallRequest, subset: set[str] | None,
 
 
 def _rank(part: Partition, relevance: Mapping[str, float], pending: Mapping[str, float],
-          resolve: Callable[[list[str]], dict[str, float]], req: RecallRequest, config: AtlasConfig,
+          resolve: Callable[[list[str], list[str]], dict[str, float]], req: RecallRequest, config: AtlasConfig,
           allowed: Callable[[str], bool]) -> list[tuple[float, MemoryNode, dict[str, float]]]:
     """The ``top_k`` best (score, node, factors), best first (ties: newer, then id).
 
@@ -377,7 +378,9 @@ def _rank(part: Partition, relevance: Mapping[str, float], pending: Mapping[str,
     scored, however many the graph walk reached. ``pending`` memories have only an upper bound
     of their relevance, in a line of their own; when the best bound comes before the best exact
     relevance, ``resolve`` gives the exact value of a batch of them (best bounds first, those
-    that may still beat the k-th score) and they join the exact line. The answer does not
+    that may still beat the k-th score, ``max(16, top_k)`` at most; the next ones by bound are
+    named ahead up to the store's `VectorIndex.cosine_batch`: a server store reads their cosines
+    with the request) and they join the exact line. The answer does not
     depend on the batches: a memory is scored when its exact relevance comes up, and the visit
     stops only when no memory left can beat the k-th score. (Two lines make fewer index calls
     than one line for both with batches cut at the next exact memory.)
@@ -392,6 +395,7 @@ def _rank(part: Partition, relevance: Mapping[str, float], pending: Mapping[str,
     heapq.heapify(line)
     heapq.heapify(waiting)
     batch = max(16, req.top_k)
+    reach = part.vectors.cosine_batch  # in process 16: nothing named ahead
     top_k = req.top_k
     pop, push = heapq.heappop, heapq.heappush
     while line or waiting:
@@ -404,8 +408,9 @@ def _rank(part: Partition, relevance: Mapping[str, float], pending: Mapping[str,
                 ids.append(pop(waiting)[1])
             if not ids:
                 break
+            ahead = [i for _, i in heapq.nsmallest(reach - len(ids), waiting)] if reach > batch and waiting else []
             ids = [i for i in ids if allowed(i)]
-            for other, rel in (resolve(ids) if ids else {}).items():
+            for other, rel in (resolve(ids, ahead) if ids else {}).items():
                 push(line, (-rel, other))
             continue
         neg, node_id = pop(line)

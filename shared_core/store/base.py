@@ -37,6 +37,8 @@ from .vector_math import link_exactly, search_many, search_ranked, vectors_of
 __all__ = ["BackendBase", "GraphStoreBase", "KeywordIndexBase", "PartitionBase", "VectorIndexBase"]
 
 _RELATION_INDEX = RELATION_CODES
+#: `VectorIndex.cosine_batch` of a store in process: each cosine computed is work
+COSINE_BATCH = 16
 
 
 class GraphStoreBase:
@@ -119,6 +121,10 @@ class VectorIndexBase:
 
     def nbytes(self) -> int | None:
         return None
+
+    @property
+    def cosine_batch(self) -> int:
+        return COSINE_BATCH
 
 
 class KeywordIndexBase:

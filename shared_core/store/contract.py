@@ -155,8 +155,19 @@ class VectorIndex(Protocol):
     def search_ranked(self, query: Vector, k: int, *, subset: Collection[str] | None = None) -> Ranked:
         """`search` as (an iterator of its hits, their similarities as an array), best first."""
 
-    def similarities(self, query: Vector, ids: Sequence[str]) -> npt.NDArray[np.float32]:
-        """Cosine of ``query`` with each id (0 for an unknown id)."""
+    def similarities(self, query: Vector, ids: Sequence[str], *, ahead: Sequence[str] = ()) -> npt.NDArray[np.float32]:
+        """Cosine of ``query`` with each id (0 for an unknown id). ``ahead``: ids the caller may ask
+        about next, most likely first; a store that makes a request for ``ids`` may read theirs
+        with it, up to `cosine_batch` in all (a store in process computes only ``ids``)."""
+
+    @property
+    def cosine_batch(self) -> int:
+        """How many cosines one `similarities` request may read, the asked ids and those named
+        ``ahead``: recall's ranking asks for the memories only its graph walk reached in batches
+        of ``max(16, top_k)``, best bounds first, and names the next ones up to this many
+        (`shared_core.engine.recall._rank`; its answer does not depend on it). In process each
+        cosine is work and a call no round trip: 16, the default (`VectorIndexBase`), names none;
+        on a server each request is a round trip, so more."""
 
     def nbytes(self) -> int | None:
         """Bytes the index holds (None: not known, e.g. on a server)."""

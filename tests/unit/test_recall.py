@@ -345,7 +345,8 @@ def test_lazy_ranking_equals_scoring_every_candidate(make_atlas: Make) -> None:
     bounds = {i: min(1.0, r + 0.2) for i, r in graph_only.items()}
     resolved: list[str] = []
 
-    def resolve(batch: list[str]) -> dict[str, float]:
+    def resolve(batch: list[str], ahead: list[str]) -> dict[str, float]:
+        assert not ahead  # in process: nothing named ahead
         resolved.extend(batch)
         return {i: graph_only[i] for i in batch}
 
@@ -384,8 +385,8 @@ def test_lazy_ranking_equals_scoring_every_candidate_on_random_bounds(make_atlas
     barred = {n.id for n in nodes if rng.random() < 0.1}
     resolved: list[str] = []
 
-    def resolve(batch: list[str]) -> dict[str, float]:
-        assert not set(batch) & set(resolved) and not set(batch) & barred
+    def resolve(batch: list[str], ahead: list[str]) -> dict[str, float]:
+        assert not set(batch) & set(resolved) and not set(batch) & barred and not ahead
         resolved.extend(batch)
         return {i: graph_only[i] for i in batch}
 
@@ -564,3 +565,50 @@ def test_a_graph_neighbour_of_a_relevant_hit_still_comes_along(make_atlas: Make)
     answer = atlas.add_memory("Lisbon, the flight leaves on the 12th", namespace="u", session_id="s")
     hits = atlas.retrieve("where should we go", namespace="u", reinforce=False)
     assert answer.id in [h.node.id for h in hits if "graph" in h.paths]
+
+
+def test_the_ranking_names_the_next_memories_up_to_the_stores_batch(make_atlas: Make,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """`_rank` resolves graph-only memories in batches of ``max(16, top_k)``; a store whose
+    `VectorIndex.cosine_batch` is larger (a server: each batch a round trip) is told the next
+    ones by bound (``ahead``) up to it, and every store in process (16) is told none: the same
+    batches and the same answer."""
+    from shared_core.engine.recall import RecallRequest, _rank
+    from shared_core.store.memory import vector_index
+    from shared_core.store.memory.ann_index import IVFVectorIndex
+    from shared_core.store.memory.backend import TieredVectorIndex
+
+    atlas = make_atlas()
+    atlas.add_memories([f"Note {i}: {text}" for i, text in enumerate(FILLER * 20)], namespace="u",
+                       session_id="s")
+    part = atlas.backend.partition("u")
+    assert part is not None
+    assert {store(8).cosine_batch for store in (vector_index.NumpyVectorIndex, IVFVectorIndex, TieredVectorIndex)} \
+        == {part.vectors.cosine_batch} == {16}
+    nodes = list(part.graph.nodes())
+    exact = {n.id: 0.3 for n in nodes[:10]}
+    graph_only = {n.id: (i % 23) / 23 for i, n in enumerate(nodes[10:])}
+    bounds = {i: min(1.0, r + 0.5) for i, r in graph_only.items()}
+
+    def ranked(top_k: int) -> tuple[list[tuple[float, str]], list[tuple[list[str], list[str]]]]:
+        calls: list[tuple[list[str], list[str]]] = []
+
+        def resolve(batch: list[str], ahead: list[str]) -> dict[str, float]:
+            calls.append((batch, ahead))
+            return {i: graph_only[i] for i in batch}
+
+        req = RecallRequest(query="q", vector=atlas.embedder.embed(["q"])[0], now=atlas.clock.now(), top_k=top_k)
+        got = _rank(part, exact, bounds, resolve, req, atlas.config, lambda _: True)
+        return [(s, n.id) for s, n, _ in got], calls
+
+    small, calls = ranked(7)
+    assert len(calls) > 1 and max(len(b) for b, _ in calls) == 16 and not any(a for _, a in calls)
+    assert max(len(b) for b, _ in ranked(40)[1]) == 40  # top_k above 16
+    monkeypatch.setattr(type(part.vectors), "cosine_batch", property(lambda self: 64))
+    wide, wide_calls = ranked(7)
+    assert wide == small
+    assert [b for b, _ in wide_calls] == [b for b, _ in calls]
+    batch, ahead = wide_calls[0]
+    assert len(batch) + len(ahead) == 64 and not set(ahead) & set(batch)
+    later = [i for b, _ in wide_calls[1:] for i in b]
+    assert later[:len(ahead)] == ahead  # the next batches, as named

@@ -48,14 +48,17 @@ from . import cypher as q
 from .bm25 import BACKFILL_COUNTS, BM25_KEPT_COUNTS
 from .client import GraphKey, Literal
 
-__all__ = ["AMONG_IN_QUERY", "CosineCache", "FalkorKeywordIndex", "FalkorVectorIndex", "query_literal", "quote",
-           "short", "term_statements", "vector_literal", "vector_statements"]
+__all__ = ["AMONG_IN_QUERY", "COSINE_BATCH", "CosineCache", "FalkorKeywordIndex", "FalkorVectorIndex",
+           "query_literal", "quote", "short", "term_statements", "vector_literal", "vector_statements"]
 
 _ROWS_PER_WRITE = 256
 AMONG_IN_QUERY = 5000  # a subset up to this size is filtered in the query, larger ones after it
 Prefetch = Callable[..., None]
 Statements = list[tuple[str, dict[str, Any]]]
 _COSINES_AHEAD = 64  # cosines read at once when the ranking asks for some the call lacks
+#: `VectorIndex.cosine_batch`: how many cosines a request of recall's ranking reads, those it asks
+#: for and the next it names (``ahead``); in process 16, each cosine being work, here a round trip
+COSINE_BATCH = 64
 #: `cypher.bm25` prunes when the query's terms are in this many documents or more (counted once a
 #: term), and in `PRUNE_PER_HIT` times as many as the hits asked for; else `cypher.bm25_all`
 #: scores them all (for many hits the k-th score is low: pruning would read nearly every
@@ -81,27 +84,36 @@ def short(terms: Sequence[str]) -> bool:
 
 class CosineCache:
     """Cosines with one query vector that the current call has read alongside other rows (a
-    recall's candidates, its walk), so `FalkorVectorIndex.similarities` does not ask again."""
+    recall's candidates, its walk), so `FalkorVectorIndex.similarities` does not ask again.
 
-    __slots__ = ("query", "values")
+    ``query`` is the call's first query (a recall's own); the cosines with any other query the
+    call reads (a speaker path's sub-query) are kept apart (``others``), so they do not displace
+    the first's, which the walk reads ahead and the ranking resolves after them."""
+
+    __slots__ = ("others", "query", "values")
 
     def __init__(self) -> None:
         self.query: bytes | None = None
         self.values: dict[str, float] = {}
+        self.others: dict[bytes, dict[str, float]] = {}
 
     def add(self, query: Vector, values: dict[str, float]) -> None:
         key = np.asarray(query, dtype=np.float32).tobytes()
-        if key != self.query:
-            self.query, self.values = key, {}
-        self.values.update(values)
+        if self.query is None:
+            self.query = key
+        if key == self.query:
+            self.values.update(values)
+        else:
+            self.others.setdefault(key, {}).update(values)
 
     def of(self, query: Vector) -> dict[str, float] | None:
-        if self.query is None or np.asarray(query, dtype=np.float32).tobytes() != self.query:
+        if self.query is None:
             return None
-        return self.values
+        key = np.asarray(query, dtype=np.float32).tobytes()
+        return self.values if key == self.query else self.others.get(key)
 
     def clear(self) -> None:
-        self.query, self.values = None, {}
+        self.query, self.values, self.others = None, {}, {}
 
 
 def _no_prefetch(ids: Sequence[str], *, edges: bool = False) -> None:
@@ -159,6 +171,10 @@ class FalkorVectorIndex(VectorIndexBase):
     @property
     def dim(self) -> int:
         return self._dim
+
+    @property
+    def cosine_batch(self) -> int:
+        return COSINE_BATCH
 
     def __len__(self) -> int:
         rows = self._g.read(q.VECTOR_COUNT)
@@ -219,15 +235,20 @@ class FalkorVectorIndex(VectorIndexBase):
             found.update((str(i), _vector(raw, v)) for i, raw, v in self._g.read(q.VECTORS_AMONG, {"ids": missing}))
         return [found.get(i) for i in ids]
 
-    def similarities(self, query: Vector, ids: Sequence[str]) -> npt.NDArray[np.float32]:
-        """Cosine of ``query`` with each id (0 for an unknown id)."""
+    def similarities(self, query: Vector, ids: Sequence[str], *, ahead: Sequence[str] = ()) -> npt.NDArray[np.float32]:
+        """Cosine of ``query`` with each id (0 for an unknown id); a request for the ids the call
+        lacks also reads those of ``ahead`` it lacks (to `COSINE_BATCH` in all), then the
+        read-ahead list's (to `_COSINES_AHEAD`)."""
         known = self._cosines.of(query) if self._cosines is not None else None
         wanted = list(dict.fromkeys(ids))
         if known is not None and self._cosines is not None:
             sims = {i: known[i] for i in wanted if i in known}
             missing = [i for i in wanted if i not in known]
             if missing:
-                more = self._next_ahead(known, set(missing))
+                asked = set(missing)
+                more = [i for i in dict.fromkeys(ahead) if i not in known and i not in asked][
+                    :max(0, COSINE_BATCH - len(missing))]
+                more += self._next_ahead(known, asked.union(more))
                 found = self._among(query, missing + more)
                 self._cosines.add(query, {i: found.get(i, 0.0) for i in missing + more})
                 sims.update(found)

@@ -216,7 +216,7 @@ class IVFVectorIndex(VectorIndexBase):
         vectors = self._reconstruct(ids)
         return [self.get(i) for i in ids] if vectors is None else list(vectors)
 
-    def similarities(self, query: Vector, ids: Sequence[str]) -> npt.NDArray[np.float32]:
+    def similarities(self, query: Vector, ids: Sequence[str], *, ahead: Sequence[str] = ()) -> npt.NDArray[np.float32]:
         vectors = self._reconstruct(ids)
         if vectors is not None:  # the read path's case: a few known ids
             return dot_rows(vectors, query)

@@ -207,7 +207,7 @@ class TieredVectorIndex(VectorIndexBase):
     def search_ranked(self, query: Vector, k: int, *, subset: Collection[str] | None = None) -> Ranked:
         return self._impl.search_ranked(query, k, subset=subset)
 
-    def similarities(self, query: Vector, ids: Sequence[str]) -> npt.NDArray[np.float32]:
+    def similarities(self, query: Vector, ids: Sequence[str], *, ahead: Sequence[str] = ()) -> npt.NDArray[np.float32]:
         return self._impl.similarities(query, ids)
 
     def nbytes(self) -> int:

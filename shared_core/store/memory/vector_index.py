@@ -119,7 +119,7 @@ class NumpyVectorIndex(VectorIndexBase):
             return [self.get(i) for i in ids]
         return list(self._matrix[rows])
 
-    def similarities(self, query: Vector, ids: Sequence[str]) -> npt.NDArray[np.float32]:
+    def similarities(self, query: Vector, ids: Sequence[str], *, ahead: Sequence[str] = ()) -> npt.NDArray[np.float32]:
         get = self._rows.get
         found = [get(i, -1) for i in ids]
         if found and -1 not in found:  # the read path's case: a few known ids
