@@ -55,9 +55,9 @@ _ROWS_PER_WRITE = 256
 AMONG_IN_QUERY = 5000  # a subset up to this size is filtered in the query, larger ones after it
 Prefetch = Callable[..., None]
 Statements = list[tuple[str, dict[str, Any]]]
-_COSINES_AHEAD = 64  # cosines read at once when the ranking asks for some the call lacks
-#: `VectorIndex.cosine_batch`: how many cosines a request of recall's ranking reads, those it asks
-#: for and the next it names (``ahead``); in process 16, each cosine being work, here a round trip
+#: `VectorIndex.cosine_batch`: how many cosines one request reads (the ranking's: those it asks
+#: for, the next it names, ``ahead``, then the read-ahead list's; the walk's `cosines_ahead`
+#: alike); in process 16, each cosine being work, here a round trip
 COSINE_BATCH = 64
 #: `cypher.bm25` prunes when the query's terms are in this many documents or more (counted once a
 #: term), and in `PRUNE_PER_HIT` times as many as the hits asked for; else `cypher.bm25_all`
@@ -238,7 +238,7 @@ class FalkorVectorIndex(VectorIndexBase):
     def similarities(self, query: Vector, ids: Sequence[str], *, ahead: Sequence[str] = ()) -> npt.NDArray[np.float32]:
         """Cosine of ``query`` with each id (0 for an unknown id); a request for the ids the call
         lacks also reads those of ``ahead`` it lacks (to `COSINE_BATCH` in all), then the
-        read-ahead list's (to `_COSINES_AHEAD`)."""
+        read-ahead list's (to `COSINE_BATCH` as well)."""
         known = self._cosines.of(query) if self._cosines is not None else None
         wanted = list(dict.fromkeys(ids))
         if known is not None and self._cosines is not None:
@@ -262,7 +262,7 @@ class FalkorVectorIndex(VectorIndexBase):
         known (a chunk at most)."""
         out: list[str] = []
         for i in self._ahead() if self._ahead is not None else ():
-            if len(out) + len(asked) >= _COSINES_AHEAD:
+            if len(out) + len(asked) >= COSINE_BATCH:
                 break
             if i not in known and i not in asked and (among is None or i in among):
                 out.append(i)
